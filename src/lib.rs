@@ -1,0 +1,6 @@
+//! ringgate: a Cassandra-compatible data gateway with Cosmos DB-style physical partitions.
+//!
+//! Layers, data flowing one way: `protocol` -> `server` -> `cql` -> `schema` -> `query` ->
+//! `partition` -> `storage`. See docs/ARCHITECTURE.md.
+
+pub mod cql;
