@@ -4,3 +4,6 @@
 //! `partition` -> `storage`. See docs/ARCHITECTURE.md.
 
 pub mod cql;
+pub mod partition;
+pub mod schema;
+pub mod storage;

@@ -1,0 +1,261 @@
+//! Physical partitions: each table's token ring (MIN, MAX] is covered by contiguous ranges
+//! (start, end], each with its own id and accounting. Every read and write is routed through the
+//! map. Maps are persisted in the metadata space and swapped atomically (readers never lock).
+
+use super::token::{Token, MAX_TOKEN, MIN_TOKEN};
+use crate::storage::{Space, Store, StorageError, WriteBatch};
+use arc_swap::ArcSwap;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// The RU/s one physical partition can serve (Cosmos DB's figure).
+pub const RU_PER_PHYSICAL_PARTITION: i64 = 10_000;
+
+/// One physical partition: the token range (start, end].
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PhysicalPartition {
+    pub id: u64,
+    pub start: Token,
+    pub end: Token,
+}
+
+impl PhysicalPartition {
+    pub fn contains(&self, t: Token) -> bool {
+        t > self.start && t <= self.end
+    }
+}
+
+/// A table's partitions, sorted by token, covering (MIN, MAX] with no gap or overlap.
+#[derive(Debug)]
+pub struct PartitionMap {
+    pub parts: Vec<Arc<PhysicalPartition>>,
+}
+
+impl PartitionMap {
+    /// The partition owning `t`.
+    pub fn route(&self, t: Token) -> &Arc<PhysicalPartition> {
+        let i = self.parts.partition_point(|p| p.end < t);
+        // The last partition ends at MAX_TOKEN, so `i` is in range for every token; MIN_TOKEN
+        // (only the empty key) goes to the first partition.
+        &self.parts[i.min(self.parts.len() - 1)]
+    }
+
+    /// Partitions overlapping the token range (lo, hi] in token order.
+    pub fn overlapping(&self, lo: Token, hi: Token) -> &[Arc<PhysicalPartition>] {
+        if lo >= hi {
+            return &[];
+        }
+        let first = self.parts.partition_point(|p| p.end <= lo);
+        let last = self.parts.partition_point(|p| p.start < hi);
+        &self.parts[first..last.max(first)]
+    }
+
+    fn check(&self) -> bool {
+        !self.parts.is_empty()
+            && self.parts[0].start == MIN_TOKEN
+            && self.parts[self.parts.len() - 1].end == MAX_TOKEN
+            && self.parts.windows(2).all(|w| w[0].end == w[1].start)
+    }
+}
+
+/// Equal token ranges for `n` partitions.
+fn equal_ranges(n: u64) -> Vec<(Token, Token)> {
+    let n = n.max(1) as i128;
+    let span = MAX_TOKEN as i128 - MIN_TOKEN as i128;
+    (0..n)
+        .map(|i| {
+            let s = MIN_TOKEN as i128 + span * i / n;
+            let e = MIN_TOKEN as i128 + span * (i + 1) / n;
+            (s as i64, e as i64)
+        })
+        .collect()
+}
+
+/// The number of physical partitions a throughput needs: ceil(RU / 10,000), at least one.
+pub fn partitions_for_throughput(ru: Option<i64>) -> u64 {
+    match ru {
+        Some(ru) if ru > 0 => ((ru + RU_PER_PHYSICAL_PARTITION - 1) / RU_PER_PHYSICAL_PARTITION) as u64,
+        _ => 1,
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredMap {
+    parts: Vec<PhysicalPartition>,
+}
+
+fn map_key(storage_id: u64) -> Vec<u8> {
+    let mut k = b"pmap/".to_vec();
+    k.extend_from_slice(&storage_id.to_be_bytes());
+    k
+}
+
+const NEXT_ID_KEY: &[u8] = b"pmap-next-id";
+
+/// All tables' partition maps.
+pub struct PartitionMaps {
+    maps: ArcSwap<HashMap<u64, Arc<PartitionMap>>>,
+    next_id: AtomicU64,
+    store: Arc<dyn Store>,
+}
+
+impl PartitionMaps {
+    /// Loads every stored map.
+    pub fn open(store: Arc<dyn Store>) -> Result<PartitionMaps, StorageError> {
+        let mut maps = HashMap::new();
+        let prefix = b"pmap/";
+        let end = crate::storage::prefix_successor(prefix).expect("prefix has a successor");
+        for item in store.scan(
+            Space::Meta,
+            std::ops::Bound::Included(&prefix[..]),
+            std::ops::Bound::Excluded(&end[..]),
+            false,
+        ) {
+            let (k, v) = item?;
+            let id_bytes: [u8; 8] = k[prefix.len()..]
+                .try_into()
+                .map_err(|_| StorageError::Corrupt("bad partition map key".into()))?;
+            let stored: StoredMap = serde_json::from_slice(&v)
+                .map_err(|e| StorageError::Corrupt(format!("bad partition map: {e}")))?;
+            let map = PartitionMap {
+                parts: stored.parts.into_iter().map(Arc::new).collect(),
+            };
+            if !map.check() {
+                return Err(StorageError::Corrupt(format!(
+                    "partition map of table {} does not cover the ring",
+                    u64::from_be_bytes(id_bytes)
+                )));
+            }
+            maps.insert(u64::from_be_bytes(id_bytes), Arc::new(map));
+        }
+        let next_id = match store.get(Space::Meta, NEXT_ID_KEY)? {
+            Some(v) if v.len() == 8 => u64::from_be_bytes(v[..].try_into().expect("8 bytes")),
+            _ => 1,
+        };
+        Ok(PartitionMaps {
+            maps: ArcSwap::from_pointee(maps),
+            next_id: AtomicU64::new(next_id),
+            store,
+        })
+    }
+
+    /// The map of a table (tables created before their map exist only for a moment during DDL;
+    /// callers treat a missing map as one partition over the whole ring).
+    pub fn get(&self, storage_id: u64) -> Option<Arc<PartitionMap>> {
+        self.maps.load().get(&storage_id).cloned()
+    }
+
+    /// Adds the initial layout of a new table to `batch` (committed with the schema change) and
+    /// returns the map to install once the batch is committed.
+    pub fn initial_layout(
+        &self,
+        storage_id: u64,
+        throughput: Option<i64>,
+        batch: &mut WriteBatch,
+    ) -> Arc<PartitionMap> {
+        let ranges = equal_ranges(partitions_for_throughput(throughput));
+        let first = self.next_id.fetch_add(ranges.len() as u64, Ordering::SeqCst);
+        batch.put(
+            Space::Meta,
+            NEXT_ID_KEY,
+            (first + ranges.len() as u64).to_be_bytes().to_vec(),
+        );
+        let parts: Vec<PhysicalPartition> = ranges
+            .into_iter()
+            .enumerate()
+            .map(|(i, (start, end))| PhysicalPartition {
+                id: first + i as u64,
+                start,
+                end,
+            })
+            .collect();
+        batch.put(
+            Space::Meta,
+            map_key(storage_id),
+            encode_parts(&parts),
+        );
+        Arc::new(PartitionMap {
+            parts: parts.into_iter().map(Arc::new).collect(),
+        })
+    }
+
+    /// Makes a map current (after its batch committed).
+    pub fn install(&self, storage_id: u64, map: Arc<PartitionMap>) {
+        debug_assert!(map.check());
+        self.maps.rcu(|m| {
+            let mut m = HashMap::clone(m);
+            m.insert(storage_id, Arc::clone(&map));
+            m
+        });
+    }
+
+    /// Forgets a dropped table's map; adds the deletion to `batch`.
+    pub fn remove(&self, storage_id: u64, batch: &mut WriteBatch) {
+        batch.delete(Space::Meta, map_key(storage_id));
+        self.maps.rcu(|m| {
+            let mut m = HashMap::clone(m);
+            m.remove(&storage_id);
+            m
+        });
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+}
+
+fn encode_parts(parts: &[PhysicalPartition]) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Out<'a> {
+        parts: &'a [PhysicalPartition],
+    }
+    serde_json::to_vec(&Out { parts }).expect("partition map serializes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(n: u64) -> PartitionMap {
+        PartitionMap {
+            parts: equal_ranges(n)
+                .into_iter()
+                .enumerate()
+                .map(|(i, (start, end))| Arc::new(PhysicalPartition { id: i as u64, start, end }))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn layouts_cover_the_ring() {
+        for n in [1, 2, 3, 4, 7, 64] {
+            let m = map(n);
+            assert!(m.check(), "{n}");
+            assert_eq!(m.parts.len() as u64, n);
+        }
+        assert_eq!(partitions_for_throughput(None), 1);
+        assert_eq!(partitions_for_throughput(Some(400)), 1);
+        assert_eq!(partitions_for_throughput(Some(10_000)), 1);
+        assert_eq!(partitions_for_throughput(Some(10_100)), 2);
+        assert_eq!(partitions_for_throughput(Some(40_000)), 4);
+    }
+
+    #[test]
+    fn routing_and_overlap() {
+        let m = map(4);
+        for t in [MIN_TOKEN, MIN_TOKEN + 1, -1, 0, 1, MAX_TOKEN] {
+            let p = m.route(t);
+            assert!(p.contains(t) || t == MIN_TOKEN);
+        }
+        assert_eq!(m.route(MAX_TOKEN).id, 3);
+        let b = m.parts[1].end;
+        assert_eq!(m.route(b).id, 1);
+        assert_eq!(m.route(b + 1).id, 2);
+        assert_eq!(m.overlapping(MIN_TOKEN, MAX_TOKEN).len(), 4);
+        assert_eq!(m.overlapping(b, b + 1).len(), 1);
+        assert_eq!(m.overlapping(b - 1, b + 1).len(), 2);
+        assert!(m.overlapping(5, 5).is_empty());
+    }
+}

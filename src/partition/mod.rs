@@ -1,0 +1,4 @@
+//! Tokens, the physical partition map of each table, splits, and request-unit accounting.
+
+pub mod map;
+pub mod token;

@@ -1,0 +1,162 @@
+//! Tokens exactly as Cassandra's Murmur3Partitioner computes them.
+//!
+//! MurmurHash3 x64_128 with seed 0; the token is the first 64-bit half as a signed long. Cassandra's
+//! implementation reads the tail bytes (length % 16) as *signed* Java bytes, sign-extending them
+//! before shifting; standard murmur3 zero-extends them. Long.MIN_VALUE maps to Long.MAX_VALUE and
+//! the empty key gets the minimum token.
+
+/// A position on the ring: -2^63 ..= 2^63-1 (MIN is never produced by a key but bounds ranges).
+pub type Token = i64;
+
+pub const MIN_TOKEN: Token = i64::MIN;
+pub const MAX_TOKEN: Token = i64::MAX;
+
+const C1: u64 = 0x87c3_7b91_1142_53d5;
+const C2: u64 = 0x4cf5_ad43_2745_937f;
+
+#[inline]
+fn fmix(mut k: u64) -> u64 {
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    k ^= k >> 33;
+    k
+}
+
+/// Cassandra's `MurmurHash.hash3_x64_128(key, 0, len, 0)[0]`.
+pub fn murmur3_cassandra_h1(data: &[u8]) -> i64 {
+    let len = data.len();
+    let nblocks = len / 16;
+    let mut h1: u64 = 0;
+    let mut h2: u64 = 0;
+
+    for block in data.chunks_exact(16) {
+        let (a, b) = block.split_at(8);
+        let mut k1 = u64::from_le_bytes(a.try_into().expect("8 bytes"));
+        let mut k2 = u64::from_le_bytes(b.try_into().expect("8 bytes"));
+
+        k1 = k1.wrapping_mul(C1).rotate_left(31).wrapping_mul(C2);
+        h1 ^= k1;
+        h1 = h1
+            .rotate_left(27)
+            .wrapping_add(h2)
+            .wrapping_mul(5)
+            .wrapping_add(0x52dc_e729);
+
+        k2 = k2.wrapping_mul(C2).rotate_left(33).wrapping_mul(C1);
+        h2 ^= k2;
+        h2 = h2
+            .rotate_left(31)
+            .wrapping_add(h1)
+            .wrapping_mul(5)
+            .wrapping_add(0x3849_5ab5);
+    }
+
+    let tail = &data[nblocks * 16..];
+    // Java: `((long) key.get(offset + i)) << shift` with a signed byte: sign extension.
+    let byte = |i: usize| tail[i] as i8 as i64 as u64;
+    let mut k1: u64 = 0;
+    let mut k2: u64 = 0;
+    let rem = tail.len();
+    if rem > 8 {
+        for i in (8..rem).rev() {
+            k2 ^= byte(i) << ((i - 8) * 8);
+        }
+        k2 = k2.wrapping_mul(C2).rotate_left(33).wrapping_mul(C1);
+        h2 ^= k2;
+    }
+    if rem > 0 {
+        for i in (0..rem.min(8)).rev() {
+            k1 ^= byte(i) << (i * 8);
+        }
+        k1 = k1.wrapping_mul(C1).rotate_left(31).wrapping_mul(C2);
+        h1 ^= k1;
+    }
+
+    h1 ^= len as u64;
+    h2 ^= len as u64;
+    h1 = h1.wrapping_add(h2);
+    h2 = h2.wrapping_add(h1);
+    h1 = fmix(h1);
+    h2 = fmix(h2);
+    h1 = h1.wrapping_add(h2);
+    h1 as i64
+}
+
+/// The token of a serialized partition key (for composite keys, the composite encoding).
+pub fn token_of(key: &[u8]) -> Token {
+    if key.is_empty() {
+        return MIN_TOKEN;
+    }
+    match murmur3_cassandra_h1(key) {
+        i64::MIN => i64::MAX,
+        t => t,
+    }
+}
+
+/// Cassandra's composite partition key encoding: per component a u16 big-endian length, the
+/// bytes, then 0x00. Single-component keys are the raw value instead (see `partition_key_bytes`).
+pub fn composite_key(components: &[&[u8]], out: &mut Vec<u8>) {
+    for c in components {
+        let len = u16::try_from(c.len()).unwrap_or(u16::MAX);
+        out.extend_from_slice(&len.to_be_bytes());
+        out.extend_from_slice(c);
+        out.push(0);
+    }
+}
+
+/// The serialized partition key that is hashed: raw value for one column, composite otherwise.
+pub fn partition_key_bytes(components: &[&[u8]]) -> Vec<u8> {
+    match components {
+        [single] => single.to_vec(),
+        many => {
+            let mut out = Vec::with_capacity(many.iter().map(|c| c.len() + 3).sum());
+            composite_key(many, &mut out);
+            out
+        }
+    }
+}
+
+/// Splits a composite key back into its components (None if malformed).
+pub fn split_composite(mut key: &[u8], n: usize) -> Option<Vec<&[u8]>> {
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        if key.len() < 2 {
+            return None;
+        }
+        let len = u16::from_be_bytes([key[0], key[1]]) as usize;
+        if key.len() < 2 + len + 1 {
+            return None;
+        }
+        out.push(&key[2..2 + len]);
+        key = &key[2 + len + 1..];
+    }
+    key.is_empty().then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_vectors() {
+        assert_eq!(token_of(b"a"), -8839064797231613815);
+        assert_eq!(token_of(&1i32.to_be_bytes()), -4069959284402364209);
+        assert_eq!(token_of(&1i64.to_be_bytes()), 6292367497774912474);
+        assert_eq!(token_of(b"123"), -7468325962851647638);
+        assert_eq!(token_of(&[0xfe; 8]), -8927430733708461935);
+        let key = partition_key_bytes(&[b"a", &1i32.to_be_bytes()]);
+        assert_eq!(token_of(&key), 8247712171917364652);
+        assert_eq!(token_of(b""), MIN_TOKEN);
+    }
+
+    #[test]
+    fn composite_round_trip() {
+        let key = partition_key_bytes(&[b"abc", b"", &[1, 2]]);
+        let parts = split_composite(&key, 3).unwrap();
+        assert_eq!(parts, vec![&b"abc"[..], &b""[..], &[1u8, 2][..]]);
+        assert!(split_composite(&key, 2).is_none());
+        assert!(split_composite(&key[..key.len() - 1], 3).is_none());
+    }
+}

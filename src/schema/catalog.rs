@@ -1,0 +1,298 @@
+//! The catalog: the current schema snapshot, its persistence and serialized DDL.
+
+use super::{
+    ColumnDef, ColumnKind, KeyspaceDef, Schema, SchemaError, TableOptions,
+};
+use crate::cql::types::{CqlType, UdtDef};
+use crate::storage::{Space, Store, WriteBatch};
+use arc_swap::ArcSwap;
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// Key of the schema document in the metadata space.
+const SCHEMA_KEY: &[u8] = b"schema";
+/// Storage ids below this are reserved.
+const FIRST_STORAGE_ID: u64 = 16;
+
+pub struct Catalog {
+    current: ArcSwap<Schema>,
+    /// Serializes DDL (schema changes are rare; reads never take it).
+    ddl: Mutex<()>,
+    store: Arc<dyn Store>,
+}
+
+impl Catalog {
+    /// Loads the persisted schema (or starts empty) and adds the built-in system keyspaces.
+    pub fn open(store: Arc<dyn Store>) -> Result<Catalog, SchemaError> {
+        let mut schema = match store
+            .get(Space::Meta, SCHEMA_KEY)
+            .map_err(|e| SchemaError::Server(e.to_string()))?
+        {
+            Some(doc) => decode(&doc)?,
+            None => Schema {
+                keyspaces: BTreeMap::new(),
+                version: Uuid::new_v4(),
+                next_storage_id: FIRST_STORAGE_ID,
+            },
+        };
+        for ks in super::system::keyspaces() {
+            schema.keyspaces.insert(ks.name.clone(), Arc::new(ks));
+        }
+        Ok(Catalog {
+            current: ArcSwap::from_pointee(schema),
+            ddl: Mutex::new(()),
+            store,
+        })
+    }
+
+    /// The current schema snapshot.
+    pub fn schema(&self) -> Arc<Schema> {
+        self.current.load_full()
+    }
+
+    /// Applies a schema change: `f` edits a copy of the schema and returns its result; the new
+    /// schema gets a new version, is persisted atomically, then becomes current. `extra` ops are
+    /// committed in the same atomic batch (e.g. a new table's physical partition map).
+    pub fn update<T>(
+        &self,
+        f: impl FnOnce(&mut Schema, &mut WriteBatch) -> Result<T, SchemaError>,
+    ) -> Result<T, SchemaError> {
+        let _guard = self.ddl.lock();
+        let mut next = (*self.current.load_full()).clone();
+        let mut batch = WriteBatch::default();
+        let out = f(&mut next, &mut batch)?;
+        next.version = Uuid::new_v4();
+        batch.put(Space::Meta, SCHEMA_KEY, encode(&next)?);
+        self.store
+            .commit(batch)
+            .map_err(|e| SchemaError::Server(e.to_string()))?;
+        self.current.store(Arc::new(next));
+        Ok(out)
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredSchema {
+    version: Uuid,
+    next_storage_id: u64,
+    keyspaces: Vec<StoredKeyspace>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredKeyspace {
+    name: String,
+    replication: BTreeMap<String, String>,
+    durable_writes: bool,
+    #[serde(default)]
+    cosmosdb_provisioned_throughput: Option<i64>,
+    #[serde(default)]
+    cosmosdb_autoscale_max_throughput: Option<i64>,
+    /// In creation order (a type may use earlier ones).
+    types: Vec<StoredType>,
+    tables: Vec<StoredTable>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredType {
+    name: String,
+    fields: Vec<(String, String)>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredColumn {
+    name: String,
+    ty: String,
+    kind: ColumnKind,
+    position: usize,
+    desc: bool,
+    id: u32,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredTable {
+    name: String,
+    id: Uuid,
+    storage_id: u64,
+    columns: Vec<StoredColumn>,
+    options: TableOptions,
+    next_column_id: u32,
+    #[serde(default)]
+    dropped: Vec<(String, String, i64)>,
+}
+
+fn encode(schema: &Schema) -> Result<Vec<u8>, SchemaError> {
+    let stored = StoredSchema {
+        version: schema.version,
+        next_storage_id: schema.next_storage_id,
+        keyspaces: schema
+            .keyspaces
+            .values()
+            .filter(|k| !k.system)
+            .map(|k| StoredKeyspace {
+                name: k.name.clone(),
+                replication: k.replication.clone(),
+                durable_writes: k.durable_writes,
+                cosmosdb_provisioned_throughput: k.cosmosdb_provisioned_throughput,
+                cosmosdb_autoscale_max_throughput: k.cosmosdb_autoscale_max_throughput,
+                types: types_in_dependency_order(&k.types)
+                    .into_iter()
+                    .map(|t| StoredType {
+                        name: t.name.clone(),
+                        fields: t
+                            .fields
+                            .iter()
+                            .map(|(n, ty)| (n.clone(), type_string(ty)))
+                            .collect(),
+                    })
+                    .collect(),
+                tables: k
+                    .tables
+                    .values()
+                    .map(|t| StoredTable {
+                        name: t.name.clone(),
+                        id: t.id,
+                        storage_id: t.storage_id,
+                        columns: t
+                            .columns
+                            .iter()
+                            .map(|c| StoredColumn {
+                                name: c.name.clone(),
+                                ty: type_string(&c.ty),
+                                kind: c.kind,
+                                position: c.position,
+                                desc: c.desc,
+                                id: c.id,
+                            })
+                            .collect(),
+                        options: t.options.clone(),
+                        next_column_id: t.next_column_id,
+                        dropped: t.dropped.clone(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    };
+    serde_json::to_vec(&stored).map_err(|e| SchemaError::Server(e.to_string()))
+}
+
+/// Type strings in the stored schema: user types are written by (quoted) name and resolved
+/// against the keyspace's types on load.
+fn type_string(ty: &CqlType) -> String {
+    ty.to_string()
+}
+
+/// Orders types so that each comes after the types it uses.
+fn types_in_dependency_order(types: &BTreeMap<String, Arc<UdtDef>>) -> Vec<Arc<UdtDef>> {
+    fn uses(ty: &CqlType, out: &mut Vec<String>) {
+        match ty {
+            CqlType::Udt(u) => out.push(u.name.clone()),
+            CqlType::List(t) | CqlType::Set(t) | CqlType::Frozen(t) | CqlType::Vector(t, _) => {
+                uses(t, out)
+            }
+            CqlType::Map(k, v) => {
+                uses(k, out);
+                uses(v, out);
+            }
+            CqlType::Tuple(items) => items.iter().for_each(|t| uses(t, out)),
+            _ => {}
+        }
+    }
+    let mut done: Vec<Arc<UdtDef>> = Vec::new();
+    let mut pending: Vec<&Arc<UdtDef>> = types.values().collect();
+    while !pending.is_empty() {
+        let before = pending.len();
+        pending.retain(|t| {
+            let mut deps = Vec::new();
+            t.fields.iter().for_each(|(_, ty)| uses(ty, &mut deps));
+            if deps.iter().all(|d| done.iter().any(|x| &x.name == d)) {
+                done.push(Arc::clone(t));
+                false
+            } else {
+                true
+            }
+        });
+        if pending.len() == before {
+            // A cycle cannot be created through CQL; keep the rest in name order.
+            done.extend(pending.drain(..).cloned());
+        }
+    }
+    done
+}
+
+fn decode(doc: &[u8]) -> Result<Schema, SchemaError> {
+    let stored: StoredSchema = serde_json::from_slice(doc)
+        .map_err(|e| SchemaError::Server(format!("stored schema is unreadable: {e}")))?;
+    let mut schema = Schema {
+        keyspaces: BTreeMap::new(),
+        version: stored.version,
+        next_storage_id: stored.next_storage_id.max(FIRST_STORAGE_ID),
+    };
+    for sk in stored.keyspaces {
+        let mut types: BTreeMap<String, Arc<UdtDef>> = BTreeMap::new();
+        for st in sk.types {
+            let mut fields = Vec::with_capacity(st.fields.len());
+            for (n, t) in st.fields {
+                fields.push((n, parse_stored_type(&t, &types)?));
+            }
+            types.insert(
+                st.name.clone(),
+                Arc::new(UdtDef {
+                    keyspace: sk.name.clone(),
+                    name: st.name,
+                    fields,
+                }),
+            );
+        }
+        let mut tables = BTreeMap::new();
+        for t in sk.tables {
+            let mut columns = Vec::with_capacity(t.columns.len());
+            for c in t.columns {
+                columns.push(ColumnDef {
+                    ty: parse_stored_type(&c.ty, &types)?,
+                    name: c.name,
+                    kind: c.kind,
+                    position: c.position,
+                    desc: c.desc,
+                    id: c.id,
+                });
+            }
+            let table = super::ddl::assemble_table(
+                sk.name.clone(),
+                t.name.clone(),
+                t.id,
+                t.storage_id,
+                columns,
+                t.options,
+                t.next_column_id,
+                t.dropped,
+            );
+            tables.insert(t.name, Arc::new(table));
+        }
+        schema.keyspaces.insert(
+            sk.name.clone(),
+            Arc::new(KeyspaceDef {
+                name: sk.name,
+                replication: sk.replication,
+                durable_writes: sk.durable_writes,
+                cosmosdb_provisioned_throughput: sk.cosmosdb_provisioned_throughput,
+                cosmosdb_autoscale_max_throughput: sk.cosmosdb_autoscale_max_throughput,
+                tables,
+                types,
+                system: false,
+                is_virtual: false,
+            }),
+        );
+    }
+    Ok(schema)
+}
+
+fn parse_stored_type(
+    s: &str,
+    types: &BTreeMap<String, Arc<UdtDef>>,
+) -> Result<CqlType, SchemaError> {
+    CqlType::parse(s, &|name| types.get(name).cloned())
+        .map_err(|e| SchemaError::Server(format!("stored schema has a bad type '{s}': {e}")))
+}

@@ -1,0 +1,958 @@
+//! DDL: turning CREATE/ALTER/DROP statements into a new schema, with Cassandra's validation
+//! and error messages.
+
+use super::{
+    ColumnDef, ColumnKind, KeyspaceDef, PartitionKeyKind, Schema, SchemaError, TableDef,
+    TableOptions,
+};
+use crate::cql::ast::{
+    self, AlterTableAction, Literal, Order, Properties, PropertyValue, QualifiedName, TypeExpr,
+};
+use crate::cql::types::{CqlType, UdtDef};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// What a DDL statement changed: becomes a SCHEMA_CHANGE result and event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaChange {
+    pub change: ChangeKind,
+    pub target: ChangeTarget,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind {
+    Created,
+    Updated,
+    Dropped,
+}
+
+impl ChangeKind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ChangeKind::Created => "CREATED",
+            ChangeKind::Updated => "UPDATED",
+            ChangeKind::Dropped => "DROPPED",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChangeTarget {
+    Keyspace(String),
+    Table(String, String),
+    Type(String, String),
+}
+
+fn invalid(msg: impl Into<String>) -> SchemaError {
+    SchemaError::Invalid(msg.into())
+}
+
+fn config(msg: impl Into<String>) -> SchemaError {
+    SchemaError::Config(msg.into())
+}
+
+/// Names of keyspaces that users cannot create, alter or drop.
+fn check_not_system(schema: &Schema, ks: &str) -> Result<(), SchemaError> {
+    match schema.keyspace(ks) {
+        Some(k) if k.system => Err(SchemaError::Invalid(format!(
+            "{ks} keyspace is not user-modifiable"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+fn check_name(kind: &str, name: &str) -> Result<(), SchemaError> {
+    if name.is_empty()
+        || name.len() > 48
+        || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        return Err(invalid(format!(
+            "{kind} name must not be empty, more than 48 characters long, or contain non-alphanumeric-underscore characters (got \"{name}\")"
+        )));
+    }
+    Ok(())
+}
+
+fn literal_text(l: &Literal) -> String {
+    match l {
+        Literal::String(s) | Literal::Integer(s) | Literal::Float(s) | Literal::Uuid(s) => {
+            s.clone()
+        }
+        Literal::Duration(s) => s.clone(),
+        Literal::Boolean(b) => b.to_string(),
+        Literal::Blob(b) => format!("0x{}", b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
+        Literal::Null => "null".into(),
+    }
+}
+
+fn prop_map(name: &str, v: &PropertyValue) -> Result<BTreeMap<String, String>, SchemaError> {
+    match v {
+        PropertyValue::Map(pairs) => Ok(pairs
+            .iter()
+            .map(|(k, v)| (literal_text(k), literal_text(v)))
+            .collect()),
+        PropertyValue::Constant(_) => Err(SchemaError::Syntax(format!(
+            "Invalid value for property '{name}'. It should be a map."
+        ))),
+    }
+}
+
+fn prop_string(name: &str, v: &PropertyValue) -> Result<String, SchemaError> {
+    match v {
+        PropertyValue::Constant(l) => Ok(literal_text(l)),
+        PropertyValue::Map(_) => Err(SchemaError::Syntax(format!(
+            "Invalid value for property '{name}'. It should be a string"
+        ))),
+    }
+}
+
+fn prop_int(name: &str, v: &PropertyValue) -> Result<i64, SchemaError> {
+    let s = prop_string(name, v)?;
+    s.trim().parse::<i64>().map_err(|_| {
+        SchemaError::Syntax(format!(
+            "Invalid value for property '{name}'. It should be an integer (got '{s}')"
+        ))
+    })
+}
+
+fn prop_f64(name: &str, v: &PropertyValue) -> Result<f64, SchemaError> {
+    let s = prop_string(name, v)?;
+    s.trim().parse::<f64>().map_err(|_| {
+        SchemaError::Syntax(format!(
+            "Invalid value for property '{name}'. It should be a number (got '{s}')"
+        ))
+    })
+}
+
+fn prop_bool(name: &str, v: &PropertyValue) -> Result<bool, SchemaError> {
+    let s = prop_string(name, v)?;
+    match s.to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(SchemaError::Syntax(format!(
+            "Invalid value for property '{name}'. It should be a boolean (got '{s}')"
+        ))),
+    }
+}
+
+fn throughput(name: &str, v: &PropertyValue) -> Result<i64, SchemaError> {
+    let n = prop_int(name, v)?;
+    if n < 400 {
+        return Err(invalid(format!(
+            "The provisioned throughput {name} = {n} is below the minimum of 400 RU/s"
+        )));
+    }
+    if n % 100 != 0 {
+        return Err(invalid(format!(
+            "The provisioned throughput {name} = {n} must be a multiple of 100 RU/s"
+        )));
+    }
+    Ok(n)
+}
+
+// ---------------------------------------------------------------- keyspaces
+
+const SIMPLE: &str = "org.apache.cassandra.locator.SimpleStrategy";
+const NTS: &str = "org.apache.cassandra.locator.NetworkTopologyStrategy";
+
+fn replication_from(
+    props: &Properties,
+    existing: Option<&BTreeMap<String, String>>,
+) -> Result<BTreeMap<String, String>, SchemaError> {
+    let Some((_, v)) = props.values.iter().find(|(k, _)| k == "replication") else {
+        return match existing {
+            Some(r) => Ok(r.clone()),
+            None => Err(config("Missing mandatory option 'replication'")),
+        };
+    };
+    let mut map = prop_map("replication", v)?;
+    let class = map
+        .remove("class")
+        .ok_or_else(|| config("Missing replication strategy class"))?;
+    let class = match class.as_str() {
+        "SimpleStrategy" | SIMPLE => SIMPLE,
+        "NetworkTopologyStrategy" | NTS => NTS,
+        "LocalStrategy" | "org.apache.cassandra.locator.LocalStrategy" => {
+            return Err(config(
+                "Unable to use given strategy class: LocalStrategy is reserved for internal use.",
+            ))
+        }
+        other => {
+            return Err(config(format!(
+                "Unable to find replication strategy class '{other}'"
+            )))
+        }
+    };
+    let check_rf = |key: &str, v: &str| -> Result<(), SchemaError> {
+        let rf = v.split('/').next().unwrap_or(v);
+        match rf.trim().parse::<i64>() {
+            Ok(n) if n >= 0 => Ok(()),
+            _ => Err(config(format!(
+                "Replication factor must be non-negative integer; found {v} for '{key}'"
+            ))),
+        }
+    };
+    if class == SIMPLE {
+        let rf = map.get("replication_factor").ok_or_else(|| {
+            config("SimpleStrategy requires a replication_factor strategy option.")
+        })?;
+        check_rf("replication_factor", rf)?;
+        if let Some(k) = map.keys().find(|k| *k != "replication_factor") {
+            return Err(config(format!(
+                "Unrecognized strategy option {{{k}}} passed to SimpleStrategy for keyspace"
+            )));
+        }
+    } else {
+        for (k, v) in &map {
+            check_rf(k, v)?;
+        }
+    }
+    map.insert("class".into(), class.into());
+    Ok(map)
+}
+
+pub fn create_keyspace(
+    schema: &mut Schema,
+    name: &str,
+    if_not_exists: bool,
+    props: &Properties,
+) -> Result<Option<SchemaChange>, SchemaError> {
+    check_name("Keyspace", name)?;
+    if schema.keyspaces.contains_key(name) {
+        if if_not_exists {
+            return Ok(None);
+        }
+        return Err(SchemaError::AlreadyExists {
+            message: format!("Cannot add existing keyspace \"{name}\""),
+            keyspace: name.into(),
+            table: String::new(),
+        });
+    }
+    let mut ks = KeyspaceDef {
+        name: name.into(),
+        replication: replication_from(props, None)?,
+        durable_writes: true,
+        cosmosdb_provisioned_throughput: None,
+        cosmosdb_autoscale_max_throughput: None,
+        tables: BTreeMap::new(),
+        types: BTreeMap::new(),
+        system: false,
+        is_virtual: false,
+    };
+    apply_keyspace_props(&mut ks, props)?;
+    schema.keyspaces.insert(name.into(), Arc::new(ks));
+    Ok(Some(SchemaChange {
+        change: ChangeKind::Created,
+        target: ChangeTarget::Keyspace(name.into()),
+    }))
+}
+
+fn apply_keyspace_props(ks: &mut KeyspaceDef, props: &Properties) -> Result<(), SchemaError> {
+    for (k, v) in &props.values {
+        match k.as_str() {
+            "replication" => {}
+            "durable_writes" => ks.durable_writes = prop_bool(k, v)?,
+            "cosmosdb_provisioned_throughput" => {
+                ks.cosmosdb_provisioned_throughput = Some(throughput(k, v)?)
+            }
+            "cosmosdb_autoscale_max_throughput" => {
+                ks.cosmosdb_autoscale_max_throughput = Some(throughput(k, v)?)
+            }
+            other => return Err(SchemaError::Syntax(format!("Unknown property '{other}'"))),
+        }
+    }
+    Ok(())
+}
+
+pub fn alter_keyspace(
+    schema: &mut Schema,
+    name: &str,
+    if_exists: bool,
+    props: &Properties,
+) -> Result<Option<SchemaChange>, SchemaError> {
+    check_not_system(schema, name)?;
+    let Some(existing) = schema.keyspaces.get(name) else {
+        if if_exists {
+            return Ok(None);
+        }
+        return Err(invalid(format!("Keyspace '{name}' does not exist")));
+    };
+    let mut ks = (**existing).clone();
+    ks.replication = replication_from(props, Some(&existing.replication))?;
+    apply_keyspace_props(&mut ks, props)?;
+    schema.keyspaces.insert(name.into(), Arc::new(ks));
+    Ok(Some(SchemaChange {
+        change: ChangeKind::Updated,
+        target: ChangeTarget::Keyspace(name.into()),
+    }))
+}
+
+/// Drops a keyspace; returns the change and the dropped tables (their data must be removed).
+pub fn drop_keyspace(
+    schema: &mut Schema,
+    name: &str,
+    if_exists: bool,
+) -> Result<Option<(SchemaChange, Vec<Arc<TableDef>>)>, SchemaError> {
+    check_not_system(schema, name)?;
+    let Some(ks) = schema.keyspaces.remove(name) else {
+        if if_exists {
+            return Ok(None);
+        }
+        return Err(invalid(format!(
+            "Cannot drop non existing keyspace '{name}'."
+        )));
+    };
+    Ok(Some((
+        SchemaChange {
+            change: ChangeKind::Dropped,
+            target: ChangeTarget::Keyspace(name.into()),
+        },
+        ks.tables.values().cloned().collect(),
+    )))
+}
+
+// ---------------------------------------------------------------- types
+
+/// Resolves a written type against the keyspace's user types.
+pub fn resolve_type(
+    schema: &Schema,
+    keyspace: &str,
+    ty: &TypeExpr,
+) -> Result<CqlType, SchemaError> {
+    Ok(match ty {
+        TypeExpr::Native(n) => CqlType::native_from_name(n)
+            .ok_or_else(|| invalid(format!("Unknown type {keyspace}.{n}")))?,
+        TypeExpr::List(t) => CqlType::List(Box::new(resolve_type(schema, keyspace, t)?)),
+        TypeExpr::Set(t) => CqlType::Set(Box::new(resolve_type(schema, keyspace, t)?)),
+        TypeExpr::Map(k, v) => CqlType::Map(
+            Box::new(resolve_type(schema, keyspace, k)?),
+            Box::new(resolve_type(schema, keyspace, v)?),
+        ),
+        TypeExpr::Tuple(items) => CqlType::Tuple(
+            items
+                .iter()
+                .map(|t| resolve_type(schema, keyspace, t).map(freeze_nested))
+                .collect::<Result<_, _>>()?,
+        ),
+        TypeExpr::Frozen(t) => CqlType::Frozen(Box::new(freeze_nested(resolve_type(
+            schema, keyspace, t,
+        )?))),
+        TypeExpr::Vector(t, n) => {
+            if *n == 0 {
+                return Err(invalid("vectors may only have positive dimensions; given 0"));
+            }
+            CqlType::Vector(Box::new(resolve_type(schema, keyspace, t)?), *n)
+        }
+        TypeExpr::Udt(q) => {
+            let ks_name = q.keyspace.as_deref().unwrap_or(keyspace);
+            if ks_name != keyspace {
+                return Err(invalid(format!(
+                    "Statement on keyspace {keyspace} cannot refer to a user type in keyspace {ks_name}; user types can only be used in the keyspace they are defined in"
+                )));
+            }
+            let udt = schema
+                .keyspace(ks_name)
+                .and_then(|k| k.types.get(&q.name))
+                .ok_or_else(|| invalid(format!("Unknown type {ks_name}.{}", q.name)))?;
+            CqlType::Udt(Arc::clone(udt))
+        }
+        TypeExpr::Custom(c) => CqlType::Custom(c.clone()),
+    })
+}
+
+/// Inside a frozen type every nested collection or UDT is frozen too.
+fn freeze_nested(ty: CqlType) -> CqlType {
+    match ty {
+        CqlType::List(t) => CqlType::Frozen(Box::new(CqlType::List(Box::new(freeze_nested(*t))))),
+        CqlType::Set(t) => CqlType::Frozen(Box::new(CqlType::Set(Box::new(freeze_nested(*t))))),
+        CqlType::Map(k, v) => CqlType::Frozen(Box::new(CqlType::Map(
+            Box::new(freeze_nested(*k)),
+            Box::new(freeze_nested(*v)),
+        ))),
+        CqlType::Udt(u) => CqlType::Frozen(Box::new(CqlType::Udt(u))),
+        CqlType::Frozen(inner) => CqlType::Frozen(Box::new(match *inner {
+            CqlType::List(t) => CqlType::List(Box::new(freeze_nested(*t))),
+            CqlType::Set(t) => CqlType::Set(Box::new(freeze_nested(*t))),
+            CqlType::Map(k, v) => {
+                CqlType::Map(Box::new(freeze_nested(*k)), Box::new(freeze_nested(*v)))
+            }
+            other => other,
+        })),
+        other => other,
+    }
+}
+
+pub fn create_type(
+    schema: &mut Schema,
+    keyspace: &str,
+    name: &str,
+    if_not_exists: bool,
+    fields: &[(String, TypeExpr)],
+) -> Result<Option<SchemaChange>, SchemaError> {
+    check_not_system(schema, keyspace)?;
+    let ks = schema.require_keyspace(keyspace)?.clone();
+    if ks.types.contains_key(name) {
+        if if_not_exists {
+            return Ok(None);
+        }
+        return Err(invalid(format!(
+            "A user type with name '{name}' already exists"
+        )));
+    }
+    let mut resolved = Vec::with_capacity(fields.len());
+    for (f, t) in fields {
+        if resolved.iter().any(|(n, _): &(String, CqlType)| n == f) {
+            return Err(invalid(format!("Duplicate field name {f} in type {name}")));
+        }
+        let ty = resolve_type(schema, keyspace, t)?;
+        if ty.is_counter() {
+            return Err(invalid("A user type cannot contain counters"));
+        }
+        resolved.push((f.clone(), freeze_nested(ty)));
+    }
+    let mut ks = (*ks).clone();
+    ks.types.insert(
+        name.into(),
+        Arc::new(UdtDef {
+            keyspace: keyspace.into(),
+            name: name.into(),
+            fields: resolved,
+        }),
+    );
+    schema.keyspaces.insert(keyspace.into(), Arc::new(ks));
+    Ok(Some(SchemaChange {
+        change: ChangeKind::Created,
+        target: ChangeTarget::Type(keyspace.into(), name.into()),
+    }))
+}
+
+pub fn drop_type(
+    schema: &mut Schema,
+    keyspace: &str,
+    name: &str,
+    if_exists: bool,
+) -> Result<Option<SchemaChange>, SchemaError> {
+    check_not_system(schema, keyspace)?;
+    let ks = schema.require_keyspace(keyspace)?.clone();
+    if !ks.types.contains_key(name) {
+        if if_exists {
+            return Ok(None);
+        }
+        return Err(invalid(format!(
+            "No user type named {keyspace}.{name} exists."
+        )));
+    }
+    let used_by = ks.tables.values().find(|t| {
+        t.columns
+            .iter()
+            .any(|c| c.ty.to_string().contains(&crate::cql::types::quote_ident(name)))
+    });
+    if let Some(t) = used_by {
+        return Err(invalid(format!(
+            "Cannot drop user type {keyspace}.{name} as it is still used by table {keyspace}.{}",
+            t.name
+        )));
+    }
+    let mut ks = (*ks).clone();
+    ks.types.remove(name);
+    schema.keyspaces.insert(keyspace.into(), Arc::new(ks));
+    Ok(Some(SchemaChange {
+        change: ChangeKind::Dropped,
+        target: ChangeTarget::Type(keyspace.into(), name.into()),
+    }))
+}
+
+// ---------------------------------------------------------------- tables
+
+/// Builds a table definition from its columns: orders them as Cassandra does (partition key,
+/// clustering, then static and regular columns by name) and indexes the key columns.
+#[allow(clippy::too_many_arguments)]
+pub fn assemble_table(
+    keyspace: String,
+    name: String,
+    id: Uuid,
+    storage_id: u64,
+    mut columns: Vec<ColumnDef>,
+    options: TableOptions,
+    next_column_id: u32,
+    dropped: Vec<(String, String, i64)>,
+) -> TableDef {
+    let rank = |c: &ColumnDef| match c.kind {
+        ColumnKind::PartitionKey => 0,
+        ColumnKind::Clustering => 1,
+        ColumnKind::Static => 2,
+        ColumnKind::Regular => 3,
+    };
+    columns.sort_by(|a, b| {
+        rank(a)
+            .cmp(&rank(b))
+            .then(a.position.cmp(&b.position))
+            .then(a.name.as_bytes().cmp(b.name.as_bytes()))
+    });
+    let partition_key = columns
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.kind == ColumnKind::PartitionKey)
+        .map(|(i, _)| i)
+        .collect();
+    let clustering = columns
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.kind == ColumnKind::Clustering)
+        .map(|(i, _)| i)
+        .collect();
+    TableDef {
+        keyspace,
+        name,
+        id,
+        storage_id,
+        columns,
+        partition_key,
+        clustering,
+        options,
+        next_column_id,
+        virtual_table: false,
+        dropped,
+    }
+}
+
+fn apply_table_props(
+    opts: &mut TableOptions,
+    props: &Properties,
+    creating: bool,
+) -> Result<(), SchemaError> {
+    for (k, v) in &props.values {
+        match k.as_str() {
+            "comment" => opts.comment = prop_string(k, v)?,
+            "default_time_to_live" => {
+                let n = prop_int(k, v)?;
+                if !(0..=630_720_000).contains(&n) {
+                    return Err(config(format!(
+                        "default_time_to_live must be greater than or equal to 0 and less than or equal to 630720000 (got {n})"
+                    )));
+                }
+                opts.default_time_to_live = n as i32;
+            }
+            "gc_grace_seconds" => {
+                let n = prop_int(k, v)?;
+                if !(0..=i32::MAX as i64).contains(&n) {
+                    return Err(config(format!(
+                        "gc_grace_seconds must be greater than or equal to 0 (got {n})"
+                    )));
+                }
+                opts.gc_grace_seconds = n as i32;
+            }
+            "bloom_filter_fp_chance" => opts.bloom_filter_fp_chance = prop_f64(k, v)?,
+            "crc_check_chance" => opts.crc_check_chance = prop_f64(k, v)?,
+            "caching" => opts.caching = prop_map(k, v)?,
+            "compaction" => {
+                let mut m = prop_map(k, v)?;
+                if let Some(c) = m.get("class").cloned() {
+                    if !c.contains('.') {
+                        m.insert(
+                            "class".into(),
+                            format!("org.apache.cassandra.db.compaction.{c}"),
+                        );
+                    }
+                }
+                opts.compaction = m;
+            }
+            "compression" => opts.compression = prop_map(k, v)?,
+            "extensions" => opts.extensions = prop_map(k, v)?,
+            "memtable" => opts.memtable = prop_string(k, v)?,
+            "memtable_flush_period_in_ms" => {
+                opts.memtable_flush_period_in_ms = prop_int(k, v)? as i32
+            }
+            "min_index_interval" => opts.min_index_interval = prop_int(k, v)? as i32,
+            "max_index_interval" => opts.max_index_interval = prop_int(k, v)? as i32,
+            "read_repair" => opts.read_repair = prop_string(k, v)?,
+            "speculative_retry" => opts.speculative_retry = prop_string(k, v)?,
+            "additional_write_policy" => opts.additional_write_policy = prop_string(k, v)?,
+            "cdc" => opts.cdc = prop_bool(k, v)?,
+            "cosmosdb_provisioned_throughput" => {
+                opts.cosmosdb_provisioned_throughput = Some(throughput(k, v)?)
+            }
+            "cosmosdb_autoscale_max_throughput" => {
+                opts.cosmosdb_autoscale_max_throughput = Some(throughput(k, v)?)
+            }
+            "partition_key_kind" => {
+                let kind = match prop_string(k, v)?.to_ascii_lowercase().as_str() {
+                    "hash" => PartitionKeyKind::Hash,
+                    "multihash" => PartitionKeyKind::MultiHash,
+                    other => {
+                        return Err(invalid(format!(
+                            "Unknown partition_key_kind '{other}': use 'Hash' or 'MultiHash'"
+                        )))
+                    }
+                };
+                if !creating && kind != opts.partition_key_kind {
+                    return Err(invalid(
+                        "partition_key_kind is fixed when a table is created and cannot be altered",
+                    ));
+                }
+                opts.partition_key_kind = kind;
+            }
+            // Accepted for compatibility with Cassandra 5's DESCRIBE output; not used.
+            "allow_auto_snapshot" | "incremental_backups" => {
+                prop_bool(k, v)?;
+            }
+            "id" => {
+                if !creating {
+                    return Err(config("Cannot alter table id."));
+                }
+            }
+            other => return Err(SchemaError::Syntax(format!("Unknown property '{other}'"))),
+        }
+    }
+    Ok(())
+}
+
+fn check_key_type(col: &str, ty: &CqlType) -> Result<(), SchemaError> {
+    match ty {
+        CqlType::Counter => Err(invalid(format!(
+            "counter type is not supported for PRIMARY KEY column '{col}'"
+        ))),
+        CqlType::Duration => Err(invalid(format!(
+            "duration type is not supported for PRIMARY KEY column '{col}'"
+        ))),
+        t if t.is_multi_cell() => Err(invalid(format!(
+            "Invalid non-frozen collection type {t} for PRIMARY KEY component {col}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Validates a CREATE TABLE and adds the table; returns the change and the new table.
+pub fn create_table(
+    schema: &mut Schema,
+    keyspace: &str,
+    stmt: &ast::CreateTable,
+) -> Result<Option<(SchemaChange, Arc<TableDef>)>, SchemaError> {
+    check_not_system(schema, keyspace)?;
+    let name = stmt.name.name.as_str();
+    let ks = schema.require_keyspace(keyspace)?.clone();
+    check_name("Table", name)?;
+    if ks.tables.contains_key(name) {
+        if stmt.if_not_exists {
+            return Ok(None);
+        }
+        return Err(SchemaError::AlreadyExists {
+            message: format!(
+                "Cannot add already existing table \"{name}\" to keyspace \"{keyspace}\""
+            ),
+            keyspace: keyspace.into(),
+            table: name.into(),
+        });
+    }
+    if stmt.properties.compact_storage {
+        return Err(invalid(
+            "COMPACT STORAGE tables are not supported starting with version 4.0",
+        ));
+    }
+    if stmt.partition_key.is_empty() {
+        return Err(invalid("No PRIMARY KEY specifed (exactly one required)"));
+    }
+    let mut columns: Vec<ColumnDef> = Vec::with_capacity(stmt.columns.len());
+    for (i, c) in stmt.columns.iter().enumerate() {
+        if columns.iter().any(|x| x.name == c.name) {
+            return Err(invalid(format!(
+                "Multiple definition of identifier {}",
+                c.name
+            )));
+        }
+        let ty = resolve_type(schema, keyspace, &c.ty)?;
+        columns.push(ColumnDef {
+            name: c.name.clone(),
+            ty,
+            kind: if c.is_static {
+                ColumnKind::Static
+            } else {
+                ColumnKind::Regular
+            },
+            position: 0,
+            desc: false,
+            id: i as u32,
+        });
+    }
+    let mut seen_key: Vec<&str> = Vec::new();
+    for (pos, k) in stmt.partition_key.iter().enumerate() {
+        mark_key(&mut columns, k, ColumnKind::PartitionKey, pos, &mut seen_key)?;
+    }
+    for (pos, k) in stmt.clustering.iter().enumerate() {
+        mark_key(&mut columns, k, ColumnKind::Clustering, pos, &mut seen_key)?;
+    }
+    // CLUSTERING ORDER BY must list clustering columns, in their order.
+    let order = &stmt.properties.clustering_order;
+    for (i, (col, dir)) in order.iter().enumerate() {
+        let Some(pos) = stmt.clustering.iter().position(|c| c == col) else {
+            return Err(invalid(format!(
+                "Only clustering key columns can be defined in CLUSTERING ORDER directive: {col} is not a clustering column"
+            )));
+        };
+        if pos != i {
+            return Err(invalid(
+                "The order of columns in the CLUSTERING ORDER directive must match that of the clustering columns",
+            ));
+        }
+        if let Some(c) = columns.iter_mut().find(|c| &c.name == col) {
+            c.desc = *dir == Order::Desc;
+        }
+    }
+    let has_counter = columns
+        .iter()
+        .any(|c| matches!(c.kind, ColumnKind::Regular | ColumnKind::Static) && c.ty.is_counter());
+    let has_non_counter = columns
+        .iter()
+        .any(|c| matches!(c.kind, ColumnKind::Regular | ColumnKind::Static) && !c.ty.is_counter());
+    if has_counter && has_non_counter {
+        return Err(invalid(
+            "Cannot mix counter and non counter columns in the same table",
+        ));
+    }
+    if stmt.clustering.is_empty() {
+        if let Some(c) = columns.iter().find(|c| c.kind == ColumnKind::Static) {
+            return Err(invalid(format!(
+                "Static column {} cannot be defined on a table without clustering columns (static columns are only useful (and thus allowed) if the table has at least one clustering column)",
+                c.name
+            )));
+        }
+    }
+    let mut options = TableOptions::default();
+    apply_table_props(&mut options, &stmt.properties, true)?;
+    if has_counter && options.default_time_to_live != 0 {
+        return Err(invalid(
+            "Cannot set default_time_to_live on a table with counters",
+        ));
+    }
+    if options.partition_key_kind == PartitionKeyKind::MultiHash {
+        let n = stmt.partition_key.len();
+        if !(2..=3).contains(&n) {
+            return Err(invalid(format!(
+                "partition_key_kind = 'MultiHash' needs a composite partition key of 2 or 3 levels (at most 3 levels are supported); this key has {n}"
+            )));
+        }
+    }
+    let n_cols = columns.len() as u32;
+    let storage_id = schema.next_storage_id;
+    schema.next_storage_id += 1;
+    let table = Arc::new(assemble_table(
+        keyspace.into(),
+        name.into(),
+        Uuid::new_v4(),
+        storage_id,
+        columns,
+        options,
+        n_cols,
+        Vec::new(),
+    ));
+    let mut ks = (*ks).clone();
+    ks.tables.insert(name.into(), Arc::clone(&table));
+    schema.keyspaces.insert(keyspace.into(), Arc::new(ks));
+    Ok(Some((
+        SchemaChange {
+            change: ChangeKind::Created,
+            target: ChangeTarget::Table(keyspace.into(), name.into()),
+        },
+        table,
+    )))
+}
+
+fn mark_key<'a>(
+    columns: &mut [ColumnDef],
+    name: &'a str,
+    kind: ColumnKind,
+    pos: usize,
+    seen: &mut Vec<&'a str>,
+) -> Result<(), SchemaError> {
+    if seen.contains(&name) {
+        return Err(invalid(format!(
+            "Multiple definition of identifier {name}"
+        )));
+    }
+    seen.push(name);
+    let c = columns.iter_mut().find(|c| c.name == name).ok_or_else(|| {
+        invalid(format!(
+            "Unknown definition {name} referenced in PRIMARY KEY"
+        ))
+    })?;
+    if c.kind == ColumnKind::Static {
+        return Err(invalid(format!(
+            "Static column {name} cannot be part of the PRIMARY KEY"
+        )));
+    }
+    check_key_type(name, &c.ty)?;
+    c.kind = kind;
+    c.position = pos;
+    Ok(())
+}
+
+pub fn alter_table(
+    schema: &mut Schema,
+    keyspace: &str,
+    name: &QualifiedName,
+    if_exists: bool,
+    action: &AlterTableAction,
+    now_micros: i64,
+) -> Result<Option<(SchemaChange, Arc<TableDef>)>, SchemaError> {
+    check_not_system(schema, keyspace)?;
+    let ks = schema.require_keyspace(keyspace)?.clone();
+    let Some(old) = ks.tables.get(&name.name) else {
+        if if_exists {
+            return Ok(None);
+        }
+        return Err(invalid(format!(
+            "Table '{keyspace}.{}' doesn't exist",
+            name.name
+        )));
+    };
+    let mut t = (**old).clone();
+    match action {
+        AlterTableAction::Add(cols) => {
+            for c in cols {
+                if t.column(&c.name).is_some() {
+                    return Err(invalid(format!(
+                        "Column with name '{}' already exists",
+                        c.name
+                    )));
+                }
+                let ty = resolve_type(schema, keyspace, &c.ty)?;
+                if c.is_static && t.clustering.is_empty() {
+                    return Err(invalid(format!(
+                        "Static columns are only useful (and thus allowed) if the table has at least one clustering column (adding static column {})",
+                        c.name
+                    )));
+                }
+                if ty.is_counter() != t.is_counter_table() && t.value_columns().next().is_some()
+                {
+                    return Err(invalid(
+                        "Cannot mix counter and non counter columns in the same table",
+                    ));
+                }
+                if let Some((_, old_ty, _)) = t.dropped.iter().find(|(n, _, _)| *n == c.name) {
+                    if *old_ty != ty.to_string() {
+                        return Err(invalid(format!(
+                            "Cannot re-add previously dropped column '{}' of type {}, incompatible with previous type {}",
+                            c.name, ty, old_ty
+                        )));
+                    }
+                }
+                t.columns.push(ColumnDef {
+                    name: c.name.clone(),
+                    ty,
+                    kind: if c.is_static {
+                        ColumnKind::Static
+                    } else {
+                        ColumnKind::Regular
+                    },
+                    position: 0,
+                    desc: false,
+                    id: t.next_column_id,
+                });
+                t.next_column_id += 1;
+            }
+        }
+        AlterTableAction::Drop(cols) => {
+            for c in cols {
+                let Some(col) = t.column(c).cloned() else {
+                    return Err(invalid(format!(
+                        "Column {c} was not found in table {}",
+                        t.name
+                    )));
+                };
+                if matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
+                    return Err(invalid(format!(
+                        "Cannot drop PRIMARY KEY column {c}"
+                    )));
+                }
+                t.columns.retain(|x| x.name != *c);
+                t.dropped.retain(|(n, _, _)| n != c);
+                t.dropped.push((c.clone(), col.ty.to_string(), now_micros));
+            }
+        }
+        AlterTableAction::Rename(pairs) => {
+            for (from, to) in pairs {
+                let Some(idx) = t.column_index(from) else {
+                    return Err(invalid(format!(
+                        "Column {from} was not found in table {}",
+                        t.name
+                    )));
+                };
+                if !matches!(
+                    t.columns[idx].kind,
+                    ColumnKind::PartitionKey | ColumnKind::Clustering
+                ) {
+                    return Err(invalid(format!(
+                        "Cannot rename non PRIMARY KEY column {from}"
+                    )));
+                }
+                if t.column(to).is_some() {
+                    return Err(invalid(format!(
+                        "Cannot rename column {from} to {to} in table {}; another column with that name already exists",
+                        t.name
+                    )));
+                }
+                t.columns[idx].name = to.clone();
+            }
+        }
+        AlterTableAction::AlterType(col, _) => {
+            return Err(invalid(format!(
+                "Altering column types is no longer supported (column {col})"
+            )));
+        }
+        AlterTableAction::With(props) => {
+            if !props.clustering_order.is_empty() {
+                return Err(invalid("Cannot change CLUSTERING ORDER of a table"));
+            }
+            apply_table_props(&mut t.options, props, false)?;
+        }
+    }
+    let t = Arc::new(assemble_table(
+        t.keyspace,
+        t.name,
+        t.id,
+        t.storage_id,
+        t.columns,
+        t.options,
+        t.next_column_id,
+        t.dropped,
+    ));
+    let mut ks = (*ks).clone();
+    ks.tables.insert(name.name.clone(), Arc::clone(&t));
+    schema.keyspaces.insert(keyspace.into(), Arc::new(ks));
+    Ok(Some((
+        SchemaChange {
+            change: ChangeKind::Updated,
+            target: ChangeTarget::Table(keyspace.into(), name.name.clone()),
+        },
+        t,
+    )))
+}
+
+pub fn drop_table(
+    schema: &mut Schema,
+    keyspace: &str,
+    name: &str,
+    if_exists: bool,
+) -> Result<Option<(SchemaChange, Arc<TableDef>)>, SchemaError> {
+    check_not_system(schema, keyspace)?;
+    let ks = schema.require_keyspace(keyspace)?.clone();
+    let Some(table) = ks.tables.get(name).cloned() else {
+        if if_exists {
+            return Ok(None);
+        }
+        return Err(invalid(format!(
+            "Table '{keyspace}.{name}' doesn't exist"
+        )));
+    };
+    let mut ks = (*ks).clone();
+    ks.tables.remove(name);
+    schema.keyspaces.insert(keyspace.into(), Arc::new(ks));
+    Ok(Some((
+        SchemaChange {
+            change: ChangeKind::Dropped,
+            target: ChangeTarget::Table(keyspace.into(), name.into()),
+        },
+        table,
+    )))
+}

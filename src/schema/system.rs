@@ -1,0 +1,736 @@
+//! The built-in system keyspaces and the rows of their virtual tables.
+//!
+//! System tables are ordinary `TableDef`s (so they appear in system_schema and in the drivers'
+//! metadata) whose rows are produced here from the schema and the node's identity.
+
+use super::{ColumnDef, ColumnKind, KeyspaceDef, Schema, TableDef, TableOptions};
+use crate::cql::types::CqlType;
+use crate::partition::token::Token;
+use bytes::Bytes;
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// What this node reports about itself in system.local.
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    pub listen: SocketAddr,
+    pub host_id: Uuid,
+    pub cluster_name: String,
+    pub data_center: String,
+    pub rack: String,
+    pub tokens: Vec<Token>,
+    pub native_protocol_version: String,
+}
+
+pub const RELEASE_VERSION: &str = "5.0.0";
+pub const CQL_VERSION: &str = "3.4.7";
+pub const PARTITIONER: &str = "org.apache.cassandra.dht.Murmur3Partitioner";
+
+struct Spec {
+    name: &'static str,
+    pk: &'static [&'static str],
+    ck: &'static [&'static str],
+    /// (name, type) of every column, key columns included.
+    cols: &'static [(&'static str, &'static str)],
+}
+
+const fn spec(
+    name: &'static str,
+    pk: &'static [&'static str],
+    ck: &'static [&'static str],
+    cols: &'static [(&'static str, &'static str)],
+) -> Spec {
+    Spec { name, pk, ck, cols }
+}
+
+const SYSTEM: &[Spec] = &[
+    spec(
+        "local",
+        &["key"],
+        &[],
+        &[
+            ("key", "text"),
+            ("bootstrapped", "text"),
+            ("broadcast_address", "inet"),
+            ("broadcast_port", "int"),
+            ("cluster_name", "text"),
+            ("cql_version", "text"),
+            ("data_center", "text"),
+            ("gossip_generation", "int"),
+            ("host_id", "uuid"),
+            ("listen_address", "inet"),
+            ("listen_port", "int"),
+            ("native_protocol_version", "text"),
+            ("partitioner", "text"),
+            ("rack", "text"),
+            ("release_version", "text"),
+            ("rpc_address", "inet"),
+            ("rpc_port", "int"),
+            ("schema_version", "uuid"),
+            ("tokens", "set<text>"),
+            ("truncated_at", "map<uuid, blob>"),
+        ],
+    ),
+    spec(
+        "peers",
+        &["peer"],
+        &[],
+        &[
+            ("peer", "inet"),
+            ("data_center", "text"),
+            ("host_id", "uuid"),
+            ("preferred_ip", "inet"),
+            ("rack", "text"),
+            ("release_version", "text"),
+            ("rpc_address", "inet"),
+            ("schema_version", "uuid"),
+            ("tokens", "set<text>"),
+        ],
+    ),
+    spec(
+        "peers_v2",
+        &["peer"],
+        &["peer_port"],
+        &[
+            ("peer", "inet"),
+            ("peer_port", "int"),
+            ("data_center", "text"),
+            ("host_id", "uuid"),
+            ("native_address", "inet"),
+            ("native_port", "int"),
+            ("preferred_ip", "inet"),
+            ("preferred_port", "int"),
+            ("rack", "text"),
+            ("release_version", "text"),
+            ("schema_version", "uuid"),
+            ("tokens", "set<text>"),
+        ],
+    ),
+    spec(
+        "size_estimates",
+        &["keyspace_name"],
+        &["table_name", "range_start", "range_end"],
+        &[
+            ("keyspace_name", "text"),
+            ("table_name", "text"),
+            ("range_start", "text"),
+            ("range_end", "text"),
+            ("mean_partition_size", "bigint"),
+            ("partitions_count", "bigint"),
+        ],
+    ),
+];
+
+const SYSTEM_SCHEMA: &[Spec] = &[
+    spec(
+        "keyspaces",
+        &["keyspace_name"],
+        &[],
+        &[
+            ("keyspace_name", "text"),
+            ("durable_writes", "boolean"),
+            ("replication", "frozen<map<text, text>>"),
+        ],
+    ),
+    spec(
+        "tables",
+        &["keyspace_name"],
+        &["table_name"],
+        &[
+            ("keyspace_name", "text"),
+            ("table_name", "text"),
+            ("additional_write_policy", "text"),
+            ("allow_auto_snapshot", "boolean"),
+            ("bloom_filter_fp_chance", "double"),
+            ("caching", "frozen<map<text, text>>"),
+            ("cdc", "boolean"),
+            ("comment", "text"),
+            ("compaction", "frozen<map<text, text>>"),
+            ("compression", "frozen<map<text, text>>"),
+            ("cosmosdb_autoscale_max_throughput", "int"),
+            ("cosmosdb_provisioned_throughput", "int"),
+            ("crc_check_chance", "double"),
+            ("default_time_to_live", "int"),
+            ("extensions", "frozen<map<text, blob>>"),
+            ("flags", "frozen<set<text>>"),
+            ("gc_grace_seconds", "int"),
+            ("id", "uuid"),
+            ("incremental_backups", "boolean"),
+            ("max_index_interval", "int"),
+            ("memtable", "text"),
+            ("memtable_flush_period_in_ms", "int"),
+            ("min_index_interval", "int"),
+            ("partition_key_kind", "text"),
+            ("read_repair", "text"),
+            ("speculative_retry", "text"),
+        ],
+    ),
+    spec(
+        "columns",
+        &["keyspace_name"],
+        &["table_name", "column_name"],
+        &[
+            ("keyspace_name", "text"),
+            ("table_name", "text"),
+            ("column_name", "text"),
+            ("clustering_order", "text"),
+            ("column_name_bytes", "blob"),
+            ("kind", "text"),
+            ("position", "int"),
+            ("type", "text"),
+        ],
+    ),
+    spec(
+        "types",
+        &["keyspace_name"],
+        &["type_name"],
+        &[
+            ("keyspace_name", "text"),
+            ("type_name", "text"),
+            ("field_names", "frozen<list<text>>"),
+            ("field_types", "frozen<list<text>>"),
+        ],
+    ),
+    spec(
+        "functions",
+        &["keyspace_name"],
+        &["function_name", "argument_types"],
+        &[
+            ("keyspace_name", "text"),
+            ("function_name", "text"),
+            ("argument_types", "frozen<list<text>>"),
+            ("argument_names", "frozen<list<text>>"),
+            ("body", "text"),
+            ("called_on_null_input", "boolean"),
+            ("language", "text"),
+            ("return_type", "text"),
+        ],
+    ),
+    spec(
+        "aggregates",
+        &["keyspace_name"],
+        &["aggregate_name", "argument_types"],
+        &[
+            ("keyspace_name", "text"),
+            ("aggregate_name", "text"),
+            ("argument_types", "frozen<list<text>>"),
+            ("final_func", "text"),
+            ("initcond", "text"),
+            ("return_type", "text"),
+            ("state_func", "text"),
+            ("state_type", "text"),
+        ],
+    ),
+    spec(
+        "triggers",
+        &["keyspace_name"],
+        &["table_name", "trigger_name"],
+        &[
+            ("keyspace_name", "text"),
+            ("table_name", "text"),
+            ("trigger_name", "text"),
+            ("options", "frozen<map<text, text>>"),
+        ],
+    ),
+    spec(
+        "indexes",
+        &["keyspace_name"],
+        &["table_name", "index_name"],
+        &[
+            ("keyspace_name", "text"),
+            ("table_name", "text"),
+            ("index_name", "text"),
+            ("kind", "text"),
+            ("options", "frozen<map<text, text>>"),
+        ],
+    ),
+    spec(
+        "views",
+        &["keyspace_name"],
+        &["view_name"],
+        &[
+            ("keyspace_name", "text"),
+            ("view_name", "text"),
+            ("base_table_id", "uuid"),
+            ("base_table_name", "text"),
+            ("bloom_filter_fp_chance", "double"),
+            ("caching", "frozen<map<text, text>>"),
+            ("comment", "text"),
+            ("compaction", "frozen<map<text, text>>"),
+            ("compression", "frozen<map<text, text>>"),
+            ("crc_check_chance", "double"),
+            ("default_time_to_live", "int"),
+            ("extensions", "frozen<map<text, blob>>"),
+            ("gc_grace_seconds", "int"),
+            ("id", "uuid"),
+            ("include_all_columns", "boolean"),
+            ("max_index_interval", "int"),
+            ("memtable_flush_period_in_ms", "int"),
+            ("min_index_interval", "int"),
+            ("read_repair", "text"),
+            ("speculative_retry", "text"),
+            ("where_clause", "text"),
+        ],
+    ),
+    spec(
+        "dropped_columns",
+        &["keyspace_name"],
+        &["table_name", "column_name"],
+        &[
+            ("keyspace_name", "text"),
+            ("table_name", "text"),
+            ("column_name", "text"),
+            ("dropped_time", "timestamp"),
+            ("kind", "text"),
+            ("type", "text"),
+        ],
+    ),
+];
+
+const SYSTEM_VIRTUAL_SCHEMA: &[Spec] = &[
+    spec(
+        "keyspaces",
+        &["keyspace_name"],
+        &[],
+        &[("keyspace_name", "text")],
+    ),
+    spec(
+        "tables",
+        &["keyspace_name"],
+        &["table_name"],
+        &[
+            ("keyspace_name", "text"),
+            ("table_name", "text"),
+            ("comment", "text"),
+        ],
+    ),
+    spec(
+        "columns",
+        &["keyspace_name"],
+        &["table_name", "column_name"],
+        &[
+            ("keyspace_name", "text"),
+            ("table_name", "text"),
+            ("column_name", "text"),
+            ("clustering_order", "text"),
+            ("column_name_bytes", "blob"),
+            ("kind", "text"),
+            ("position", "int"),
+            ("type", "text"),
+        ],
+    ),
+];
+
+const SYSTEM_TRACES: &[Spec] = &[
+    spec(
+        "sessions",
+        &["session_id"],
+        &[],
+        &[
+            ("session_id", "uuid"),
+            ("client", "inet"),
+            ("command", "text"),
+            ("coordinator", "inet"),
+            ("coordinator_port", "int"),
+            ("duration", "int"),
+            ("parameters", "map<text, text>"),
+            ("request", "text"),
+            ("started_at", "timestamp"),
+        ],
+    ),
+    spec(
+        "events",
+        &["session_id"],
+        &["event_id"],
+        &[
+            ("session_id", "uuid"),
+            ("event_id", "timeuuid"),
+            ("activity", "text"),
+            ("source", "inet"),
+            ("source_elapsed", "int"),
+            ("source_port", "int"),
+            ("thread", "text"),
+        ],
+    ),
+];
+
+const SYSTEM_AUTH: &[Spec] = &[spec(
+    "roles",
+    &["role"],
+    &[],
+    &[
+        ("role", "text"),
+        ("can_login", "boolean"),
+        ("is_superuser", "boolean"),
+        ("member_of", "set<text>"),
+        ("salted_hash", "text"),
+    ],
+)];
+
+const SYSTEM_VIEWS: &[Spec] = &[];
+
+fn build_table(keyspace: &str, s: &Spec) -> TableDef {
+    let columns = s
+        .cols
+        .iter()
+        .enumerate()
+        .map(|(i, (name, ty))| {
+            let (kind, position) = if let Some(p) = s.pk.iter().position(|k| k == name) {
+                (ColumnKind::PartitionKey, p)
+            } else if let Some(p) = s.ck.iter().position(|k| k == name) {
+                (ColumnKind::Clustering, p)
+            } else {
+                (ColumnKind::Regular, 0)
+            };
+            ColumnDef {
+                name: name.to_string(),
+                ty: CqlType::parse(ty, &|_| None).expect("system column types are valid"),
+                kind,
+                position,
+                desc: false,
+                id: i as u32,
+            }
+        })
+        .collect::<Vec<_>>();
+    let n = columns.len() as u32;
+    let mut t = super::ddl::assemble_table(
+        keyspace.to_string(),
+        s.name.to_string(),
+        // Stable ids derived from the names, so drivers see the same id across restarts.
+        Uuid::new_v5(&Uuid::NAMESPACE_OID, format!("{keyspace}.{}", s.name).as_bytes()),
+        0,
+        columns,
+        TableOptions::default(),
+        n,
+        Vec::new(),
+    );
+    t.virtual_table = true;
+    t
+}
+
+fn build_keyspace(name: &str, specs: &[Spec], is_virtual: bool) -> KeyspaceDef {
+    let mut replication = BTreeMap::new();
+    replication.insert(
+        "class".to_string(),
+        "org.apache.cassandra.locator.LocalStrategy".to_string(),
+    );
+    KeyspaceDef {
+        name: name.to_string(),
+        replication,
+        durable_writes: true,
+        cosmosdb_provisioned_throughput: None,
+        cosmosdb_autoscale_max_throughput: None,
+        tables: specs
+            .iter()
+            .map(|s| (s.name.to_string(), Arc::new(build_table(name, s))))
+            .collect(),
+        types: BTreeMap::new(),
+        system: true,
+        is_virtual,
+    }
+}
+
+/// The built-in keyspaces.
+pub fn keyspaces() -> Vec<KeyspaceDef> {
+    vec![
+        build_keyspace("system", SYSTEM, false),
+        build_keyspace("system_schema", SYSTEM_SCHEMA, false),
+        build_keyspace("system_auth", SYSTEM_AUTH, false),
+        build_keyspace("system_traces", SYSTEM_TRACES, false),
+        build_keyspace("system_virtual_schema", SYSTEM_VIRTUAL_SCHEMA, true),
+        build_keyspace("system_views", SYSTEM_VIEWS, true),
+    ]
+}
+
+// ------------------------------------------------------------------ value encoding
+
+/// One row of a virtual table: a cell per column of the table, in column order.
+pub type VRow = Vec<Option<Bytes>>;
+
+fn text(s: &str) -> Option<Bytes> {
+    Some(Bytes::copy_from_slice(s.as_bytes()))
+}
+fn int(v: i32) -> Option<Bytes> {
+    Some(Bytes::copy_from_slice(&v.to_be_bytes()))
+}
+fn bigint(v: i64) -> Option<Bytes> {
+    Some(Bytes::copy_from_slice(&v.to_be_bytes()))
+}
+fn boolean(v: bool) -> Option<Bytes> {
+    Some(Bytes::copy_from_slice(&[v as u8]))
+}
+fn double(v: f64) -> Option<Bytes> {
+    Some(Bytes::copy_from_slice(&v.to_be_bytes()))
+}
+fn uuid(u: &Uuid) -> Option<Bytes> {
+    Some(Bytes::copy_from_slice(u.as_bytes()))
+}
+fn inet(ip: IpAddr) -> Option<Bytes> {
+    Some(match ip {
+        IpAddr::V4(a) => Bytes::copy_from_slice(&a.octets()),
+        IpAddr::V6(a) => Bytes::copy_from_slice(&a.octets()),
+    })
+}
+fn put_elem(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&(b.len() as i32).to_be_bytes());
+    out.extend_from_slice(b);
+}
+/// list<text> or set<text> (the caller sorts sets).
+fn text_list<S: AsRef<str>>(items: &[S]) -> Option<Bytes> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&(items.len() as i32).to_be_bytes());
+    for i in items {
+        put_elem(&mut out, i.as_ref().as_bytes());
+    }
+    Some(Bytes::from(out))
+}
+fn text_map(m: &BTreeMap<String, String>) -> Option<Bytes> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&(m.len() as i32).to_be_bytes());
+    for (k, v) in m {
+        put_elem(&mut out, k.as_bytes());
+        put_elem(&mut out, v.as_bytes());
+    }
+    Some(Bytes::from(out))
+}
+
+/// Fills a row by column name; columns not named stay null.
+fn row(table: &TableDef, cells: &[(&str, Option<Bytes>)]) -> VRow {
+    let mut r = vec![None; table.columns.len()];
+    for (name, v) in cells {
+        if let Some(i) = table.column_index(name) {
+            r[i] = v.clone();
+        }
+    }
+    r
+}
+
+/// The rows of a built-in table, or None if `table` is not one.
+pub fn virtual_rows(schema: &Schema, node: &NodeInfo, table: &TableDef) -> Option<Vec<VRow>> {
+    let t = table;
+    let rows = match (t.keyspace.as_str(), t.name.as_str()) {
+        ("system", "local") => {
+            let mut tokens: Vec<String> = node.tokens.iter().map(|t| t.to_string()).collect();
+            tokens.sort();
+            vec![row(
+                t,
+                &[
+                    ("key", text("local")),
+                    ("bootstrapped", text("COMPLETED")),
+                    ("broadcast_address", inet(node.listen.ip())),
+                    ("broadcast_port", int(7000)),
+                    ("cluster_name", text(&node.cluster_name)),
+                    ("cql_version", text(CQL_VERSION)),
+                    ("data_center", text(&node.data_center)),
+                    ("gossip_generation", int(1)),
+                    ("host_id", uuid(&node.host_id)),
+                    ("listen_address", inet(node.listen.ip())),
+                    ("listen_port", int(7000)),
+                    ("native_protocol_version", text(&node.native_protocol_version)),
+                    ("partitioner", text(PARTITIONER)),
+                    ("rack", text(&node.rack)),
+                    ("release_version", text(RELEASE_VERSION)),
+                    ("rpc_address", inet(node.listen.ip())),
+                    ("rpc_port", int(node.listen.port() as i32)),
+                    ("schema_version", uuid(&schema.version)),
+                    ("tokens", text_list(&tokens)),
+                ],
+            )]
+        }
+        ("system", "peers") | ("system", "peers_v2") | ("system", "size_estimates") => vec![],
+        ("system_schema", "keyspaces") => schema
+            .keyspaces
+            .values()
+            .filter(|k| !k.is_virtual)
+            .map(|k| {
+                row(
+                    t,
+                    &[
+                        ("keyspace_name", text(&k.name)),
+                        ("durable_writes", boolean(k.durable_writes)),
+                        ("replication", text_map(&k.replication)),
+                    ],
+                )
+            })
+            .collect(),
+        ("system_schema", "tables") => schema
+            .keyspaces
+            .values()
+            .filter(|k| !k.is_virtual)
+            .flat_map(|k| k.tables.values())
+            .map(|tb| table_row(t, tb))
+            .collect(),
+        ("system_schema", "columns") => schema
+            .keyspaces
+            .values()
+            .filter(|k| !k.is_virtual)
+            .flat_map(|k| k.tables.values())
+            .flat_map(|tb| column_rows(t, tb))
+            .collect(),
+        ("system_virtual_schema", "columns") => schema
+            .keyspaces
+            .values()
+            .filter(|k| k.is_virtual)
+            .flat_map(|k| k.tables.values())
+            .flat_map(|tb| column_rows(t, tb))
+            .collect(),
+        ("system_schema", "types") => schema
+            .keyspaces
+            .values()
+            .flat_map(|k| k.types.values())
+            .map(|u| {
+                let names: Vec<&str> = u.fields.iter().map(|(n, _)| n.as_str()).collect();
+                let types: Vec<String> = u.fields.iter().map(|(_, t)| t.to_string()).collect();
+                row(
+                    t,
+                    &[
+                        ("keyspace_name", text(&u.keyspace)),
+                        ("type_name", text(&u.name)),
+                        ("field_names", text_list(&names)),
+                        ("field_types", text_list(&types)),
+                    ],
+                )
+            })
+            .collect(),
+        ("system_schema", "dropped_columns") => schema
+            .keyspaces
+            .values()
+            .flat_map(|k| k.tables.values())
+            .flat_map(|tb| {
+                tb.dropped.iter().map(move |(name, ty, when)| {
+                    row(
+                        t,
+                        &[
+                            ("keyspace_name", text(&tb.keyspace)),
+                            ("table_name", text(&tb.name)),
+                            ("column_name", text(name)),
+                            ("dropped_time", bigint(when / 1000)),
+                            ("kind", text("regular")),
+                            ("type", text(ty)),
+                        ],
+                    )
+                })
+            })
+            .collect(),
+        ("system_virtual_schema", "keyspaces") => schema
+            .keyspaces
+            .values()
+            .filter(|k| k.is_virtual)
+            .map(|k| row(t, &[("keyspace_name", text(&k.name))]))
+            .collect(),
+        ("system_virtual_schema", "tables") => schema
+            .keyspaces
+            .values()
+            .filter(|k| k.is_virtual)
+            .flat_map(|k| k.tables.values())
+            .map(|tb| {
+                row(
+                    t,
+                    &[
+                        ("keyspace_name", text(&tb.keyspace)),
+                        ("table_name", text(&tb.name)),
+                        ("comment", text(&tb.options.comment)),
+                    ],
+                )
+            })
+            .collect(),
+        (ks, _)
+            if matches!(
+                ks,
+                "system" | "system_schema" | "system_auth" | "system_traces" | "system_views"
+            ) =>
+        {
+            vec![]
+        }
+        _ => return None,
+    };
+    Some(rows)
+}
+
+fn table_row(t: &TableDef, tb: &TableDef) -> VRow {
+    let o = &tb.options;
+    let mut flags = vec!["compound"];
+    if tb.is_counter_table() {
+        flags.push("counter");
+    }
+    let mut ext = Vec::new();
+    ext.extend_from_slice(&(o.extensions.len() as i32).to_be_bytes());
+    for (k, v) in &o.extensions {
+        put_elem(&mut ext, k.as_bytes());
+        put_elem(&mut ext, v.as_bytes());
+    }
+    row(
+        t,
+        &[
+            ("keyspace_name", text(&tb.keyspace)),
+            ("table_name", text(&tb.name)),
+            ("additional_write_policy", text(&o.additional_write_policy)),
+            ("allow_auto_snapshot", boolean(true)),
+            ("bloom_filter_fp_chance", double(o.bloom_filter_fp_chance)),
+            ("caching", text_map(&o.caching)),
+            ("cdc", boolean(o.cdc)),
+            ("comment", text(&o.comment)),
+            ("compaction", text_map(&o.compaction)),
+            ("compression", text_map(&o.compression)),
+            (
+                "cosmosdb_autoscale_max_throughput",
+                o.cosmosdb_autoscale_max_throughput.and_then(|v| int(v as i32)),
+            ),
+            (
+                "cosmosdb_provisioned_throughput",
+                o.cosmosdb_provisioned_throughput.and_then(|v| int(v as i32)),
+            ),
+            ("crc_check_chance", double(o.crc_check_chance)),
+            ("default_time_to_live", int(o.default_time_to_live)),
+            ("extensions", Some(Bytes::from(ext))),
+            ("flags", text_list(&flags)),
+            ("gc_grace_seconds", int(o.gc_grace_seconds)),
+            ("id", uuid(&tb.id)),
+            ("incremental_backups", boolean(true)),
+            ("max_index_interval", int(o.max_index_interval)),
+            ("memtable", text(&o.memtable)),
+            (
+                "memtable_flush_period_in_ms",
+                int(o.memtable_flush_period_in_ms),
+            ),
+            ("min_index_interval", int(o.min_index_interval)),
+            (
+                "partition_key_kind",
+                text(match o.partition_key_kind {
+                    super::PartitionKeyKind::Hash => "Hash",
+                    super::PartitionKeyKind::MultiHash => "MultiHash",
+                }),
+            ),
+            ("read_repair", text(&o.read_repair)),
+            ("speculative_retry", text(&o.speculative_retry)),
+        ],
+    )
+}
+
+fn column_rows<'a>(t: &'a TableDef, tb: &'a TableDef) -> impl Iterator<Item = VRow> + 'a {
+    tb.columns.iter().map(move |c| {
+        let (order, position) = match c.kind {
+            ColumnKind::Clustering => (if c.desc { "desc" } else { "asc" }, c.position as i32),
+            ColumnKind::PartitionKey => ("none", c.position as i32),
+            _ => ("none", -1),
+        };
+        row(
+            t,
+            &[
+                ("keyspace_name", text(&tb.keyspace)),
+                ("table_name", text(&tb.name)),
+                ("column_name", text(&c.name)),
+                ("clustering_order", text(order)),
+                (
+                    "column_name_bytes",
+                    Some(Bytes::copy_from_slice(c.name.as_bytes())),
+                ),
+                ("kind", text(c.kind.as_str())),
+                ("position", int(position)),
+                ("type", text(&c.ty.to_string())),
+            ],
+        )
+    })
+}

@@ -1,0 +1,173 @@
+//! The embedded store: fjall (an LSM tree with a write-ahead journal) in the data directory.
+//!
+//! Every commit writes one journal batch and hands it to the operating system before returning,
+//! so an acknowledged write survives `kill -9`. With `SyncMode::Fsync` commits also wait for an
+//! fsync; concurrent committers share one fsync (group commit).
+
+use super::{Result, ScanIter, Space, StorageError, Store, SyncMode, WriteBatch};
+use bytes::Bytes;
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
+use parking_lot::{Condvar, Mutex};
+use std::ops::Bound;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub struct EmbeddedStore {
+    db: Database,
+    data: Keyspace,
+    meta: Keyspace,
+    sync: SyncMode,
+    group: GroupCommit,
+}
+
+/// Leader/follower fsync batching: the first committer to find no fsync running becomes the
+/// leader and syncs everything committed so far; the others wait for a sync that covers them.
+#[derive(Default)]
+struct GroupCommit {
+    committed: AtomicU64,
+    state: Mutex<SyncState>,
+    done: Condvar,
+}
+
+#[derive(Default)]
+struct SyncState {
+    synced: u64,
+    syncing: bool,
+}
+
+impl EmbeddedStore {
+    pub fn open(dir: &Path, sync: SyncMode) -> Result<EmbeddedStore> {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            StorageError::Io(format!("cannot create data directory {}: {e}", dir.display()))
+        })?;
+        let db = Database::builder(dir.join("store")).open()?;
+        let data = db.keyspace("data", KeyspaceCreateOptions::default)?;
+        let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
+        Ok(EmbeddedStore {
+            db,
+            data,
+            meta,
+            sync,
+            group: GroupCommit::default(),
+        })
+    }
+
+    fn space(&self, space: Space) -> &Keyspace {
+        match space {
+            Space::Data => &self.data,
+            Space::Meta => &self.meta,
+        }
+    }
+
+    fn wait_durable(&self, ticket: u64) -> Result<()> {
+        let g = &self.group;
+        let mut st = g.state.lock();
+        loop {
+            if st.synced >= ticket {
+                return Ok(());
+            }
+            if !st.syncing {
+                st.syncing = true;
+                let target = g.committed.load(Ordering::Acquire);
+                drop(st);
+                let res = self.db.persist(PersistMode::SyncData);
+                st = g.state.lock();
+                st.syncing = false;
+                if res.is_ok() {
+                    st.synced = st.synced.max(target);
+                }
+                g.done.notify_all();
+                res?;
+            } else {
+                g.done.wait(&mut st);
+            }
+        }
+    }
+}
+
+impl Store for EmbeddedStore {
+    fn get(&self, space: Space, key: &[u8]) -> Result<Option<Bytes>> {
+        Ok(self.space(space).get(key)?.map(Bytes::from))
+    }
+
+    fn scan(
+        &self,
+        space: Space,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        reverse: bool,
+    ) -> ScanIter {
+        let range = (lower.map(|k| k.to_vec()), upper.map(|k| k.to_vec()));
+        let iter = self.space(space).range::<Vec<u8>, _>(range);
+        let map = |g: fjall::Guard| -> Result<(Bytes, Bytes)> {
+            let (k, v) = g.into_inner()?;
+            Ok((Bytes::from(k), Bytes::from(v)))
+        };
+        if reverse {
+            Box::new(iter.rev().map(map))
+        } else {
+            Box::new(iter.map(map))
+        }
+    }
+
+    fn commit(&self, batch: WriteBatch) -> Result<()> {
+        if batch.ops.is_empty() {
+            return Ok(());
+        }
+        let mut b = self.db.batch().durability(Some(PersistMode::Buffer));
+        for op in batch.ops {
+            let ks = self.space(op.space);
+            match op.value {
+                Some(v) => b.insert(ks, op.key, v),
+                None => b.remove(ks, op.key),
+            }
+        }
+        b.commit()?;
+        if self.sync == SyncMode::Fsync {
+            let ticket = self.group.committed.fetch_add(1, Ordering::AcqRel) + 1;
+            self.wait_durable(ticket)?;
+        }
+        Ok(())
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.db.persist(PersistMode::SyncAll)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn collect(it: ScanIter) -> Vec<Vec<u8>> {
+        it.map(|r| r.unwrap().0.to_vec()).collect()
+    }
+
+    #[test]
+    fn batches_scans_and_reopen() {
+        let dir = std::env::temp_dir().join(format!("ringgate-store-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        {
+            let s = EmbeddedStore::open(&dir, SyncMode::Fsync).unwrap();
+            let mut b = WriteBatch::default();
+            for k in [3u8, 1, 2, 5] {
+                b.put(Space::Data, vec![k], vec![k * 10]);
+            }
+            b.put(Space::Meta, &b"m"[..], &b"x"[..]);
+            s.commit(b).unwrap();
+            let mut b = WriteBatch::default();
+            b.delete(Space::Data, vec![5u8]);
+            s.commit(b).unwrap();
+            let fwd = collect(s.scan(Space::Data, Bound::Included(&[2]), Bound::Unbounded, false));
+            assert_eq!(fwd, vec![vec![2], vec![3]]);
+            let rev = collect(s.scan(Space::Data, Bound::Unbounded, Bound::Excluded(&[3]), true));
+            assert_eq!(rev, vec![vec![2], vec![1]]);
+        }
+        let s = EmbeddedStore::open(&dir, SyncMode::None).unwrap();
+        assert_eq!(s.get(Space::Data, &[3]).unwrap().unwrap(), Bytes::from(vec![30u8]));
+        assert_eq!(s.get(Space::Meta, b"m").unwrap().unwrap(), Bytes::from_static(b"x"));
+        assert!(s.get(Space::Data, &[5]).unwrap().is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
