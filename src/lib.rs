@@ -5,5 +5,6 @@
 
 pub mod cql;
 pub mod partition;
+pub mod query;
 pub mod schema;
 pub mod storage;

@@ -1,0 +1,289 @@
+//! Evaluating terms (literals, bind markers, collection literals, functions) to serialized values
+//! of a known receiver type.
+
+use super::bind::BoundValues;
+use super::{invalid, BoundValue, Result};
+use crate::cql::ast::{Literal, Term};
+use crate::cql::types::CqlType;
+use crate::cql::value;
+use bytes::Bytes;
+
+/// An evaluated value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Val {
+    Null,
+    Unset,
+    Value(Bytes),
+}
+
+impl Val {
+    pub fn bytes(&self) -> Option<&Bytes> {
+        match self {
+            Val::Value(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+/// The context terms are evaluated in.
+pub struct Ctx<'a> {
+    pub binds: &'a BoundValues<'a>,
+    pub max_value_bytes: usize,
+}
+
+fn literal_kind(l: &Literal) -> (&'static str, String) {
+    match l {
+        Literal::String(s) => ("STRING", s.clone()),
+        Literal::Integer(s) => ("INTEGER", s.clone()),
+        Literal::Float(s) => ("FLOAT", s.clone()),
+        Literal::Boolean(b) => ("BOOLEAN", b.to_string()),
+        Literal::Uuid(s) => ("UUID", s.clone()),
+        Literal::Blob(b) => (
+            "HEX",
+            format!("0x{}", b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
+        ),
+        Literal::Duration(s) => ("DURATION", s.clone()),
+        Literal::Null => ("NULL", "null".into()),
+    }
+}
+
+fn put_len(out: &mut Vec<u8>, n: usize) {
+    out.extend_from_slice(&(n as i32).to_be_bytes());
+}
+
+/// Evaluates `term` as a value of type `ty` for the receiver named `receiver` (a column name,
+/// used in error messages).
+pub fn eval(term: &Term, ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val> {
+    let v = match term {
+        Term::Literal(Literal::Null) => return Ok(Val::Null),
+        Term::Literal(l) => {
+            let bytes = value::literal_to_bytes(ty, l).map_err(|e| {
+                let (kind, text) = literal_kind(l);
+                let detail = e.to_string();
+                if detail.is_empty() {
+                    invalid(format!(
+                        "Invalid {kind} constant ({text}) for \"{receiver}\" of type {ty}"
+                    ))
+                } else {
+                    invalid(format!(
+                        "Invalid {kind} constant ({text}) for \"{receiver}\" of type {ty}: {detail}"
+                    ))
+                }
+            })?;
+            Bytes::from(bytes)
+        }
+        Term::Bind { index, name } => match ctx.binds.get(*index, name.as_deref(), receiver)? {
+            BoundValue::Null => return Ok(Val::Null),
+            BoundValue::Unset => return Ok(Val::Unset),
+            BoundValue::Value(b) => {
+                value::validate(ty, b).map_err(|e| {
+                    invalid(format!(
+                        "Invalid value for \"{receiver}\" of type {ty}: {e}"
+                    ))
+                })?;
+                b.clone()
+            }
+        },
+        Term::TypeHint(_, inner) => return eval(inner, ty, receiver, ctx),
+        Term::List(items) | Term::Set(items) => {
+            let (elem, is_set) = match ty.unfrozen() {
+                CqlType::List(e) => (e, false),
+                CqlType::Set(e) => (e, true),
+                CqlType::Map(_, _) if items.is_empty() => {
+                    return Ok(Val::Value(Bytes::from_static(&[0, 0, 0, 0])))
+                }
+                CqlType::Vector(e, n) => {
+                    if items.len() != *n as usize {
+                        return Err(invalid(format!(
+                            "Invalid vector literal for {receiver} of type {ty}; expected {n} elements, but given {}",
+                            items.len()
+                        )));
+                    }
+                    let mut out = Vec::new();
+                    for i in items {
+                        match eval(i, e, receiver, ctx)? {
+                            Val::Value(b) => out.extend_from_slice(&b),
+                            _ => {
+                                return Err(invalid(format!(
+                                    "null is not supported inside vectors ({receiver})"
+                                )))
+                            }
+                        }
+                    }
+                    return Ok(Val::Value(Bytes::from(out)));
+                }
+                _ => {
+                    return Err(invalid(format!(
+                        "Invalid {} literal for {receiver} of type {ty}",
+                        if matches!(term, Term::List(_)) { "list" } else { "set" }
+                    )))
+                }
+            };
+            let mut elems: Vec<Bytes> = Vec::with_capacity(items.len());
+            for i in items {
+                match eval(i, elem, receiver, ctx)? {
+                    Val::Value(b) => elems.push(b),
+                    Val::Null => {
+                        return Err(invalid(format!(
+                            "null is not supported inside collections ({receiver})"
+                        )))
+                    }
+                    Val::Unset => {
+                        return Err(invalid(format!(
+                            "Invalid unset value in collection literal for {receiver}"
+                        )))
+                    }
+                }
+            }
+            if is_set {
+                elems.sort_by(|a, b| value::compare(elem, a, b));
+                elems.dedup_by(|a, b| value::compare(elem, a, b).is_eq());
+            }
+            let mut out = Vec::new();
+            put_len(&mut out, elems.len());
+            for e in &elems {
+                put_len(&mut out, e.len());
+                out.extend_from_slice(e);
+            }
+            Bytes::from(out)
+        }
+        Term::Map(pairs) => {
+            let CqlType::Map(kt, vt) = ty.unfrozen() else {
+                return Err(invalid(format!(
+                    "Invalid map literal for {receiver} of type {ty}"
+                )));
+            };
+            let mut entries: Vec<(Bytes, Bytes)> = Vec::with_capacity(pairs.len());
+            for (k, v) in pairs {
+                let (Val::Value(k), Val::Value(v)) =
+                    (eval(k, kt, receiver, ctx)?, eval(v, vt, receiver, ctx)?)
+                else {
+                    return Err(invalid(format!(
+                        "null is not supported inside collections ({receiver})"
+                    )));
+                };
+                entries.push((k, v));
+            }
+            // Sorted by key; the last value of a repeated key wins.
+            entries.reverse();
+            entries.sort_by(|a, b| value::compare(kt, &a.0, &b.0));
+            entries.dedup_by(|a, b| value::compare(kt, &a.0, &b.0).is_eq());
+            let mut out = Vec::new();
+            put_len(&mut out, entries.len());
+            for (k, v) in &entries {
+                put_len(&mut out, k.len());
+                out.extend_from_slice(k);
+                put_len(&mut out, v.len());
+                out.extend_from_slice(v);
+            }
+            Bytes::from(out)
+        }
+        Term::Tuple(items) => {
+            let CqlType::Tuple(types) = ty.unfrozen() else {
+                return Err(invalid(format!(
+                    "Invalid tuple literal for {receiver} of type {ty}"
+                )));
+            };
+            if items.len() > types.len() {
+                return Err(invalid(format!(
+                    "Invalid tuple literal for {receiver}: too many elements. Type {ty} expects {} but got {}",
+                    types.len(),
+                    items.len()
+                )));
+            }
+            let mut out = Vec::new();
+            for (i, t) in items.iter().zip(types) {
+                match eval(i, t, receiver, ctx)? {
+                    Val::Value(b) => {
+                        put_len(&mut out, b.len());
+                        out.extend_from_slice(&b);
+                    }
+                    _ => out.extend_from_slice(&(-1i32).to_be_bytes()),
+                }
+            }
+            Bytes::from(out)
+        }
+        Term::Udt(fields) => {
+            let CqlType::Udt(u) = ty.unfrozen() else {
+                return Err(invalid(format!(
+                    "Invalid user type literal for {receiver} of type {ty}"
+                )));
+            };
+            for (f, _) in fields {
+                if !u.fields.iter().any(|(n, _)| n == f) {
+                    return Err(invalid(format!(
+                        "Unknown field '{f}' in value of user defined type {}",
+                        u.name
+                    )));
+                }
+            }
+            let mut out = Vec::new();
+            for (fname, fty) in &u.fields {
+                match fields.iter().find(|(n, _)| n == fname) {
+                    Some((_, t)) => match eval(t, fty, receiver, ctx)? {
+                        Val::Value(b) => {
+                            put_len(&mut out, b.len());
+                            out.extend_from_slice(&b);
+                        }
+                        _ => out.extend_from_slice(&(-1i32).to_be_bytes()),
+                    },
+                    None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+                }
+            }
+            Bytes::from(out)
+        }
+        Term::Function { name, args, .. } => return eval_function(name, args, ty, receiver, ctx),
+        Term::Negate(_) | Term::Binary(..) => {
+            return Err(invalid(format!(
+                "Arithmetic in terms is not supported yet (for {receiver})"
+            )))
+        }
+    };
+    if v.len() > ctx.max_value_bytes {
+        return Err(invalid(format!(
+            "Value for {receiver} is too large: {} bytes, the maximum is {}",
+            v.len(),
+            ctx.max_value_bytes
+        )));
+    }
+    Ok(Val::Value(v))
+}
+
+/// A version 1 (time-based) uuid for now(), with a random node and clock sequence.
+pub fn new_timeuuid() -> [u8; 16] {
+    let micros = super::now_micros();
+    // 100ns intervals since 1582-10-15.
+    let ts = (micros as u64) * 10 + 0x01B2_1DD2_1381_4000;
+    let mut b = [0u8; 16];
+    let rnd: [u8; 8] = rand::random();
+    b[0..4].copy_from_slice(&((ts & 0xFFFF_FFFF) as u32).to_be_bytes());
+    b[4..6].copy_from_slice(&(((ts >> 32) & 0xFFFF) as u16).to_be_bytes());
+    b[6..8].copy_from_slice(&((((ts >> 48) & 0x0FFF) as u16) | 0x1000).to_be_bytes());
+    b[8] = (rnd[0] & 0x3F) | 0x80;
+    b[9..16].copy_from_slice(&rnd[1..8]);
+    b
+}
+
+fn eval_function(name: &str, args: &[Term], ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val> {
+    let no_args = |v: Vec<u8>| -> Result<Val> {
+        if !args.is_empty() {
+            return Err(invalid(format!("Invalid number of arguments in call to function system.{name}: 0 required but {} provided", args.len())));
+        }
+        Ok(Val::Value(Bytes::from(v)))
+    };
+    let _ = (ty, receiver, ctx);
+    match name {
+        "now" | "currenttimeuuid" => no_args(new_timeuuid().to_vec()),
+        "uuid" => no_args(uuid::Uuid::new_v4().as_bytes().to_vec()),
+        "currenttimestamp" => no_args((super::now_micros() / 1000).to_be_bytes().to_vec()),
+        "currentdate" => {
+            let days = (super::now_micros() / 86_400_000_000) as i64 + (1i64 << 31);
+            no_args((days as u32).to_be_bytes().to_vec())
+        }
+        "currenttime" => {
+            let nanos = (super::now_micros() % 86_400_000_000) * 1000;
+            no_args(nanos.to_be_bytes().to_vec())
+        }
+        other => Err(invalid(format!("Unknown function '{other}'"))),
+    }
+}

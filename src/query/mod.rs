@@ -1,0 +1,437 @@
+//! Query planning and execution: binds values, routes every read and write to physical
+//! partitions, executes, and pages results.
+
+pub mod bind;
+pub mod eval;
+pub mod row;
+pub mod select;
+pub mod write;
+
+use crate::cql::ast::{self, Statement};
+use crate::cql::types::CqlType;
+use crate::partition::map::PartitionMaps;
+use crate::schema::ddl::SchemaChange;
+use crate::schema::system::NodeInfo;
+use crate::schema::{Catalog, Schema, SchemaError, TableDef};
+use crate::storage::{Store, WriteBatch};
+use bytes::{Bytes, BytesMut};
+use parking_lot::{Mutex, RwLock};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Errors a client sees; each maps to one CQL error code.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum QueryError {
+    #[error("{0}")]
+    Syntax(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{message}")]
+    AlreadyExists {
+        message: String,
+        keyspace: String,
+        table: String,
+    },
+    #[error("{0}")]
+    Config(String),
+    #[error("Prepared query with ID {} not found (either the query was not prepared on this host (maybe the host has been restarted?) or you have prepared too many queries and it has been evicted from the internal cache)", hex(.0))]
+    Unprepared(Bytes),
+    #[error("{0}")]
+    Unauthorized(String),
+    #[error("{0}")]
+    Server(String),
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+impl From<SchemaError> for QueryError {
+    fn from(e: SchemaError) -> Self {
+        match e {
+            SchemaError::Invalid(m) => QueryError::Invalid(m),
+            SchemaError::AlreadyExists {
+                message,
+                keyspace,
+                table,
+            } => QueryError::AlreadyExists {
+                message,
+                keyspace,
+                table,
+            },
+            SchemaError::Config(m) => QueryError::Config(m),
+            SchemaError::Syntax(m) => QueryError::Syntax(m),
+            SchemaError::Server(m) => QueryError::Server(m),
+        }
+    }
+}
+
+impl From<crate::storage::StorageError> for QueryError {
+    fn from(e: crate::storage::StorageError) -> Self {
+        QueryError::Server(e.to_string())
+    }
+}
+
+impl From<row::CorruptRow> for QueryError {
+    fn from(e: row::CorruptRow) -> Self {
+        QueryError::Server(e.to_string())
+    }
+}
+
+pub fn invalid(msg: impl Into<String>) -> QueryError {
+    QueryError::Invalid(msg.into())
+}
+
+pub type Result<T> = std::result::Result<T, QueryError>;
+
+/// A bound value from the client.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BoundValue {
+    Null,
+    Unset,
+    Value(Bytes),
+}
+
+/// The values of a request's bind markers.
+#[derive(Debug, Clone, Default)]
+pub enum Binds {
+    #[default]
+    None,
+    Positional(Vec<BoundValue>),
+    Named(Vec<(String, BoundValue)>),
+}
+
+/// Per-request options from the protocol.
+#[derive(Debug, Clone, Default)]
+pub struct QueryOptions {
+    pub binds: Binds,
+    pub page_size: Option<i32>,
+    pub paging_state: Option<Bytes>,
+    /// The client's default timestamp (microseconds).
+    pub timestamp: Option<i64>,
+    pub serial: bool,
+    pub keyspace: Option<String>,
+}
+
+/// Per-connection state.
+#[derive(Debug, Default)]
+pub struct Session {
+    pub keyspace: Option<String>,
+    /// Last server-side write timestamp handed out (strictly increasing per connection).
+    pub last_timestamp: i64,
+}
+
+impl Session {
+    /// A fresh timestamp in microseconds, strictly greater than the previous one.
+    pub fn next_timestamp(&mut self) -> i64 {
+        let now = now_micros();
+        let ts = now.max(self.last_timestamp + 1);
+        self.last_timestamp = ts;
+        ts
+    }
+}
+
+pub fn now_micros() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0)
+}
+
+pub fn now_secs() -> i32 {
+    (now_micros() / 1_000_000) as i32
+}
+
+/// One column of a result set.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResultColumn {
+    pub keyspace: String,
+    pub table: String,
+    pub name: String,
+    pub ty: CqlType,
+}
+
+/// Rows encoded as the protocol's cells ([int length][bytes], -1 for null), row after row.
+#[derive(Debug)]
+pub struct Rows {
+    pub columns: Arc<Vec<ResultColumn>>,
+    pub content: BytesMut,
+    pub count: i32,
+    pub paging_state: Option<Bytes>,
+}
+
+impl Rows {
+    pub fn new(columns: Arc<Vec<ResultColumn>>) -> Rows {
+        Rows {
+            columns,
+            content: BytesMut::new(),
+            count: 0,
+            paging_state: None,
+        }
+    }
+    pub fn push_cell(&mut self, v: Option<&[u8]>) {
+        match v {
+            Some(b) => {
+                self.content.extend_from_slice(&(b.len() as i32).to_be_bytes());
+                self.content.extend_from_slice(b);
+            }
+            None => self.content.extend_from_slice(&(-1i32).to_be_bytes()),
+        }
+    }
+}
+
+/// The outcome of a statement.
+#[derive(Debug)]
+pub enum Outcome {
+    Void,
+    Rows(Rows),
+    SetKeyspace(String),
+    SchemaChange(SchemaChange),
+}
+
+/// A prepared statement.
+#[derive(Debug)]
+pub struct Prepared {
+    pub id: Bytes,
+    pub query: String,
+    pub keyspace: Option<String>,
+    pub parsed: ast::Parsed,
+    /// (keyspace, table, name, type) of each bind marker.
+    pub bind_columns: Vec<ResultColumn>,
+    /// For each partition key column, the index of the marker that binds it.
+    pub pk_indexes: Vec<u16>,
+    /// Result columns (empty for statements without rows).
+    pub result_columns: Arc<Vec<ResultColumn>>,
+}
+
+const PREPARED_SHARDS: usize = 16;
+const PREPARED_PER_SHARD: usize = 4096;
+
+/// Tunables of the query layer.
+#[derive(Debug, Clone)]
+pub struct EngineLimits {
+    /// Largest value accepted in a cell.
+    pub max_value_bytes: usize,
+    /// Rows per page when the client sets no page size.
+    pub default_page_rows: usize,
+    /// Stop a page after this many bytes of rows.
+    pub max_page_bytes: usize,
+}
+
+impl Default for EngineLimits {
+    fn default() -> Self {
+        EngineLimits {
+            max_value_bytes: 256 << 20,
+            default_page_rows: 5000,
+            max_page_bytes: 8 << 20,
+        }
+    }
+}
+
+const LOCK_STRIPES: usize = 4096;
+
+/// The query engine shared by all connections.
+pub struct Engine {
+    pub catalog: Catalog,
+    pub maps: PartitionMaps,
+    pub store: Arc<dyn Store>,
+    pub node: NodeInfo,
+    pub limits: EngineLimits,
+    prepared: Vec<RwLock<HashMap<Bytes, Arc<Prepared>>>>,
+    /// Write serialization per logical partition (striped): read-merge-write is atomic.
+    locks: Vec<Mutex<()>>,
+}
+
+impl Engine {
+    pub fn new(
+        store: Arc<dyn Store>,
+        node: NodeInfo,
+        limits: EngineLimits,
+    ) -> std::result::Result<Engine, String> {
+        let catalog = Catalog::open(Arc::clone(&store)).map_err(|e| e.to_string())?;
+        let maps = PartitionMaps::open(Arc::clone(&store)).map_err(|e| e.to_string())?;
+        let engine = Engine {
+            catalog,
+            maps,
+            store,
+            node,
+            limits,
+            prepared: (0..PREPARED_SHARDS)
+                .map(|_| RwLock::new(HashMap::new()))
+                .collect(),
+            locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+        };
+        engine.ensure_maps().map_err(|e| e.to_string())?;
+        Ok(engine)
+    }
+
+    /// Every user table has a partition map (repairs a crash between schema and map writes,
+    /// which cannot happen as they commit together, and maps for tables of older versions).
+    fn ensure_maps(&self) -> Result<()> {
+        let schema = self.catalog.schema();
+        for ks in schema.keyspaces.values().filter(|k| !k.system) {
+            for t in ks.tables.values() {
+                if self.maps.get(t.storage_id).is_none() {
+                    let mut batch = WriteBatch::default();
+                    let map = self.maps.initial_layout(
+                        t.storage_id,
+                        write::table_throughput(&schema, t),
+                        &mut batch,
+                    );
+                    self.store.commit(batch)?;
+                    self.maps.install(t.storage_id, map);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn schema(&self) -> Arc<Schema> {
+        self.catalog.schema()
+    }
+
+    pub(crate) fn lock_stripe(&self, storage_id: u64, pk: &[u8]) -> usize {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        storage_id.hash(&mut h);
+        pk.hash(&mut h);
+        (h.finish() as usize) % LOCK_STRIPES
+    }
+
+    pub(crate) fn stripe(&self, i: usize) -> &Mutex<()> {
+        &self.locks[i]
+    }
+
+    /// Parses and runs a QUERY.
+    pub fn query(&self, session: &mut Session, text: &str, opts: &QueryOptions) -> Result<Outcome> {
+        let parsed = crate::cql::parse(text).map_err(|e| QueryError::Syntax(e.to_string()))?;
+        let ks = opts.keyspace.clone().or_else(|| session.keyspace.clone());
+        self.execute_statement(session, &parsed, ks.as_deref(), opts)
+    }
+
+    /// PREPARE: parses, types the bind markers, and caches the statement.
+    pub fn prepare(&self, session: &Session, text: &str, keyspace: Option<&str>) -> Result<Arc<Prepared>> {
+        let ks = keyspace
+            .map(str::to_string)
+            .or_else(|| session.keyspace.clone());
+        let id = prepared_id(ks.as_deref(), text);
+        let shard = &self.prepared[id[0] as usize % PREPARED_SHARDS];
+        if let Some(p) = shard.read().get(&id) {
+            return Ok(Arc::clone(p));
+        }
+        let parsed = crate::cql::parse(text).map_err(|e| QueryError::Syntax(e.to_string()))?;
+        let schema = self.schema();
+        let info = bind::describe_statement(&schema, ks.as_deref(), &parsed)?;
+        let prepared = Arc::new(Prepared {
+            id: id.clone(),
+            query: text.to_string(),
+            keyspace: ks,
+            parsed,
+            bind_columns: info.bind_columns,
+            pk_indexes: info.pk_indexes,
+            result_columns: Arc::new(info.result_columns),
+        });
+        let mut map = shard.write();
+        if map.len() >= PREPARED_PER_SHARD {
+            // Evict an arbitrary entry; clients re-prepare on UNPREPARED.
+            if let Some(k) = map.keys().next().cloned() {
+                map.remove(&k);
+            }
+        }
+        map.insert(id, Arc::clone(&prepared));
+        Ok(prepared)
+    }
+
+    pub fn get_prepared(&self, id: &[u8]) -> Result<Arc<Prepared>> {
+        let first = *id.first().unwrap_or(&0) as usize;
+        self.prepared[first % PREPARED_SHARDS]
+            .read()
+            .get(id)
+            .cloned()
+            .ok_or_else(|| QueryError::Unprepared(Bytes::copy_from_slice(id)))
+    }
+
+    /// EXECUTE of a prepared statement.
+    pub fn execute(&self, session: &mut Session, p: &Prepared, opts: &QueryOptions) -> Result<Outcome> {
+        let ks = p.keyspace.clone().or_else(|| session.keyspace.clone());
+        self.execute_statement(session, &p.parsed, ks.as_deref(), opts)
+    }
+
+    fn execute_statement(
+        &self,
+        session: &mut Session,
+        parsed: &ast::Parsed,
+        keyspace: Option<&str>,
+        opts: &QueryOptions,
+    ) -> Result<Outcome> {
+        let binds = bind::BoundValues::new(&opts.binds, parsed, &self.schema(), keyspace)?;
+        match &parsed.statement {
+            Statement::Select(s) => select::execute(self, keyspace, s, &binds, opts).map(Outcome::Rows),
+            Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
+                let ts = write::statement_timestamp(session, opts);
+                write::execute_single(self, keyspace, &parsed.statement, &binds, ts)
+            }
+            Statement::Batch(b) => {
+                let ts = write::statement_timestamp(session, opts);
+                write::execute_batch(self, keyspace, b, &binds, ts)
+            }
+            Statement::Use(name) => {
+                self.schema().require_keyspace(name)?;
+                session.keyspace = Some(name.clone());
+                Ok(Outcome::SetKeyspace(name.clone()))
+            }
+            Statement::Describe(d) => {
+                let schema = self.schema();
+                let res = crate::schema::describe::describe(&schema, keyspace, d, &self.node)?;
+                let cols: Vec<ResultColumn> = res
+                    .columns
+                    .into_iter()
+                    .map(|(name, ty)| ResultColumn {
+                        keyspace: String::new(),
+                        table: String::new(),
+                        name,
+                        ty,
+                    })
+                    .collect();
+                let mut rows = Rows::new(Arc::new(cols));
+                for r in &res.rows {
+                    for c in r {
+                        rows.push_cell(c.as_deref());
+                    }
+                    rows.count += 1;
+                }
+                Ok(Outcome::Rows(rows))
+            }
+            other => write::execute_ddl(self, keyspace, other),
+        }
+    }
+}
+
+/// Cassandra's prepared statement id: MD5 of the keyspace and the query text.
+fn prepared_id(keyspace: Option<&str>, text: &str) -> Bytes {
+    use md5::{Digest, Md5};
+    let mut h = Md5::new();
+    if let Some(k) = keyspace {
+        h.update(k.as_bytes());
+    }
+    h.update(text.as_bytes());
+    Bytes::copy_from_slice(&h.finalize())
+}
+
+/// Resolves a possibly-qualified table name against the current keyspace.
+pub fn resolve_table<'a>(
+    schema: &'a Schema,
+    keyspace: Option<&str>,
+    name: &ast::QualifiedName,
+) -> Result<&'a Arc<TableDef>> {
+    let ks = name.keyspace.as_deref().or(keyspace).ok_or_else(|| {
+        invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename")
+    })?;
+    Ok(schema.require_table(ks, &name.name)?)
+}
+
+pub fn resolve_keyspace<'a>(keyspace: Option<&'a str>, q: &'a ast::QualifiedName) -> Result<&'a str> {
+    q.keyspace.as_deref().or(keyspace).ok_or_else(|| {
+        invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename")
+    })
+}

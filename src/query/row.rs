@@ -1,0 +1,435 @@
+//! The on-disk format of table data: row keys and row values.
+//!
+//! Key: `[storage id: u64 BE][token: u64 BE, sign bit flipped][partition key, escaped][kind]
+//! [clustering components, order-preserving]`. Sorting the keys byte-wise gives Cassandra's order:
+//! by token, then partition key bytes, then clustering order (ASC/DESC per column).
+//! Kind 0x01 is the partition header (static cells and partition deletion), 0x02 a row.
+//!
+//! Value: version byte 1, flags (0x01 row marker, 0x02 deletion), the marker
+//! (timestamp i64, ttl i32, expiry i32 seconds; 0 = never), the deletion (timestamp i64, local
+//! deletion time i32), then a varint count of cells, each: varint column id, flags (0x01
+//! tombstone, 0x02 expiring), timestamp i64, [ttl i32, expiry i32], and for live cells a varint
+//! length and the value bytes (for tombstones: local deletion time i32). Cells are sorted by
+//! column id.
+
+use crate::cql::types::CqlType;
+use crate::cql::value;
+use crate::partition::token::Token;
+use bytes::{Buf, BufMut, Bytes};
+
+pub const KIND_HEADER: u8 = 0x01;
+pub const KIND_ROW: u8 = 0x02;
+
+const VERSION: u8 = 1;
+
+#[derive(Debug, thiserror::Error)]
+#[error("corrupt stored row: {0}")]
+pub struct CorruptRow(pub &'static str);
+
+/// The token as an order-preserving unsigned big-endian value.
+pub fn token_bytes(t: Token) -> [u8; 8] {
+    ((t as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+pub fn token_from_bytes(b: [u8; 8]) -> Token {
+    (u64::from_be_bytes(b) ^ (1 << 63)) as i64
+}
+
+/// Appends `[storage id][token]` — the start of every key of a table at a token.
+pub fn token_prefix(storage_id: u64, token: Token, out: &mut Vec<u8>) {
+    out.extend_from_slice(&storage_id.to_be_bytes());
+    out.extend_from_slice(&token_bytes(token));
+}
+
+/// Appends the escaped partition key: 0x00 becomes 0x00 0xFF, terminated by 0x00 0x01.
+pub fn escape(bytes: &[u8], out: &mut Vec<u8>) {
+    for &b in bytes {
+        out.push(b);
+        if b == 0 {
+            out.push(0xff);
+        }
+    }
+    out.extend_from_slice(&[0, 1]);
+}
+
+fn unescape(input: &mut &[u8]) -> Result<Vec<u8>, CorruptRow> {
+    let mut out = Vec::with_capacity(input.len());
+    let mut i = 0;
+    loop {
+        match (input.get(i), input.get(i + 1)) {
+            (Some(0), Some(1)) => {
+                *input = &input[i + 2..];
+                return Ok(out);
+            }
+            (Some(0), Some(0xff)) => {
+                out.push(0);
+                i += 2;
+            }
+            (Some(0), _) | (None, _) => return Err(CorruptRow("partition key escape")),
+            (Some(&b), _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+}
+
+/// The key prefix of one partition: `[storage id][token][escaped key]`.
+pub fn partition_prefix(storage_id: u64, token: Token, pk: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(16 + pk.len() + 8);
+    token_prefix(storage_id, token, &mut k);
+    escape(pk, &mut k);
+    k
+}
+
+/// Appends the clustering part of a row key for the given (prefix of) clustering values.
+pub fn encode_clustering(types: &[(&CqlType, bool)], values: &[Bytes], out: &mut Vec<u8>) {
+    for ((ty, desc), v) in types.iter().zip(values) {
+        value::encode_key(ty, v, *desc, out);
+    }
+}
+
+/// A decoded row key.
+#[derive(Debug)]
+pub struct DecodedKey {
+    pub token: Token,
+    pub pk: Bytes,
+    pub kind: u8,
+    pub clustering: Vec<Bytes>,
+}
+
+pub fn decode_key(key: &[u8], clustering: &[(&CqlType, bool)]) -> Result<DecodedKey, CorruptRow> {
+    if key.len() < 17 {
+        return Err(CorruptRow("short key"));
+    }
+    let token = token_from_bytes(key[8..16].try_into().expect("8 bytes"));
+    let mut rest = &key[16..];
+    let pk = Bytes::from(unescape(&mut rest)?);
+    let (&kind, mut rest) = rest.split_first().ok_or(CorruptRow("missing kind"))?;
+    let mut values = Vec::with_capacity(clustering.len());
+    if kind == KIND_ROW {
+        for (ty, desc) in clustering {
+            let v = value::decode_key(ty, &mut rest, *desc)
+                .map_err(|_| CorruptRow("clustering value"))?;
+            values.push(Bytes::from(v));
+        }
+    }
+    Ok(DecodedKey {
+        token,
+        pk,
+        kind,
+        clustering: values,
+    })
+}
+
+/// Row liveness info (the row marker written by INSERT).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Marker {
+    pub ts: i64,
+    pub ttl: i32,
+    /// Seconds since the epoch at which it expires; 0 = never.
+    pub expiry: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cell {
+    pub col: u32,
+    pub ts: i64,
+    pub ttl: i32,
+    pub expiry: i32,
+    /// None: a tombstone (deleted at `ts`).
+    pub value: Option<Bytes>,
+    /// For tombstones: when it was written (seconds), for purging after gc_grace_seconds.
+    pub local_deletion: i32,
+}
+
+impl Cell {
+    pub fn is_live(&self, now_secs: i32) -> bool {
+        self.value.is_some() && (self.expiry == 0 || self.expiry > now_secs)
+    }
+}
+
+/// The stored content of a row (or of a partition header).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RowData {
+    pub marker: Option<Marker>,
+    /// (timestamp, local deletion time): everything at or below the timestamp is deleted.
+    pub deletion: Option<(i64, i32)>,
+    /// Sorted by column id.
+    pub cells: Vec<Cell>,
+}
+
+impl RowData {
+    /// Live if its marker or any cell is live.
+    pub fn is_live(&self, now_secs: i32) -> bool {
+        self.marker
+            .is_some_and(|m| m.expiry == 0 || m.expiry > now_secs)
+            || self.cells.iter().any(|c| c.is_live(now_secs))
+    }
+
+    pub fn cell(&self, col: u32) -> Option<&Cell> {
+        self.cells
+            .binary_search_by_key(&col, |c| c.col)
+            .ok()
+            .map(|i| &self.cells[i])
+    }
+
+    /// Bytes this row's data occupies (for accounting).
+    pub fn encoded_len(&self) -> usize {
+        let mut n = 2 + 16 + 12 + 5;
+        for c in &self.cells {
+            n += 5 + 1 + 8 + 8 + 5 + c.value.as_ref().map_or(4, |v| v.len());
+        }
+        n
+    }
+
+    /// Merges a newer write into this row with last-write-wins per cell: the higher timestamp
+    /// wins; on a tie a tombstone beats a value and otherwise the greater value wins.
+    pub fn merge(&mut self, update: RowData) {
+        if let Some(d) = update.deletion {
+            if self.deletion.is_none_or(|cur| d.0 > cur.0) {
+                self.deletion = Some(d);
+            }
+        }
+        if let Some(m) = update.marker {
+            if self.marker.is_none_or(|cur| m.ts >= cur.ts) {
+                self.marker = Some(m);
+            }
+        }
+        if !update.cells.is_empty() {
+            let old = std::mem::take(&mut self.cells);
+            let mut merged = Vec::with_capacity(old.len() + update.cells.len());
+            let mut a = old.into_iter().peekable();
+            let mut b = update.cells.into_iter().peekable();
+            loop {
+                match (a.peek(), b.peek()) {
+                    (Some(x), Some(y)) if x.col == y.col => {
+                        let (x, y) = (a.next().expect("peeked"), b.next().expect("peeked"));
+                        merged.push(if newer_wins(&x, &y) { y } else { x });
+                    }
+                    (Some(x), Some(y)) if x.col < y.col => merged.push(a.next().expect("peeked")),
+                    (Some(_), Some(_)) | (None, Some(_)) => merged.push(b.next().expect("peeked")),
+                    (Some(_), None) => merged.push(a.next().expect("peeked")),
+                    (None, None) => break,
+                }
+            }
+            self.cells = merged;
+        }
+        self.apply_deletion();
+    }
+
+    /// Drops what the row deletion shadows.
+    fn apply_deletion(&mut self) {
+        if let Some((dts, _)) = self.deletion {
+            if self.marker.is_some_and(|m| m.ts <= dts) {
+                self.marker = None;
+            }
+            self.cells.retain(|c| c.ts > dts);
+        }
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.push(VERSION);
+        let flags = u8::from(self.marker.is_some()) | (u8::from(self.deletion.is_some()) << 1);
+        out.push(flags);
+        if let Some(m) = self.marker {
+            out.put_i64(m.ts);
+            out.put_i32(m.ttl);
+            out.put_i32(m.expiry);
+        }
+        if let Some((ts, ldt)) = self.deletion {
+            out.put_i64(ts);
+            out.put_i32(ldt);
+        }
+        put_varint(out, self.cells.len() as u64);
+        for c in &self.cells {
+            put_varint(out, c.col as u64);
+            let flags = u8::from(c.value.is_none()) | (u8::from(c.expiry != 0) << 1);
+            out.push(flags);
+            out.put_i64(c.ts);
+            if c.expiry != 0 {
+                out.put_i32(c.ttl);
+                out.put_i32(c.expiry);
+            }
+            match &c.value {
+                Some(v) => {
+                    put_varint(out, v.len() as u64);
+                    out.extend_from_slice(v);
+                }
+                None => out.put_i32(c.local_deletion),
+            }
+        }
+    }
+
+    /// Decodes a stored row; values are slices of `buf` (no copies).
+    pub fn decode(buf: &Bytes) -> Result<RowData, CorruptRow> {
+        let mut b = buf.clone();
+        let need = |b: &Bytes, n: usize| {
+            if b.remaining() < n {
+                Err(CorruptRow("truncated"))
+            } else {
+                Ok(())
+            }
+        };
+        need(&b, 2)?;
+        if b.get_u8() != VERSION {
+            return Err(CorruptRow("unknown row format version"));
+        }
+        let flags = b.get_u8();
+        let mut row = RowData::default();
+        if flags & 1 != 0 {
+            need(&b, 16)?;
+            row.marker = Some(Marker {
+                ts: b.get_i64(),
+                ttl: b.get_i32(),
+                expiry: b.get_i32(),
+            });
+        }
+        if flags & 2 != 0 {
+            need(&b, 12)?;
+            row.deletion = Some((b.get_i64(), b.get_i32()));
+        }
+        let n = get_varint(&mut b)?;
+        if n > b.remaining() as u64 {
+            return Err(CorruptRow("cell count"));
+        }
+        row.cells.reserve(n as usize);
+        for _ in 0..n {
+            let col = u32::try_from(get_varint(&mut b)?).map_err(|_| CorruptRow("column id"))?;
+            need(&b, 9)?;
+            let cflags = b.get_u8();
+            let ts = b.get_i64();
+            let (ttl, expiry) = if cflags & 2 != 0 {
+                need(&b, 8)?;
+                (b.get_i32(), b.get_i32())
+            } else {
+                (0, 0)
+            };
+            let (value, local_deletion) = if cflags & 1 != 0 {
+                need(&b, 4)?;
+                (None, b.get_i32())
+            } else {
+                let len = get_varint(&mut b)? as usize;
+                need(&b, len)?;
+                (Some(b.split_to(len)), 0)
+            };
+            row.cells.push(Cell {
+                col,
+                ts,
+                ttl,
+                expiry,
+                value,
+                local_deletion,
+            });
+        }
+        Ok(row)
+    }
+}
+
+fn newer_wins(old: &Cell, new: &Cell) -> bool {
+    if new.ts != old.ts {
+        return new.ts > old.ts;
+    }
+    match (&old.value, &new.value) {
+        (_, None) => true,
+        (None, Some(_)) => false,
+        (Some(a), Some(b)) => b > a,
+    }
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get_varint(b: &mut Bytes) -> Result<u64, CorruptRow> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        if !b.has_remaining() {
+            return Err(CorruptRow("truncated varint"));
+        }
+        let byte = b.get_u8();
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Ok(v);
+        }
+    }
+    Err(CorruptRow("varint too long"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(col: u32, ts: i64, v: Option<&'static [u8]>) -> Cell {
+        Cell {
+            col,
+            ts,
+            ttl: 0,
+            expiry: 0,
+            value: v.map(Bytes::from_static),
+            local_deletion: 0,
+        }
+    }
+
+    #[test]
+    fn row_round_trip() {
+        let row = RowData {
+            marker: Some(Marker {
+                ts: 5,
+                ttl: 10,
+                expiry: 99,
+            }),
+            deletion: Some((3, 7)),
+            cells: vec![cell(1, 4, Some(b"abc")), cell(9, 6, None)],
+        };
+        let mut buf = Vec::new();
+        row.encode(&mut buf);
+        assert_eq!(RowData::decode(&Bytes::from(buf.clone())).unwrap(), row);
+        for i in 0..buf.len() {
+            assert!(RowData::decode(&Bytes::from(buf[..i].to_vec())).is_err());
+        }
+    }
+
+    #[test]
+    fn last_write_wins() {
+        let mut row = RowData {
+            cells: vec![cell(1, 10, Some(b"a")), cell(2, 10, Some(b"b"))],
+            ..Default::default()
+        };
+        row.merge(RowData {
+            cells: vec![
+                cell(1, 9, Some(b"old")),
+                cell(2, 10, None),
+                cell(3, 1, Some(b"c")),
+            ],
+            ..Default::default()
+        });
+        assert_eq!(row.cell(1).unwrap().value.as_deref(), Some(&b"a"[..]));
+        assert_eq!(row.cell(2).unwrap().value, None, "tombstone wins a tie");
+        assert_eq!(row.cell(3).unwrap().value.as_deref(), Some(&b"c"[..]));
+        row.merge(RowData {
+            deletion: Some((5, 0)),
+            ..Default::default()
+        });
+        assert!(row.cell(3).is_none(), "deletion shadows older cells");
+        assert!(row.cell(1).is_some(), "and not newer ones");
+    }
+
+    #[test]
+    fn key_escape_round_trip() {
+        for pk in [&b""[..], b"a\0b", b"\0\0", b"\xff\x00\x01"] {
+            let mut k = partition_prefix(7, -3, pk);
+            k.push(KIND_HEADER);
+            let d = decode_key(&k, &[]).unwrap();
+            assert_eq!(&d.pk[..], pk);
+            assert_eq!(d.token, -3);
+            assert_eq!(d.kind, KIND_HEADER);
+        }
+        assert!(token_bytes(-1) < token_bytes(0));
+        assert!(token_bytes(i64::MIN) < token_bytes(i64::MAX));
+    }
+}

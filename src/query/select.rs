@@ -1,0 +1,970 @@
+//! SELECT: planning (which partitions, which clustering slices, what to filter), routing to
+//! physical partitions, reading, projecting and paging.
+
+use super::bind::BoundValues;
+use super::eval::{eval, Ctx, Val};
+use super::row::{self, RowData, KIND_HEADER, KIND_ROW};
+use super::write::{in_values, key_values, table_token};
+use super::{invalid, resolve_table, Engine, QueryOptions, Result, ResultColumn, Rows};
+use crate::cql::ast::{Operator, Relation, RelationLhs, Select, Selection, SelectorExpr, Term};
+use crate::cql::types::CqlType;
+use crate::cql::value;
+use crate::partition::token::{partition_key_bytes, split_composite, Token, MAX_TOKEN, MIN_TOKEN};
+use crate::schema::{ColumnKind, TableDef};
+use crate::storage::{prefix_successor, Space};
+use bytes::{BufMut, Bytes, BytesMut};
+use std::cmp::Ordering;
+use std::ops::Bound;
+use std::sync::Arc;
+
+/// One output column.
+#[derive(Debug, Clone)]
+enum Proj {
+    Column(usize),
+    Token,
+    WriteTime(usize),
+    Ttl(usize),
+    ToJson(Box<Proj>, CqlType),
+    CountAll,
+}
+
+const FILTERING_MSG: &str = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
+
+fn column_index(t: &TableDef, name: &str) -> Result<usize> {
+    t.column_index(name)
+        .ok_or_else(|| invalid(format!("Undefined column name {name} in table {}.{}", t.keyspace, t.name)))
+}
+
+fn plan_projection(t: &TableDef, sel: &Select) -> Result<Vec<(Proj, String, CqlType)>> {
+    let mut out = Vec::new();
+    match &sel.selection {
+        Selection::All => {
+            for (i, c) in t.columns.iter().enumerate() {
+                out.push((Proj::Column(i), c.name.clone(), c.ty.clone()));
+            }
+        }
+        Selection::List(items) => {
+            for s in items {
+                let (p, name, ty) = plan_selector(t, &s.expr)?;
+                out.push((p, s.alias.clone().unwrap_or(name), ty));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn plan_selector(t: &TableDef, e: &SelectorExpr) -> Result<(Proj, String, CqlType)> {
+    Ok(match e {
+        SelectorExpr::Column(c) => {
+            let i = column_index(t, c)?;
+            (Proj::Column(i), c.clone(), t.columns[i].ty.clone())
+        }
+        SelectorExpr::CountAll => (Proj::CountAll, "count".into(), CqlType::Bigint),
+        SelectorExpr::WriteTime(c) | SelectorExpr::Ttl(c) => {
+            let i = column_index(t, c)?;
+            let col = &t.columns[i];
+            let is_wt = matches!(e, SelectorExpr::WriteTime(_));
+            let fname = if is_wt { "writetime" } else { "ttl" };
+            if matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
+                return Err(invalid(format!(
+                    "Cannot use selection function {fname} on PRIMARY KEY part {c}"
+                )));
+            }
+            if is_wt {
+                (Proj::WriteTime(i), format!("writetime({c})"), CqlType::Bigint)
+            } else {
+                (Proj::Ttl(i), format!("ttl({c})"), CqlType::Int)
+            }
+        }
+        SelectorExpr::Function { name, args, .. } if name == "token" => {
+            let cols: Vec<&str> = args
+                .iter()
+                .map(|a| match a {
+                    SelectorExpr::Column(c) => Ok(c.as_str()),
+                    _ => Err(invalid("token() takes the partition key columns as arguments")),
+                })
+                .collect::<Result<_>>()?;
+            let pk: Vec<&str> = t.pk_columns().map(|c| c.name.as_str()).collect();
+            if cols != pk {
+                return Err(invalid(format!(
+                    "Type error: token() requires the partition key columns in order: {}",
+                    pk.join(", ")
+                )));
+            }
+            (Proj::Token, format!("system.token({})", cols.join(", ")), CqlType::Bigint)
+        }
+        SelectorExpr::Function { name, args, .. } if name == "tojson" && args.len() == 1 => {
+            let (p, n, ty) = plan_selector(t, &args[0])?;
+            (Proj::ToJson(Box::new(p), ty), format!("system.tojson({n})"), CqlType::Text)
+        }
+        SelectorExpr::Function { name, args, .. }
+            if name == "count" && args.len() == 1 && matches!(args[0], SelectorExpr::Term(_)) =>
+        {
+            (Proj::CountAll, "count".into(), CqlType::Bigint)
+        }
+        other => {
+            return Err(invalid(format!(
+                "This selector is not supported yet: {other:?}"
+            )))
+        }
+    })
+}
+
+/// The result columns of a SELECT (for PREPARE and for the rows' metadata).
+pub fn result_columns(t: &TableDef, sel: &Select) -> Result<Vec<ResultColumn>> {
+    Ok(plan_projection(t, sel)?
+        .into_iter()
+        .map(|(_, name, ty)| ResultColumn {
+            keyspace: t.keyspace.clone(),
+            table: t.name.clone(),
+            name,
+            ty,
+        })
+        .collect())
+}
+
+/// A restriction evaluated per row.
+struct Filter {
+    col: usize,
+    op: Operator,
+    values: Vec<Bytes>,
+}
+
+impl Filter {
+    fn matches(&self, ty: &CqlType, v: Option<&[u8]>) -> bool {
+        let Some(v) = v else { return false };
+        match self.op {
+            Operator::Eq | Operator::In => self
+                .values
+                .iter()
+                .any(|x| value::compare(ty, v, x) == Ordering::Equal),
+            Operator::Ne => self.values.iter().all(|x| value::compare(ty, v, x) != Ordering::Equal),
+            Operator::Lt => value::compare(ty, v, &self.values[0]) == Ordering::Less,
+            Operator::Le => value::compare(ty, v, &self.values[0]) != Ordering::Greater,
+            Operator::Gt => value::compare(ty, v, &self.values[0]) == Ordering::Greater,
+            Operator::Ge => value::compare(ty, v, &self.values[0]) != Ordering::Less,
+            _ => false,
+        }
+    }
+}
+
+/// Where to read: named partitions, or a token range (lo exclusive, hi inclusive).
+enum Target {
+    Partitions(Vec<Bytes>),
+    Range(i128, i128),
+}
+
+struct Plan {
+    target: Target,
+    /// Key range of rows inside a partition (relative to the partition prefix + KIND_ROW).
+    slices: Vec<(Bound<Vec<u8>>, Bound<Vec<u8>>)>,
+    filters: Vec<Filter>,
+    limit: Option<usize>,
+    reversed: bool,
+}
+
+fn eval_one(term: &Term, ty: &CqlType, name: &str, ctx: &Ctx) -> Result<Bytes> {
+    match eval(term, ty, name, ctx)? {
+        Val::Value(b) => Ok(b),
+        Val::Null => Err(invalid(format!("Invalid null value in condition for column {name}"))),
+        Val::Unset => Err(invalid(format!("Invalid unset value for column {name}"))),
+    }
+}
+
+fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
+    let mut filters = Vec::new();
+    let mut need_filtering = false;
+    let mut token_lo: i128 = MIN_TOKEN as i128 - 1;
+    let mut token_hi: i128 = MAX_TOKEN as i128;
+    let mut has_token = false;
+    // Validate every relation first.
+    for r in &sel.where_clause {
+        match &r.lhs {
+            RelationLhs::Column(c) => {
+                column_index(t, c)?;
+            }
+            RelationLhs::Token(cols) => {
+                let pk: Vec<&str> = t.pk_columns().map(|c| c.name.as_str()).collect();
+                if cols.iter().map(String::as_str).collect::<Vec<_>>() != pk {
+                    return Err(invalid(format!(
+                        "The token function arguments must be in the partition key order: {}",
+                        pk.join(", ")
+                    )));
+                }
+                has_token = true;
+                let v = eval_one(&r.rhs, &CqlType::Bigint, "partition key token", ctx)?;
+                let tok = i64::from_be_bytes(
+                    v[..].try_into().map_err(|_| invalid("Invalid token value"))?,
+                ) as i128;
+                match r.op {
+                    Operator::Gt => token_lo = token_lo.max(tok),
+                    Operator::Ge => token_lo = token_lo.max(tok - 1),
+                    Operator::Le => {
+                        // Cassandra: a range ending at the minimum token runs to the end of the ring.
+                        if tok != MIN_TOKEN as i128 {
+                            token_hi = token_hi.min(tok)
+                        }
+                    }
+                    Operator::Lt => token_hi = token_hi.min(tok - 1),
+                    Operator::Eq => {
+                        token_lo = token_lo.max(tok - 1);
+                        token_hi = token_hi.min(tok);
+                    }
+                    _ => return Err(invalid(format!("Unsupported operator {} on token()", r.op.as_str()))),
+                }
+            }
+            RelationLhs::Tuple(_) | RelationLhs::Element(..) => {
+                return Err(invalid("Multi-column and element restrictions are not supported yet"))
+            }
+        }
+    }
+    // Partition key: all components by = / IN.
+    let pk_vals = key_values(t, &sel.where_clause, ctx, &t.partition_key)?;
+    let pk_given = pk_vals.iter().filter(|v| v.is_some()).count();
+    let target = if pk_given == t.partition_key.len() {
+        if has_token {
+            return Err(invalid(
+                "Columns of the partition key cannot be restricted by both token() and = or IN",
+            ));
+        }
+        let mut keys = Vec::new();
+        let cols: Vec<Vec<Bytes>> = pk_vals.into_iter().map(|v| v.unwrap_or_default()).collect();
+        let mut combos: Vec<Vec<Bytes>> = vec![Vec::new()];
+        for vals in &cols {
+            combos = combos
+                .into_iter()
+                .flat_map(|p| vals.iter().map(move |v| {
+                    let mut p = p.clone();
+                    p.push(v.clone());
+                    p
+                }))
+                .collect();
+        }
+        for parts in combos {
+            let refs: Vec<&[u8]> = parts.iter().map(|b| &b[..]).collect();
+            let k = Bytes::from(partition_key_bytes(&refs));
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        Target::Partitions(keys)
+    } else {
+        if pk_given > 0 {
+            if !sel.allow_filtering {
+                let miss: Vec<&str> = t
+                    .pk_columns()
+                    .zip(&pk_vals)
+                    .filter(|(_, v)| v.is_none())
+                    .map(|(c, _)| c.name.as_str())
+                    .collect();
+                return Err(invalid(format!(
+                    "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING (partition key parts {} are not restricted)",
+                    miss.join(", ")
+                )));
+            }
+            need_filtering = true;
+        }
+        Target::Range(token_lo, token_hi)
+    };
+    // Clustering: = / IN on a prefix, then at most one slice column.
+    let single_partition = matches!(target, Target::Partitions(_));
+    let mut prefix_vals: Vec<Vec<Bytes>> = Vec::new();
+    let mut slice_col: Option<(usize, Vec<(Operator, Bytes)>)> = None;
+    for (pos, &ci) in t.clustering.iter().enumerate() {
+        let col = &t.columns[ci];
+        let rels: Vec<&Relation> = sel
+            .where_clause
+            .iter()
+            .filter(|r| matches!(&r.lhs, RelationLhs::Column(c) if *c == col.name))
+            .collect();
+        if rels.is_empty() {
+            break;
+        }
+        let eq = rels.iter().find(|r| matches!(r.op, Operator::Eq | Operator::In));
+        if let Some(r) = eq {
+            if slice_col.is_some() {
+                break;
+            }
+            let vals = if r.op == Operator::Eq {
+                vec![eval_one(&r.rhs, &col.ty, &col.name, ctx)?]
+            } else {
+                in_values(&r.rhs, &col.ty, &col.name, ctx)?
+                    .into_iter()
+                    .filter_map(|v| v.bytes().cloned())
+                    .collect()
+            };
+            prefix_vals.push(vals);
+            let _ = pos;
+        } else {
+            let mut bounds = Vec::new();
+            for r in rels {
+                if !matches!(r.op, Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge) {
+                    continue;
+                }
+                bounds.push((r.op, eval_one(&r.rhs, &col.ty, &col.name, ctx)?));
+            }
+            slice_col = Some((ci, bounds));
+            break;
+        }
+    }
+    let used_ck = prefix_vals.len() + usize::from(slice_col.is_some());
+    // Everything not used for key access becomes a filter.
+    for r in &sel.where_clause {
+        let RelationLhs::Column(name) = &r.lhs else { continue };
+        let ci = column_index(t, name)?;
+        let col = &t.columns[ci];
+        let used = match col.kind {
+            ColumnKind::PartitionKey => matches!(target, Target::Partitions(_)),
+            ColumnKind::Clustering => col.position < used_ck && single_partition,
+            _ => false,
+        };
+        if used {
+            continue;
+        }
+        match col.kind {
+            ColumnKind::Clustering if !single_partition => {}
+            ColumnKind::PartitionKey => {}
+            _ => need_filtering = true,
+        }
+        if col.kind == ColumnKind::Clustering && col.position >= used_ck {
+            need_filtering = true;
+        }
+        let values = match r.op {
+            Operator::In => in_values(&r.rhs, &col.ty, name, ctx)?
+                .into_iter()
+                .filter_map(|v| v.bytes().cloned())
+                .collect(),
+            Operator::Eq | Operator::Ne | Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge => {
+                vec![eval_one(&r.rhs, &col.ty, name, ctx)?]
+            }
+            other => {
+                return Err(invalid(format!(
+                    "Operator {} is not supported yet",
+                    other.as_str()
+                )))
+            }
+        };
+        filters.push(Filter { col: ci, op: r.op, values });
+    }
+    if !single_partition && used_ck > 0 {
+        need_filtering = true;
+    }
+    if need_filtering && !sel.allow_filtering {
+        return Err(invalid(FILTERING_MSG));
+    }
+    let slices = if single_partition {
+        clustering_slices(t, &prefix_vals, slice_col.as_ref())
+    } else {
+        vec![(Bound::Unbounded, Bound::Unbounded)]
+    };
+    let limit = match &sel.limit {
+        Some(term) => {
+            let v = eval_one(term, &CqlType::Int, "[limit]", ctx)?;
+            let n = i32::from_be_bytes(v[..].try_into().map_err(|_| invalid("Invalid limit"))?);
+            if n <= 0 {
+                return Err(invalid(format!("LIMIT must be strictly positive")));
+            }
+            Some(n as usize)
+        }
+        None => None,
+    };
+    let mut reversed = false;
+    if let Some((first, dir)) = sel.order_by.first() {
+        let ci = column_index(t, first)?;
+        let col = &t.columns[ci];
+        if col.kind != ColumnKind::Clustering {
+            return Err(invalid(format!(
+                "Order by is currently only supported on the clustered columns of the PRIMARY KEY, got {first}"
+            )));
+        }
+        if !single_partition {
+            return Err(invalid(
+                "ORDER BY is only supported when the partition key is restricted by an EQ or an IN.",
+            ));
+        }
+        reversed = (*dir == crate::cql::ast::Order::Desc) != col.desc;
+    }
+    Ok(Plan {
+        target,
+        slices,
+        filters,
+        limit,
+        reversed,
+    })
+}
+
+/// Clustering key ranges (relative to a partition's row prefix) for = / IN prefixes and a slice.
+fn clustering_slices(
+    t: &TableDef,
+    prefix_vals: &[Vec<Bytes>],
+    slice: Option<&(usize, Vec<(Operator, Bytes)>)>,
+) -> Vec<(Bound<Vec<u8>>, Bound<Vec<u8>>)> {
+    let types: Vec<(&CqlType, bool)> = t.clustering_columns().map(|c| (&c.ty, c.desc)).collect();
+    let mut prefixes: Vec<Vec<u8>> = vec![Vec::new()];
+    for (i, vals) in prefix_vals.iter().enumerate() {
+        let (ty, desc) = types[i];
+        let mut next = Vec::new();
+        for p in &prefixes {
+            for v in vals {
+                let mut k = p.clone();
+                value::encode_key(ty, v, desc, &mut k);
+                next.push(k);
+            }
+        }
+        prefixes = next;
+    }
+    prefixes.sort();
+    prefixes.dedup();
+    let mut out = Vec::new();
+    for p in prefixes {
+        let mut lo: Bound<Vec<u8>> = Bound::Included(p.clone());
+        let mut hi: Bound<Vec<u8>> = match prefix_successor(&p) {
+            Some(s) if !p.is_empty() => Bound::Excluded(s),
+            _ => Bound::Unbounded,
+        };
+        if let Some((ci, bounds)) = slice {
+            let col = &t.columns[*ci];
+            for (op, v) in bounds {
+                let mut k = p.clone();
+                value::encode_key(&col.ty, v, col.desc, &mut k);
+                let after = prefix_successor(&k).map(Bound::Included).unwrap_or(Bound::Unbounded);
+                let op = if col.desc { flip(*op) } else { *op };
+                match op {
+                    Operator::Gt => lo = max_lo(lo, after),
+                    Operator::Ge => lo = max_lo(lo, Bound::Included(k)),
+                    Operator::Lt => hi = min_hi(hi, Bound::Excluded(k)),
+                    Operator::Le => {
+                        hi = min_hi(hi, prefix_successor(&k).map(Bound::Excluded).unwrap_or(Bound::Unbounded))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        out.push((lo, hi));
+    }
+    out
+}
+
+fn flip(op: Operator) -> Operator {
+    match op {
+        Operator::Gt => Operator::Lt,
+        Operator::Ge => Operator::Le,
+        Operator::Lt => Operator::Gt,
+        Operator::Le => Operator::Ge,
+        o => o,
+    }
+}
+
+fn bound_key(b: &Bound<Vec<u8>>) -> Option<&Vec<u8>> {
+    match b {
+        Bound::Included(k) | Bound::Excluded(k) => Some(k),
+        Bound::Unbounded => None,
+    }
+}
+
+fn max_lo(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
+    match (bound_key(&a), bound_key(&b)) {
+        (None, _) => b,
+        (_, None) => a,
+        (Some(x), Some(y)) => match x.cmp(y) {
+            Ordering::Less => b,
+            Ordering::Greater => a,
+            Ordering::Equal => if matches!(a, Bound::Excluded(_)) { a } else { b },
+        },
+    }
+}
+
+fn min_hi(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
+    match (bound_key(&a), bound_key(&b)) {
+        (None, _) => b,
+        (_, None) => a,
+        (Some(x), Some(y)) => match x.cmp(y) {
+            Ordering::Less => a,
+            Ordering::Greater => b,
+            Ordering::Equal => if matches!(a, Bound::Excluded(_)) { a } else { b },
+        },
+    }
+}
+
+/// Where a paged query stopped.
+#[derive(Debug, Default)]
+struct PagingState {
+    /// Index into the partition list (partition-list queries).
+    partition: u32,
+    /// Storage key of the last row returned (empty: start of the partition).
+    last_key: Vec<u8>,
+    /// Rows still allowed by LIMIT.
+    remaining: Option<u32>,
+}
+
+const PAGING_VERSION: u8 = 1;
+
+impl PagingState {
+    fn encode(&self) -> Bytes {
+        let mut b = BytesMut::with_capacity(16 + self.last_key.len());
+        b.put_u8(PAGING_VERSION);
+        b.put_u32(self.partition);
+        b.put_u32(self.remaining.map_or(u32::MAX, |r| r));
+        b.put_u32(self.last_key.len() as u32);
+        b.extend_from_slice(&self.last_key);
+        b.freeze()
+    }
+    fn decode(b: &[u8]) -> Result<PagingState> {
+        let bad = || invalid("Invalid value for the paging state");
+        if b.len() < 13 || b[0] != PAGING_VERSION {
+            return Err(bad());
+        }
+        let partition = u32::from_be_bytes(b[1..5].try_into().map_err(|_| bad())?);
+        let remaining = u32::from_be_bytes(b[5..9].try_into().map_err(|_| bad())?);
+        let len = u32::from_be_bytes(b[9..13].try_into().map_err(|_| bad())?) as usize;
+        if b.len() != 13 + len {
+            return Err(bad());
+        }
+        Ok(PagingState {
+            partition,
+            remaining: (remaining != u32::MAX).then_some(remaining),
+            last_key: b[13..].to_vec(),
+        })
+    }
+}
+
+/// Collects output rows and decides when a page is full.
+struct Output<'a> {
+    rows: Rows,
+    proj: &'a [(Proj, String, CqlType)],
+    table: &'a TableDef,
+    page_rows: usize,
+    page_bytes: usize,
+    remaining: Option<usize>,
+    now: i32,
+    count_only: bool,
+    count: i64,
+}
+
+enum Flow {
+    Continue,
+    /// Page full or limit reached; `bool`: more rows may follow.
+    Stop(bool),
+}
+
+impl Output<'_> {
+    fn emit(&mut self, token: Token, pk: &[u8], ck: &[Bytes], row: &RowData, statics: &RowData) -> Flow {
+        if self.count_only {
+            self.count += 1;
+            return Flow::Continue;
+        }
+        let t = self.table;
+        let pk_parts: Vec<&[u8]> = if t.partition_key.len() == 1 {
+            vec![pk]
+        } else {
+            split_composite(pk, t.partition_key.len()).unwrap_or_default()
+        };
+        for (p, _, _) in self.proj {
+            let tok_bytes;
+            let v: Option<&[u8]> = match p {
+                Proj::Column(i) => column_value(t, *i, &pk_parts, ck, row, statics, self.now),
+                Proj::Token => {
+                    tok_bytes = token.to_be_bytes();
+                    Some(&tok_bytes[..])
+                }
+                Proj::WriteTime(i) => {
+                    tok_bytes = [0; 8];
+                    let _ = tok_bytes;
+                    let c = cell_of(t, *i, row, statics, self.now);
+                    match c {
+                        Some(c) => {
+                            self.rows.push_cell(Some(&c.ts.to_be_bytes()));
+                            continue;
+                        }
+                        None => None,
+                    }
+                }
+                Proj::Ttl(i) => {
+                    let c = cell_of(t, *i, row, statics, self.now);
+                    match c {
+                        Some(c) if c.expiry != 0 => {
+                            self.rows.push_cell(Some(&(c.expiry - self.now).to_be_bytes()));
+                            continue;
+                        }
+                        _ => None,
+                    }
+                }
+                Proj::ToJson(inner, ty) => {
+                    let raw = match &**inner {
+                        Proj::Column(i) => column_value(t, *i, &pk_parts, ck, row, statics, self.now),
+                        _ => None,
+                    };
+                    let json = match raw {
+                        Some(b) => value::to_json(ty, b),
+                        None => "null".to_string(),
+                    };
+                    self.rows.push_cell(Some(json.as_bytes()));
+                    continue;
+                }
+                Proj::CountAll => None,
+            };
+            self.rows.push_cell(v);
+        }
+        self.rows.count += 1;
+        if let Some(r) = &mut self.remaining {
+            *r -= 1;
+            if *r == 0 {
+                return Flow::Stop(false);
+            }
+        }
+        if self.rows.count as usize >= self.page_rows || self.rows.content.len() >= self.page_bytes {
+            return Flow::Stop(true);
+        }
+        Flow::Continue
+    }
+}
+
+fn cell_of<'r>(t: &TableDef, i: usize, row: &'r RowData, statics: &'r RowData, now: i32) -> Option<&'r row::Cell> {
+    let col = &t.columns[i];
+    let src = if col.kind == ColumnKind::Static { statics } else { row };
+    src.cell(col.id).filter(|c| c.is_live(now))
+}
+
+fn column_value<'r>(
+    t: &TableDef,
+    i: usize,
+    pk_parts: &[&'r [u8]],
+    ck: &'r [Bytes],
+    row: &'r RowData,
+    statics: &'r RowData,
+    now: i32,
+) -> Option<&'r [u8]> {
+    let col = &t.columns[i];
+    match col.kind {
+        ColumnKind::PartitionKey => pk_parts.get(col.position).copied(),
+        ColumnKind::Clustering => ck.get(col.position).map(|b| &b[..]),
+        _ => cell_of(t, i, row, statics, now).and_then(|c| c.value.as_deref()),
+    }
+}
+
+fn passes(t: &TableDef, filters: &[Filter], pk: &[u8], ck: &[Bytes], row: &RowData, statics: &RowData, now: i32) -> bool {
+    if filters.is_empty() {
+        return true;
+    }
+    let pk_parts: Vec<&[u8]> = if t.partition_key.len() == 1 {
+        vec![pk]
+    } else {
+        split_composite(pk, t.partition_key.len()).unwrap_or_default()
+    };
+    filters.iter().all(|f| {
+        let v = column_value(t, f.col, &pk_parts, ck, row, statics, now);
+        f.matches(&t.columns[f.col].ty, v)
+    })
+}
+
+/// Removes what a partition deletion shadows.
+fn shadow(row: &mut RowData, partition_deletion: Option<(i64, i32)>) {
+    if let Some((dts, _)) = partition_deletion {
+        if row.marker.is_some_and(|m| m.ts <= dts) {
+            row.marker = None;
+        }
+        row.cells.retain(|c| c.ts > dts);
+    }
+}
+
+pub fn execute(engine: &Engine, keyspace: Option<&str>, sel: &Select, binds: &BoundValues, opts: &QueryOptions) -> Result<Rows> {
+    let schema = engine.schema();
+    let t = resolve_table(&schema, keyspace, &sel.table)?;
+    if sel.json || sel.distinct || !sel.group_by.is_empty() || sel.per_partition_limit.is_some() {
+        return Err(invalid("SELECT JSON, DISTINCT, GROUP BY and PER PARTITION LIMIT are not supported yet"));
+    }
+    let proj = plan_projection(t, sel)?;
+    let count_only = proj.iter().any(|(p, _, _)| matches!(p, Proj::CountAll));
+    if count_only && proj.len() != 1 {
+        return Err(invalid("Aggregates mixed with other selectors are not supported yet"));
+    }
+    let columns = Arc::new(result_columns(t, sel)?);
+    let ctx = Ctx { binds, max_value_bytes: engine.limits.max_value_bytes };
+    let plan = plan(t, sel, &ctx)?;
+    let paging = match &opts.paging_state {
+        Some(b) if !count_only => Some(PagingState::decode(b)?),
+        _ => None,
+    };
+    let page_rows = match opts.page_size {
+        Some(n) if n > 0 && !count_only => n as usize,
+        _ => usize::MAX,
+    };
+    let remaining = match (&paging, plan.limit) {
+        (Some(p), Some(_)) => p.remaining.map(|r| r as usize),
+        (_, l) => l,
+    };
+    let mut out = Output {
+        rows: Rows::new(columns),
+        proj: &proj,
+        table: t,
+        page_rows,
+        page_bytes: if page_rows == usize::MAX { usize::MAX } else { engine.limits.max_page_bytes },
+        remaining,
+        now: super::now_secs(),
+        count_only,
+        count: 0,
+    };
+    if t.virtual_table {
+        read_virtual(engine, &schema, t, &plan, &mut out, paging)?;
+    } else {
+        read_stored(engine, t, &plan, &mut out, paging)?;
+    }
+    if count_only {
+        let mut rows = Rows::new(Arc::clone(&out.rows.columns));
+        rows.push_cell(Some(&out.count.to_be_bytes()));
+        rows.count = 1;
+        return Ok(rows);
+    }
+    Ok(out.rows)
+}
+
+fn read_virtual(
+    engine: &Engine,
+    schema: &crate::schema::Schema,
+    t: &TableDef,
+    plan: &Plan,
+    out: &mut Output,
+    paging: Option<PagingState>,
+) -> Result<()> {
+    let rows = crate::schema::system::virtual_rows(schema, &engine.node, t).unwrap_or_default();
+    let start = paging.map_or(0, |p| p.partition as usize);
+    let empty = RowData::default();
+    // Key restrictions on virtual tables are applied as filters.
+    let key_filters: Vec<Filter> = match &plan.target {
+        Target::Partitions(keys) => {
+            if t.partition_key.len() == 1 {
+                vec![Filter { col: t.partition_key[0], op: Operator::In, values: keys.clone() }]
+            } else {
+                Vec::new()
+            }
+        }
+        Target::Range(..) => Vec::new(),
+    };
+    let mut idx = 0usize;
+    for r in rows.iter() {
+        let get = |i: usize| r.get(i).and_then(|c| c.as_deref());
+        let ok = key_filters
+            .iter()
+            .chain(&plan.filters)
+            .all(|f| f.matches(&t.columns[f.col].ty, get(f.col)))
+            && plan.slices.iter().any(|_| true);
+        if !ok {
+            continue;
+        }
+        idx += 1;
+        if idx <= start {
+            continue;
+        }
+        if out.count_only {
+            out.count += 1;
+            continue;
+        }
+        for (p, _, _) in out.proj {
+            match p {
+                Proj::Column(i) => out.rows.push_cell(get(*i)),
+                Proj::ToJson(inner, ty) => {
+                    let json = match &**inner {
+                        Proj::Column(i) => get(*i).map(|b| value::to_json(ty, b)),
+                        _ => None,
+                    }
+                    .unwrap_or_else(|| "null".into());
+                    out.rows.push_cell(Some(json.as_bytes()));
+                }
+                _ => out.rows.push_cell(None),
+            }
+        }
+        out.rows.count += 1;
+        let _ = &empty;
+        let limit_hit = out.remaining.as_mut().map(|r| {
+            *r -= 1;
+            *r == 0
+        });
+        if limit_hit == Some(true) {
+            return Ok(());
+        }
+        if out.rows.count as usize >= out.page_rows {
+            out.rows.paging_state = Some(
+                PagingState { partition: idx as u32, last_key: Vec::new(), remaining: out.remaining.map(|r| r as u32) }.encode(),
+            );
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// Reads rows of a stored table, routed through the physical partition map.
+fn read_stored(engine: &Engine, t: &TableDef, plan: &Plan, out: &mut Output, paging: Option<PagingState>) -> Result<()> {
+    let ck_types: Vec<(&CqlType, bool)> = t.clustering_columns().map(|c| (&c.ty, c.desc)).collect();
+    let sid = t.storage_id;
+    match &plan.target {
+        Target::Partitions(keys) => {
+            let start = paging.as_ref().map_or(0, |p| p.partition as usize);
+            for (i, pk) in keys.iter().enumerate().skip(start) {
+                let token = table_token(t, pk);
+                // Route through the map (the physical partition owns this key's range).
+                let _owner = engine.maps.get(sid).map(|m| m.route(token).id);
+                let prefix = row::partition_prefix(sid, token, pk);
+                let mut header_key = prefix.clone();
+                header_key.push(KIND_HEADER);
+                let header = match engine.store.get(Space::Data, &header_key)? {
+                    Some(b) => RowData::decode(&b)?,
+                    None => RowData::default(),
+                };
+                let pdel = header.deletion;
+                let resume = paging.as_ref().filter(|p| p.partition as usize == i && !p.last_key.is_empty());
+                let mut emitted_any = resume.is_some();
+                let mut rows_prefix = prefix.clone();
+                rows_prefix.push(KIND_ROW);
+                let mut slices: Vec<&(Bound<Vec<u8>>, Bound<Vec<u8>>)> = plan.slices.iter().collect();
+                if plan.reversed {
+                    slices.reverse();
+                }
+                for (lo, hi) in slices {
+                    let abs = |b: &Bound<Vec<u8>>, is_hi: bool| -> Bound<Vec<u8>> {
+                        match b {
+                            Bound::Included(k) => Bound::Included([&rows_prefix[..], k].concat()),
+                            Bound::Excluded(k) => Bound::Excluded([&rows_prefix[..], k].concat()),
+                            Bound::Unbounded => {
+                                if is_hi {
+                                    Bound::Excluded(prefix_successor(&rows_prefix).expect("row prefix has a successor"))
+                                } else {
+                                    Bound::Included(rows_prefix.clone())
+                                }
+                            }
+                        }
+                    };
+                    let mut lo = abs(lo, false);
+                    let mut hi = abs(hi, true);
+                    if let Some(p) = resume {
+                        if plan.reversed {
+                            hi = min_hi(hi, Bound::Excluded(p.last_key.clone()));
+                        } else {
+                            lo = max_lo(lo, Bound::Excluded(p.last_key.clone()));
+                        }
+                    }
+                    let iter = engine.store.scan(Space::Data, as_ref(&lo), as_ref(&hi), plan.reversed);
+                    for item in iter {
+                        let (k, v) = item?;
+                        let dk = row::decode_key(&k, &ck_types)?;
+                        let mut data = RowData::decode(&v)?;
+                        shadow(&mut data, pdel);
+                        if !data.is_live(out.now) {
+                            continue;
+                        }
+                        if !passes(t, &plan.filters, pk, &dk.clustering, &data, &header, out.now) {
+                            continue;
+                        }
+                        emitted_any = true;
+                        if let Flow::Stop(more) = out.emit(token, pk, &dk.clustering, &data, &header) {
+                            if more {
+                                out.rows.paging_state = Some(
+                                    PagingState { partition: i as u32, last_key: k.to_vec(), remaining: out.remaining.map(|r| r as u32) }.encode(),
+                                );
+                            }
+                            return Ok(());
+                        }
+                    }
+                }
+                if !emitted_any && t.has_static() && header.cells.iter().any(|c| c.is_live(out.now)) {
+                    let mut statics = header.clone();
+                    shadow(&mut statics, pdel);
+                    if statics.is_live(out.now) && passes(t, &plan.filters, pk, &[], &RowData::default(), &statics, out.now) {
+                        if let Flow::Stop(more) = out.emit(token, pk, &[], &RowData::default(), &statics) {
+                            if more && i + 1 < keys.len() {
+                                out.rows.paging_state = Some(
+                                    PagingState { partition: i as u32 + 1, last_key: Vec::new(), remaining: out.remaining.map(|r| r as u32) }.encode(),
+                                );
+                            }
+                            return Ok(());
+                        }
+                    }
+                }
+            }
+            Ok(())
+        }
+        Target::Range(lo, hi) => {
+            if lo >= hi {
+                return Ok(());
+            }
+            let Some(map) = engine.maps.get(sid) else { return Ok(()) };
+            let lo_tok = (*lo).max(MIN_TOKEN as i128 - 1);
+            // (lo, hi] over the ring; the empty key's MIN token belongs to the first partition.
+            let parts: Vec<_> = map
+                .parts
+                .iter()
+                .filter(|p| (p.end as i128) > lo_tok && (p.start as i128) < *hi)
+                .cloned()
+                .collect();
+            let resume_key = paging.as_ref().map(|p| p.last_key.clone()).filter(|k| !k.is_empty());
+            let mut cur_pk: Option<Bytes> = None;
+            let mut header = RowData::default();
+            for p in parts {
+                let a = (p.start as i128).max(lo_tok); // exclusive
+                let b = (p.end as i128).min(*hi); // inclusive
+                if a >= b {
+                    continue;
+                }
+                let mut lo_key = sid.to_be_bytes().to_vec();
+                if a >= MIN_TOKEN as i128 {
+                    lo_key.extend_from_slice(&row::token_bytes((a + 1) as i64));
+                }
+                let hi_key: Bound<Vec<u8>> = if b >= MAX_TOKEN as i128 {
+                    Bound::Excluded((sid + 1).to_be_bytes().to_vec())
+                } else {
+                    let mut k = sid.to_be_bytes().to_vec();
+                    k.extend_from_slice(&row::token_bytes((b + 1) as i64));
+                    Bound::Excluded(k)
+                };
+                let mut lo_b = Bound::Included(lo_key);
+                if let Some(rk) = &resume_key {
+                    lo_b = max_lo(lo_b, Bound::Excluded(rk.clone()));
+                }
+                for item in engine.store.scan(Space::Data, as_ref(&lo_b), as_ref(&hi_key), false) {
+                    let (k, v) = item?;
+                    let dk = row::decode_key(&k, &ck_types)?;
+                    if cur_pk.as_ref() != Some(&dk.pk) {
+                        cur_pk = Some(dk.pk.clone());
+                        header = RowData::default();
+                        if dk.kind != KIND_HEADER {
+                            // Resuming mid-partition or no header: fetch it.
+                            let mut hk = row::partition_prefix(sid, dk.token, &dk.pk);
+                            hk.push(KIND_HEADER);
+                            if let Some(h) = engine.store.get(Space::Data, &hk)? {
+                                header = RowData::decode(&h)?;
+                            }
+                        }
+                    }
+                    if dk.kind == KIND_HEADER {
+                        header = RowData::decode(&v)?;
+                        continue;
+                    }
+                    let mut data = RowData::decode(&v)?;
+                    shadow(&mut data, header.deletion);
+                    if !data.is_live(out.now) {
+                        continue;
+                    }
+                    if !passes(t, &plan.filters, &dk.pk, &dk.clustering, &data, &header, out.now) {
+                        continue;
+                    }
+                    if let Flow::Stop(more) = out.emit(dk.token, &dk.pk, &dk.clustering, &data, &header) {
+                        if more {
+                            out.rows.paging_state = Some(
+                                PagingState { partition: 0, last_key: k.to_vec(), remaining: out.remaining.map(|r| r as u32) }.encode(),
+                            );
+                        }
+                        return Ok(());
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(&k[..]),
+        Bound::Excluded(k) => Bound::Excluded(&k[..]),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
