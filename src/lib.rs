@@ -4,3 +4,4 @@
 //! `partition` -> `storage`. See docs/ARCHITECTURE.md.
 
 pub mod cql;
+pub mod protocol;
