@@ -15,5 +15,5 @@
 //! In v5, after READY/AUTHENTICATE, read with [`v5::SegmentDecoder`] and wrap the encoded
 //! responses with [`v5::encode_segments`].
 
+pub mod compression;
 pub mod types;
-
