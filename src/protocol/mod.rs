@@ -16,4 +16,6 @@
 //! responses with [`v5::encode_segments`].
 
 pub mod compression;
+pub mod frame;
+pub mod response;
 pub mod types;
