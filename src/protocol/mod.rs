@@ -17,5 +17,6 @@
 
 pub mod compression;
 pub mod frame;
+pub mod request;
 pub mod response;
 pub mod types;
