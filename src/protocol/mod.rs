@@ -20,3 +20,4 @@ pub mod frame;
 pub mod request;
 pub mod response;
 pub mod types;
+pub mod v5;
