@@ -21,3 +21,6 @@ pub mod request;
 pub mod response;
 pub mod types;
 pub mod v5;
+
+#[cfg(test)]
+mod tests;
