@@ -5,6 +5,7 @@
 
 pub mod cql;
 pub mod partition;
+pub mod protocol;
 pub mod query;
 pub mod schema;
 pub mod storage;
