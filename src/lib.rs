@@ -3,9 +3,11 @@
 //! Layers, data flowing one way: `protocol` -> `server` -> `cql` -> `schema` -> `query` ->
 //! `partition` -> `storage`. See docs/ARCHITECTURE.md.
 
+pub mod config;
 pub mod cql;
 pub mod partition;
 pub mod protocol;
 pub mod query;
 pub mod schema;
+pub mod server;
 pub mod storage;

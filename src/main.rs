@@ -1,3 +1,129 @@
+//! The `ringgate` binary.
+
+use clap::{Parser, Subcommand};
+use ringgate::config::Config;
+use ringgate::query::{Engine, EngineLimits};
+use ringgate::schema::system::NodeInfo;
+use ringgate::storage::{EmbeddedStore, Store};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[derive(Parser)]
+#[command(name = "ringgate", version, about = "A Cassandra-compatible partitioned data gateway")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the CQL server.
+    Serve {
+        /// Address to listen on (default 127.0.0.1:9042).
+        #[arg(long)]
+        listen: Option<String>,
+        /// Data directory (default ./ringgate-data).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// TOML configuration file.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Override one setting by its dotted name, e.g. --set auth.enabled=true (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// Log level (trace, debug, info, warn, error); RUST_LOG takes precedence.
+        #[arg(long)]
+        log_level: Option<String>,
+    },
+}
+
 fn main() {
-    println!("ringgate");
+    let cli = Cli::parse();
+    let Command::Serve { listen, data_dir, config, set, log_level } = cli.command;
+    let mut cfg = match Config::load(config.as_deref(), &set) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ringgate: {e}");
+            std::process::exit(2);
+        }
+    };
+    if let Some(l) = listen {
+        cfg.listen = l;
+    }
+    if let Some(d) = data_dir {
+        cfg.data_dir = d;
+    }
+    if let Some(l) = log_level {
+        cfg.log_level = l;
+    }
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&cfg.log_level));
+    tracing_subscriber::fmt().with_env_filter(filter).with_target(false).init();
+    if let Err(e) = serve(cfg) {
+        tracing::error!("{e}");
+        std::process::exit(1);
+    }
+}
+
+fn serve(cfg: Config) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(&cfg.listen)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        let store: Arc<dyn Store> = Arc::new(
+            EmbeddedStore::open(&cfg.data_dir, cfg.storage.sync).map_err(|e| e.to_string())?,
+        );
+        let node = NodeInfo {
+            listen: addr,
+            host_id: ringgate::schema::system::host_id(&*store).map_err(|e| e.to_string())?,
+            cluster_name: cfg.cluster_name.clone(),
+            data_center: cfg.data_center.clone(),
+            rack: cfg.rack.clone(),
+            tokens: ringgate::schema::system::node_tokens(16),
+            native_protocol_version: "5".into(),
+        };
+        let limits = EngineLimits {
+            max_value_bytes: cfg.limits.max_value_bytes.0 as usize,
+            max_page_bytes: cfg.limits.max_page_bytes.0 as usize,
+            ..EngineLimits::default()
+        };
+        let engine = Arc::new(Engine::new(Arc::clone(&store), node, limits)?);
+        ringgate::query::write::resume_purges(&engine).map_err(|e| e.to_string())?;
+        tracing::info!(
+            "ringgate listening on {addr} (CQL native protocol v3-v5{}), data in {}",
+            if cfg.tls.enabled { ", TLS" } else { "" },
+            cfg.data_dir.display()
+        );
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            wait_for_signal().await;
+            tracing::info!("shutting down: no new connections, finishing in-flight requests");
+            let _ = tx.send(true);
+        });
+        let cfg = Arc::new(cfg);
+        ringgate::server::run(listener, engine, cfg, rx).await?;
+        store.flush().map_err(|e| e.to_string())?;
+        tracing::info!("storage flushed; bye");
+        Ok(())
+    })
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
 }

@@ -114,20 +114,26 @@ pub struct QueryOptions {
 }
 
 /// Per-connection state.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Session {
     pub keyspace: Option<String>,
-    /// Last server-side write timestamp handed out (strictly increasing per connection).
-    pub last_timestamp: i64,
+    /// Last server-side write timestamp handed out (strictly increasing per connection, also
+    /// across concurrent requests of the connection).
+    pub clock: Arc<std::sync::atomic::AtomicI64>,
 }
 
 impl Session {
     /// A fresh timestamp in microseconds, strictly greater than the previous one.
     pub fn next_timestamp(&mut self) -> i64 {
+        use std::sync::atomic::Ordering;
         let now = now_micros();
-        let ts = now.max(self.last_timestamp + 1);
-        self.last_timestamp = ts;
-        ts
+        let prev = self
+            .clock
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |last| {
+                Some(now.max(last + 1))
+            })
+            .unwrap_or(now);
+        now.max(prev + 1)
     }
 }
 
@@ -187,6 +193,14 @@ pub enum Outcome {
     Rows(Rows),
     SetKeyspace(String),
     SchemaChange(SchemaChange),
+}
+
+/// One statement of a protocol BATCH.
+pub struct BatchItem<'a> {
+    pub parsed: &'a ast::Parsed,
+    /// The keyspace the statement was prepared in, if any.
+    pub keyspace: Option<String>,
+    pub binds: Binds,
 }
 
 /// A prepared statement.
@@ -355,6 +369,20 @@ impl Engine {
     pub fn execute(&self, session: &mut Session, p: &Prepared, opts: &QueryOptions) -> Result<Outcome> {
         let ks = p.keyspace.clone().or_else(|| session.keyspace.clone());
         self.execute_statement(session, &p.parsed, ks.as_deref(), opts)
+    }
+
+    /// A protocol BATCH: statements (parsed text or prepared) each with its own values.
+    pub fn batch(&self, session: &mut Session, items: &[BatchItem], opts: &QueryOptions) -> Result<Outcome> {
+        let ts = write::statement_timestamp(session, opts);
+        let schema = self.schema();
+        let mut muts = Vec::new();
+        for item in items {
+            let ks = item.keyspace.clone().or_else(|| opts.keyspace.clone()).or_else(|| session.keyspace.clone());
+            let binds = bind::BoundValues::new(&item.binds, item.parsed, &schema, ks.as_deref())?;
+            muts.extend(write::statement_mutations(self, &schema, ks.as_deref(), &item.parsed.statement, &binds, ts)?);
+        }
+        write::apply(self, muts)?;
+        Ok(Outcome::Void)
     }
 
     fn execute_statement(

@@ -604,6 +604,12 @@ fn check_writable(t: &TableDef) -> Result<()> {
     Ok(())
 }
 
+/// The mutations of one INSERT/UPDATE/DELETE with its own bound values.
+pub fn statement_mutations(engine: &Engine, schema: &Schema, keyspace: Option<&str>, st: &Statement, binds: &BoundValues, ts: i64) -> Result<Vec<Mutation>> {
+    let ctx = Ctx { binds, max_value_bytes: engine.limits.max_value_bytes };
+    mutations_for(engine, schema, keyspace, st, &ctx, ts)
+}
+
 pub fn execute_single(engine: &Engine, keyspace: Option<&str>, st: &Statement, binds: &BoundValues, ts: i64) -> Result<Outcome> {
     let schema = engine.schema();
     let ctx = Ctx { binds, max_value_bytes: engine.limits.max_value_bytes };

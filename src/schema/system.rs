@@ -734,3 +734,26 @@ fn column_rows<'a>(t: &'a TableDef, tb: &'a TableDef) -> impl Iterator<Item = VR
         )
     })
 }
+
+/// This node's host id: created once and kept in the store's metadata.
+pub fn host_id(store: &dyn crate::storage::Store) -> crate::storage::Result<Uuid> {
+    use crate::storage::{Space, WriteBatch};
+    if let Some(b) = store.get(Space::Meta, b"host_id")? {
+        if let Ok(u) = Uuid::from_slice(&b) {
+            return Ok(u);
+        }
+    }
+    let id = Uuid::new_v4();
+    let mut batch = WriteBatch::default();
+    batch.put(Space::Meta, &b"host_id"[..], id.as_bytes().to_vec());
+    store.commit(batch)?;
+    Ok(id)
+}
+
+/// `n` tokens evenly spaced over the ring (what a single node with num_tokens = n owns).
+pub fn node_tokens(n: usize) -> Vec<Token> {
+    let n = n.max(1) as i128;
+    (0..n)
+        .map(|i| (i64::MIN as i128 + (u64::MAX as i128 + 1) * (i + 1) / n - 1) as i64)
+        .collect()
+}

@@ -1,0 +1,180 @@
+//! Conversions between the query layer's results and the protocol's responses.
+
+use crate::cql::types::CqlType;
+use crate::protocol::response::{
+    ColumnSpec, ColumnType, ErrorExtra, ErrorResponse, Prepared as PPrepared, ResultBody, Rows as PRows,
+    RowsMetadata, SchemaChange as PSchemaChange, SchemaChangeTarget, SchemaChangeType,
+};
+use crate::query::{Outcome, Prepared, QueryError, ResultColumn};
+use crate::schema::ddl::{ChangeKind, ChangeTarget, SchemaChange};
+
+pub fn column_type(ty: &CqlType) -> ColumnType {
+    match ty {
+        CqlType::Ascii => ColumnType::Ascii,
+        CqlType::Bigint => ColumnType::Bigint,
+        CqlType::Blob => ColumnType::Blob,
+        CqlType::Boolean => ColumnType::Boolean,
+        CqlType::Counter => ColumnType::Counter,
+        CqlType::Date => ColumnType::Date,
+        CqlType::Decimal => ColumnType::Decimal,
+        CqlType::Double => ColumnType::Double,
+        CqlType::Duration => ColumnType::Duration,
+        CqlType::Float => ColumnType::Float,
+        CqlType::Inet => ColumnType::Inet,
+        CqlType::Int => ColumnType::Int,
+        CqlType::Smallint => ColumnType::Smallint,
+        CqlType::Text => ColumnType::Varchar,
+        CqlType::Time => ColumnType::Time,
+        CqlType::Timestamp => ColumnType::Timestamp,
+        CqlType::Timeuuid => ColumnType::Timeuuid,
+        CqlType::Tinyint => ColumnType::Tinyint,
+        CqlType::Uuid => ColumnType::Uuid,
+        CqlType::Varint => ColumnType::Varint,
+        CqlType::Custom(c) => ColumnType::Custom(c.clone()),
+        CqlType::List(t) => ColumnType::List(Box::new(column_type(t))),
+        CqlType::Set(t) => ColumnType::Set(Box::new(column_type(t))),
+        CqlType::Map(k, v) => ColumnType::Map(Box::new(column_type(k)), Box::new(column_type(v))),
+        CqlType::Tuple(items) => ColumnType::Tuple(items.iter().map(column_type).collect()),
+        CqlType::Udt(u) => ColumnType::Udt {
+            keyspace: u.keyspace.clone(),
+            name: u.name.clone(),
+            fields: u
+                .fields
+                .iter()
+                .map(|(n, t)| (n.clone(), column_type(t)))
+                .collect(),
+        },
+        CqlType::Vector(t, n) => ColumnType::Custom(format!(
+            "org.apache.cassandra.db.marshal.VectorType({},{n})",
+            marshal_class(t)
+        )),
+        CqlType::Frozen(t) => column_type(t),
+    }
+}
+
+/// Cassandra's marshal class name of a type (used for vector element types).
+fn marshal_class(ty: &CqlType) -> String {
+    let base = "org.apache.cassandra.db.marshal.";
+    let simple = match ty.unfrozen() {
+        CqlType::Ascii => "AsciiType",
+        CqlType::Bigint => "LongType",
+        CqlType::Blob => "BytesType",
+        CqlType::Boolean => "BooleanType",
+        CqlType::Double => "DoubleType",
+        CqlType::Float => "FloatType",
+        CqlType::Int => "Int32Type",
+        CqlType::Text => "UTF8Type",
+        CqlType::Timestamp => "TimestampType",
+        CqlType::Uuid => "UUIDType",
+        CqlType::Timeuuid => "TimeUUIDType",
+        CqlType::Smallint => "ShortType",
+        CqlType::Tinyint => "ByteType",
+        CqlType::Varint => "IntegerType",
+        CqlType::Decimal => "DecimalType",
+        CqlType::Date => "SimpleDateType",
+        CqlType::Time => "TimeType",
+        CqlType::Inet => "InetAddressType",
+        CqlType::Duration => "DurationType",
+        _ => "BytesType",
+    };
+    format!("{base}{simple}")
+}
+
+pub fn specs(cols: &[ResultColumn]) -> Vec<ColumnSpec> {
+    cols.iter()
+        .map(|c| ColumnSpec {
+            keyspace: c.keyspace.clone(),
+            table: c.table.clone(),
+            name: c.name.clone(),
+            ty: column_type(&c.ty),
+        })
+        .collect()
+}
+
+pub fn schema_change(c: &SchemaChange) -> PSchemaChange {
+    PSchemaChange {
+        change_type: match c.change {
+            ChangeKind::Created => SchemaChangeType::Created,
+            ChangeKind::Updated => SchemaChangeType::Updated,
+            ChangeKind::Dropped => SchemaChangeType::Dropped,
+        },
+        target: match &c.target {
+            ChangeTarget::Keyspace(k) => SchemaChangeTarget::Keyspace(k.clone()),
+            ChangeTarget::Table(k, t) => SchemaChangeTarget::Table {
+                keyspace: k.clone(),
+                name: t.clone(),
+            },
+            ChangeTarget::Type(k, t) => SchemaChangeTarget::Type {
+                keyspace: k.clone(),
+                name: t.clone(),
+            },
+        },
+    }
+}
+
+pub fn outcome(o: Outcome, skip_metadata: bool) -> ResultBody {
+    match o {
+        Outcome::Void => ResultBody::Void,
+        Outcome::SetKeyspace(k) => ResultBody::SetKeyspace(k),
+        Outcome::SchemaChange(c) => ResultBody::SchemaChange(schema_change(&c)),
+        Outcome::Rows(r) => ResultBody::Rows(PRows {
+            metadata: RowsMetadata {
+                columns: specs(&r.columns),
+                paging_state: r.paging_state,
+                no_metadata: skip_metadata,
+                new_metadata_id: None,
+            },
+            rows_count: r.count,
+            rows_content: r.content.freeze(),
+        }),
+    }
+}
+
+/// The v5 result metadata id: a digest of the result columns.
+pub fn result_metadata_id(p: &Prepared) -> bytes::Bytes {
+    use md5::{Digest, Md5};
+    let mut h = Md5::new();
+    for c in p.result_columns.iter() {
+        h.update(c.name.as_bytes());
+        h.update(c.ty.to_string().as_bytes());
+    }
+    bytes::Bytes::copy_from_slice(&h.finalize())
+}
+
+pub fn prepared(p: &Prepared, version: u8) -> ResultBody {
+    ResultBody::Prepared(PPrepared {
+        id: p.id.clone(),
+        result_metadata_id: (version >= 5).then(|| result_metadata_id(p)),
+        bind_columns: specs(&p.bind_columns),
+        pk_indexes: p.pk_indexes.clone(),
+        result: RowsMetadata {
+            columns: specs(&p.result_columns),
+            paging_state: None,
+            no_metadata: p.result_columns.is_empty(),
+            new_metadata_id: None,
+        },
+    })
+}
+
+pub fn error(e: &QueryError) -> ErrorResponse {
+    use crate::protocol::response::error_code as c;
+    match e {
+        QueryError::Syntax(m) => ErrorResponse::syntax(m.clone()),
+        QueryError::Invalid(m) => ErrorResponse::invalid(m.clone()),
+        QueryError::AlreadyExists {
+            message,
+            keyspace,
+            table,
+        } => ErrorResponse::with_extra(
+            message.clone(),
+            ErrorExtra::AlreadyExists {
+                keyspace: keyspace.clone(),
+                table: table.clone(),
+            },
+        ),
+        QueryError::Config(m) => ErrorResponse::new(c::CONFIG, m.clone()),
+        QueryError::Unprepared(id) => ErrorResponse::unprepared(e.to_string(), id.clone()),
+        QueryError::Unauthorized(m) => ErrorResponse::new(c::UNAUTHORIZED, m.clone()),
+        QueryError::Server(m) => ErrorResponse::server(m.clone()),
+    }
+}
