@@ -240,6 +240,17 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
                 }))
                 .collect();
         }
+        // Cassandra reads IN partitions in partition key order (by each component's comparator),
+        // without duplicates.
+        let pk_types: Vec<&CqlType> = t.pk_columns().map(|c| &c.ty).collect();
+        combos.sort_by(|a, b| {
+            a.iter()
+                .zip(b)
+                .zip(&pk_types)
+                .map(|((x, y), ty)| value::compare(ty, x, y))
+                .find(|o| o.is_ne())
+                .unwrap_or(Ordering::Equal)
+        });
         for parts in combos {
             let refs: Vec<&[u8]> = parts.iter().map(|b| &b[..]).collect();
             let k = Bytes::from(partition_key_bytes(&refs));
