@@ -2,4 +2,5 @@
 
 pub mod ast;
 pub mod keywords;
+pub mod lexer;
 pub mod types;
