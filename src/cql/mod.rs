@@ -3,4 +3,7 @@
 pub mod ast;
 pub mod keywords;
 pub mod lexer;
+pub mod parser;
 pub mod types;
+
+pub use parser::{parse, parse_many, SyntaxError};
