@@ -178,6 +178,8 @@ pub enum SelectorExpr {
     /// A constant or bind marker in the selection.
     Term(Term),
     Binary(BinaryOp, Box<SelectorExpr>, Box<SelectorExpr>),
+    /// `-selector` when not a numeric constant (`-1` is `Term(Literal::Integer("-1"))`).
+    Negate(Box<SelectorExpr>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -441,6 +443,10 @@ pub enum Statement {
         name: QualifiedName,
         if_exists: bool,
         action: AlterTableAction,
+        /// `ADD IF NOT EXISTS ...`: columns that already exist are skipped.
+        if_column_not_exists: bool,
+        /// `DROP IF EXISTS ...` / `RENAME IF EXISTS ...`: missing columns are skipped.
+        if_column_exists: bool,
     },
     DropTable {
         name: QualifiedName,
@@ -456,6 +462,10 @@ pub enum Statement {
         name: QualifiedName,
         if_exists: bool,
         action: AlterTypeAction,
+        /// `ADD IF NOT EXISTS f t`: nothing happens when the field exists.
+        if_field_not_exists: bool,
+        /// `RENAME IF EXISTS f TO g`: missing fields are skipped.
+        if_field_exists: bool,
     },
     DropType {
         name: QualifiedName,

@@ -2,10 +2,9 @@
 
 pub mod ast;
 pub mod keywords;
+pub mod lexer;
+pub mod parser;
 pub mod types;
 pub mod value;
 
-/// TEMPORARY until the parser lands.
-pub fn parse(_text: &str) -> Result<ast::Parsed, String> {
-    Err("parser not available".into())
-}
+pub use parser::{parse, parse_many, SyntaxError};

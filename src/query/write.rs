@@ -725,11 +725,14 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
             }
             Ok(done(res.map(|r| r.0)))
         }
-        Statement::AlterTable { name, if_exists, action } => {
+        Statement::AlterTable { name, if_exists, action, if_column_not_exists, if_column_exists } => {
             let ks = resolve_keyspace(keyspace, name)?;
-            let c = cat.update(|s, _| {
-                ddl::alter_table(s, ks, name, *if_exists, action, super::now_micros())
-            })?;
+            let flags = ddl::AlterFlags {
+                if_exists: *if_exists,
+                if_column_not_exists: *if_column_not_exists,
+                if_column_exists: *if_column_exists,
+            };
+            let c = cat.update(|s, _| ddl::alter_table(s, ks, name, flags, action, super::now_micros()))?;
             Ok(done(c.map(|r| r.0)))
         }
         Statement::DropTable { name, if_exists } => {

@@ -787,18 +787,28 @@ fn mark_key<'a>(
     Ok(())
 }
 
+/// The IF [NOT] EXISTS parts of ALTER TABLE.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AlterFlags {
+    pub if_exists: bool,
+    /// `ADD IF NOT EXISTS`: existing columns are skipped.
+    pub if_column_not_exists: bool,
+    /// `DROP IF EXISTS` / `RENAME IF EXISTS`: missing columns are skipped.
+    pub if_column_exists: bool,
+}
+
 pub fn alter_table(
     schema: &mut Schema,
     keyspace: &str,
     name: &QualifiedName,
-    if_exists: bool,
+    flags: AlterFlags,
     action: &AlterTableAction,
     now_micros: i64,
 ) -> Result<Option<(SchemaChange, Arc<TableDef>)>, SchemaError> {
     check_not_system(schema, keyspace)?;
     let ks = schema.require_keyspace(keyspace)?.clone();
     let Some(old) = ks.tables.get(&name.name) else {
-        if if_exists {
+        if flags.if_exists {
             return Ok(None);
         }
         return Err(invalid(format!(
@@ -810,6 +820,9 @@ pub fn alter_table(
     match action {
         AlterTableAction::Add(cols) => {
             for c in cols {
+                if t.column(&c.name).is_some() && flags.if_column_not_exists {
+                    continue;
+                }
                 if t.column(&c.name).is_some() {
                     return Err(invalid(format!(
                         "Column with name '{}' already exists",
@@ -855,6 +868,9 @@ pub fn alter_table(
         AlterTableAction::Drop(cols) => {
             for c in cols {
                 let Some(col) = t.column(c).cloned() else {
+                    if flags.if_column_exists {
+                        continue;
+                    }
                     return Err(invalid(format!(
                         "Column {c} was not found in table {}",
                         t.name
@@ -873,6 +889,9 @@ pub fn alter_table(
         AlterTableAction::Rename(pairs) => {
             for (from, to) in pairs {
                 let Some(idx) = t.column_index(from) else {
+                    if flags.if_column_exists {
+                        continue;
+                    }
                     return Err(invalid(format!(
                         "Column {from} was not found in table {}",
                         t.name
