@@ -40,6 +40,8 @@ from typing import NamedTuple
 import pytest
 from cassandra.cluster import Cluster
 
+from rgtest import create_keyspace
+
 ROOT = Path(__file__).resolve().parents[2]
 READY_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
@@ -350,12 +352,6 @@ def unique_name(request):
         return make_unique_name(prefix, hint)
 
     return make
-
-
-def create_keyspace(session, name, rf=1):
-    session.execute(f"CREATE KEYSPACE {name} WITH replication = "
-                    f"{{'class': 'SimpleStrategy', 'replication_factor': {rf}}}")
-    return name
 
 
 @pytest.fixture

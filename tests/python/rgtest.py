@@ -36,3 +36,9 @@ def int_bytes(v):
 
 def bigint_bytes(v):
     return struct.pack(">q", v)
+
+
+def create_keyspace(session, name, rf=1):
+    session.execute(f"CREATE KEYSPACE {name} WITH replication = "
+                    f"{{'class': 'SimpleStrategy', 'replication_factor': {rf}}}")
+    return name
