@@ -1,5 +1,5 @@
 """A tiny hand-rolled CQL native protocol v4 client, for tests that must send exactly
-the bytes they want (bad frames, pre-auth requests, raw PREPARE metadata).
+the bytes they want (bad frames, pre-auth requests, unsupported versions).
 
 Only what the tests need: frame building, reading frames off a socket, and parsing the
 few response bodies they look at. Spec: doc/native_protocol_v4.spec in apache/cassandra.
@@ -187,51 +187,6 @@ def parse_authenticate(body):
 
 def result_kind(body):
     return Reader(body).int()
-
-
-def parse_prepared(body):
-    """The part of a v4 RESULT/Prepared body the tests look at."""
-    r = Reader(body)
-    kind = r.int()
-    assert kind == RESULT_PREPARED, f"RESULT kind {kind}, expected Prepared (4)"
-    query_id = r.short_bytes()
-    flags = r.int()
-    columns_count = r.int()
-    pk_count = r.int()
-    pk_indexes = [r.short() for _ in range(pk_count)]
-    global_spec = bool(flags & 0x0001)
-    ks = table = None
-    if global_spec:
-        ks, table = r.string(), r.string()
-    names = []
-    for _ in range(columns_count):
-        if not global_spec:
-            r.string()
-            r.string()
-        names.append(r.string())
-        _skip_type(r)
-    return {"id": query_id, "flags": flags, "columns_count": columns_count,
-            "pk_indexes": pk_indexes, "keyspace": ks, "table": table, "names": names}
-
-
-def _skip_type(r):
-    t = r.short()
-    if t == 0x0000:  # custom
-        r.string()
-    elif t in (0x0020, 0x0022):  # list, set
-        _skip_type(r)
-    elif t == 0x0021:  # map
-        _skip_type(r)
-        _skip_type(r)
-    elif t == 0x0030:  # udt
-        r.string()
-        r.string()
-        for _ in range(r.short()):
-            r.string()
-            _skip_type(r)
-    elif t == 0x0031:  # tuple
-        for _ in range(r.short()):
-            _skip_type(r)
 
 
 # ---------------------------------------------------------------------------- connection

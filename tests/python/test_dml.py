@@ -6,7 +6,6 @@ import math
 import struct
 import uuid
 
-import pytest
 from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.metadata import Murmur3Token
 from cassandra.query import SimpleStatement
