@@ -13,7 +13,7 @@ Server processes
 Clients
     cluster, session    session-scoped Python driver Cluster/Session on the default server, with
                         the driver's DEFAULT settings except contact point and port
-    cluster_factory     make(server=None, **cluster_kwargs) -> Cluster (shut down after the test)
+    cluster_factory     make(srv=None, **cluster_kwargs) -> Cluster (shut down after the test)
     keyspace            a fresh, uniquely named SimpleStrategy keyspace on the default server
     unique_name         unique_name(prefix) -> a unique lower-case identifier
     cqlsh               cqlsh(args, stdin=None, server=None, ...) -> CqlshResult(stdout, stderr, returncode)
@@ -318,7 +318,7 @@ def session(cluster):
 
 @pytest.fixture
 def cluster_factory(server):
-    """make(server=None, **kwargs) -> a new Cluster for that server (default: the default server),
+    """make(srv=None, **kwargs) -> a new Cluster for that server (default: the default server),
     not yet connected; every one is shut down after the test."""
     made = []
 

@@ -219,6 +219,14 @@ class Conn:
     def send(self, data):
         self.sock.sendall(data)
 
+    def send_maybe_refused(self, data):
+        """Send bytes the server may reject by closing the connection mid-way (that is then
+        not an error here: the caller checks how the server reacted)."""
+        try:
+            self.sock.sendall(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
     def send_frame(self, opcode, body=b"", stream=0, version=4, flags=0):
         self.send(frame(opcode, body, stream=stream, version=version, flags=flags))
 

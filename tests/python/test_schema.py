@@ -262,7 +262,7 @@ SYSTEM_SCHEMA_COLUMNS = {
 
 
 @pytest.mark.parametrize("table", sorted(SYSTEM_SCHEMA_COLUMNS))
-def test_system_schema_tables_have_client_columns(session, keyspace, table):
+def test_system_schema_tables_have_client_columns(session, table):
     rs = session.execute(f"SELECT * FROM system_schema.{table}")
     missing = SYSTEM_SCHEMA_COLUMNS[table] - set(rs.column_names)
     assert not missing, f"system_schema.{table} lacks {sorted(missing)}; has {rs.column_names}"
