@@ -69,6 +69,8 @@ pub enum Term {
     /// `{k: v, ...}`
     Map(Vec<(Term, Term)>),
     /// `(a, b, c)` with at least two elements (a parenthesised single term is the term itself).
+    /// On the right of a multi-column relation (`(c1) = (1)`, `(c1) IN ((1), (2))`) a tuple
+    /// literal stays a `Tuple` even with one element, to match the column tuple.
     Tuple(Vec<Term>),
     /// `{field: value, ...}` when every key is an identifier: a UDT literal. Parsers cannot tell
     /// `{a: 1}` (map with column-name key? no: map keys are terms) from a UDT, so a map literal whose keys

@@ -78,7 +78,7 @@ pub fn parse_many(text: &str) -> Result<Vec<Parsed>, SyntaxError> {
     Ok(out)
 }
 
-pub(crate) type PResult<T> = Result<T, SyntaxError>;
+type PResult<T> = Result<T, SyntaxError>;
 
 /// How deeply terms, selectors, types and relations may nest: past this a statement is refused
 /// rather than risking the stack.
@@ -94,7 +94,7 @@ const RESERVED_TYPE_NAMES: &[&str] = &[
     "macaddr",
 ];
 
-pub(crate) struct Parser<'a> {
+struct Parser<'a> {
     src: &'a str,
     toks: Vec<Token>,
     pos: usize,

@@ -318,7 +318,10 @@ impl Parser<'_> {
     /// `(type) selector`, `(selector)` or a tuple `(a, b)` in a selection.
     fn paren_selector(&mut self) -> PResult<SelectorExpr> {
         let start = self.tok();
-        if let Some(ty) = self.try_type_hint(Self::starts_selector_primary) {
+        // `(a) AS x` aliases a parenthesised column: `as` after `(...)` is not a hinted column.
+        let hinted =
+            |p: &Self, n: usize| p.kind_at(n) != T::Keyword(Kw::As) && p.starts_selector_primary(n);
+        if let Some(ty) = self.try_type_hint(hinted) {
             let inner = self.nested(|p| p.selector_primary())?;
             return match inner {
                 SelectorExpr::Term(t) => Ok(SelectorExpr::Term(Term::TypeHint(ty, Box::new(t)))),

@@ -484,6 +484,13 @@ fn selectors() {
         assert_eq!(selector(name), col(name), "{name}");
     }
     assert!(parse("SELECT a[1] AS x FROM t").is_ok());
+    assert_eq!(
+        sel("SELECT (a) AS x FROM t").selection,
+        Selection::List(vec![Selector {
+            expr: col("a"),
+            alias: Some("x".into())
+        }])
+    );
 }
 
 #[test]
@@ -2184,5 +2191,182 @@ fn no_panic_on_mutations() {
             assert!(e.line >= 1 && e.line <= lines.len(), "{s:?}: {e}");
             assert!(e.col <= lines[e.line - 1].chars().count(), "{s:?}: {e}");
         }
+    }
+}
+
+#[test]
+fn unreserved_keywords_name_things_reserved_ones_do_not() {
+    const UNRESERVED: &[&str] = &[
+        "key",
+        "keys",
+        "type",
+        "types",
+        "ttl",
+        "writetime",
+        "maxwritetime",
+        "count",
+        "values",
+        "json",
+        "distinct",
+        "filtering",
+        "cluster",
+        "clustering",
+        "users",
+        "user",
+        "role",
+        "roles",
+        "static",
+        "frozen",
+        "list",
+        "map",
+        "tuple",
+        "vector",
+        "as",
+        "compact",
+        "storage",
+        "tables",
+        "keyspaces",
+        "exists",
+        "custom",
+        "contains",
+        "like",
+        "per",
+        "partition",
+        "group",
+        "default",
+        "unset",
+        "internals",
+        "only",
+        "function",
+        "functions",
+        "aggregate",
+        "aggregates",
+        "cast",
+        "options",
+        "password",
+        "login",
+        "superuser",
+        "all",
+        "text",
+        "int",
+        "timestamp",
+        "date",
+        "time",
+        "counter",
+        "blob",
+        "uuid",
+        "varchar",
+        "trigger",
+        "access",
+        "ann",
+        "masked",
+        "one",
+        "quorum",
+        "any",
+    ];
+    for w in UNRESERVED {
+        let statements = [
+            format!("SELECT {w} FROM {w}.{w} WHERE {w} = :{w} AND {w} IN ? ORDER BY {w}"),
+            format!("SELECT a AS {w} FROM t"),
+            format!("INSERT INTO {w} ({w}) VALUES ({{{w}: 1}})"),
+            format!("UPDATE {w} SET {w} = 1, u.{w} = 2, m[{w}()] = 3 WHERE {w} = 0 IF {w} = 1"),
+            format!("DELETE {w} FROM {w} WHERE {w} = 0"),
+            format!("CREATE TABLE {w} ({w} int PRIMARY KEY) WITH {w} = 1"),
+            format!("CREATE KEYSPACE {w} WITH replication = {{}}"),
+            format!("USE {w}"),
+            format!("CREATE INDEX {w} ON {w} ({w})"),
+            format!("DROP INDEX {w}.{w}"),
+            format!("ALTER TABLE {w} RENAME {w} TO b"),
+        ];
+        for s in &statements {
+            if let Err(e) = parse(s) {
+                panic!("{s}\n  => {e}");
+            }
+        }
+    }
+    let s = sel("SELECT key FROM users WHERE role = 'x' AND type = 1");
+    assert_eq!(s.table, qn("users"));
+    assert_eq!(
+        s.where_clause,
+        vec![
+            rel("role", Operator::Eq, text("x")),
+            rel("type", Operator::Eq, int("1"))
+        ]
+    );
+    const RESERVED: &[&str] = &[
+        "select",
+        "from",
+        "where",
+        "and",
+        "insert",
+        "update",
+        "with",
+        "limit",
+        "using",
+        "use",
+        "set",
+        "begin",
+        "unlogged",
+        "batch",
+        "apply",
+        "truncate",
+        "delete",
+        "in",
+        "create",
+        "schema",
+        "keyspace",
+        "table",
+        "columnfamily",
+        "materialized",
+        "view",
+        "index",
+        "on",
+        "to",
+        "drop",
+        "primary",
+        "into",
+        "alter",
+        "rename",
+        "add",
+        "order",
+        "by",
+        "asc",
+        "desc",
+        "allow",
+        "if",
+        "is",
+        "grant",
+        "of",
+        "revoke",
+        "modify",
+        "authorize",
+        "describe",
+        "execute",
+        "norecursive",
+        "token",
+        "null",
+        "not",
+        "nan",
+        "infinity",
+        "or",
+        "entries",
+        "full",
+        "true",
+        "false",
+    ];
+    for w in RESERVED {
+        for s in [
+            format!("SELECT a AS {w} FROM t"),
+            format!("SELECT * FROM t WHERE {w} = 1"),
+            format!("SELECT * FROM {w}"),
+            format!("CREATE TABLE t ({w} int PRIMARY KEY)"),
+        ] {
+            assert!(parse(&s).is_err(), "{s} parsed");
+        }
+        // Quoted, anything goes.
+        assert!(
+            parse(&format!("SELECT \"{w}\" FROM \"{w}\"")).is_ok(),
+            "{w}"
+        );
     }
 }
