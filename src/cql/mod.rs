@@ -3,3 +3,4 @@
 pub mod ast;
 pub mod keywords;
 pub mod types;
+pub mod value;
