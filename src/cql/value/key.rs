@@ -1,4 +1,12 @@
 //! The order-preserving, self-delimiting key encoding described in the module documentation.
+//!
+//! Every value is encoded in two parts: the *order part*, which alone defines the order and is
+//! identical for values Cassandra compares as equal, and the *suffix*, the extra information
+//! needed to rebuild the exact serialized bytes. Inside a composite value the order parts of
+//! the elements are nested in the composite's order part and their suffixes are collected, in
+//! the same depth-first order, into the composite's suffix. A key is the order part followed
+//! by the suffix; a multi-column key ([`encode_composite_key`]) is all the order parts followed
+//! by all the suffixes.
 
 use num_bigint::{BigInt, BigUint, Sign};
 
@@ -19,41 +27,103 @@ const ITEM_NULL: u8 = 0x01;
 const ITEM_VALUE: u8 = 0x02;
 
 /// Largest run of redundant sign bytes or stripped decimal zeros a decoded key may ask for;
-/// bounds the memory a corrupt key can make [`decode_key`] allocate.
+/// bounds the memory a corrupt key can make the decoder allocate.
 const MAX_EXPANSION: u64 = 1 << 24;
+
+fn complement(bytes: &mut [u8]) {
+    for b in bytes {
+        *b = !*b;
+    }
+}
 
 /// Appends the key encoding of the serialized value `v` of type `ty` to `out`: ascending, or
 /// descending (every byte complemented) when `desc`. See the module documentation for the
 /// format and its guarantees. Never fails: values that do not have their type's structure get
 /// an encoding that sorts after all well-formed values.
+///
+/// Keys of several columns may be concatenated; they then compare column by column, except
+/// that a column whose values Cassandra considers equal while their bytes differ (`decimal`
+/// 1.0 and 1.00) is ordered by those bytes before the next column is looked at. Use
+/// [`encode_composite_key`] to get Cassandra's order in that case too.
 pub fn encode_key(ty: &CqlType, v: &[u8], desc: bool, out: &mut Vec<u8>) {
     let start = out.len();
-    enc(ty, v, out);
+    let mut suffix = Vec::new();
+    enc(ty, v, out, &mut suffix);
+    out.extend_from_slice(&suffix);
     if desc {
-        for b in &mut out[start..] {
-            *b = !*b;
-        }
+        complement(&mut out[start..]);
     }
 }
 
-/// Reads one key component of type `ty` from the front of `input` (ascending, or descending
-/// when `desc`), advances `input` past it and returns the exact serialized value it encodes.
+/// Reads one key written by [`encode_key`] (ascending, or descending when `desc`) from the
+/// front of `input`, advances `input` past it and returns the exact serialized value.
 pub fn decode_key(ty: &CqlType, input: &mut &[u8], desc: bool) -> Result<Vec<u8>, ValueError> {
-    let mut r = Reader {
-        buf: input,
-        pos: 0,
-        mask: if desc { 0xFF } else { 0x00 },
-    };
-    let v = dec(ty, &mut r)?;
-    *input = &input[r.pos..];
+    let mask = if desc { 0xFF } else { 0x00 };
+    let mut probe = Reader::new(input, 0, mask);
+    skip(ty, &mut probe)?;
+    let mut ord = Reader::new(input, 0, mask);
+    let mut suf = Reader::new(input, probe.pos, mask);
+    let v = dec(ty, &mut ord, &mut suf)?;
+    debug_assert_eq!(ord.pos, probe.pos);
+    *input = &input[suf.pos..];
     Ok(v)
+}
+
+/// Appends the key of a row made of several columns, `(type, value, descending)` each: the
+/// order parts of all the columns, then their suffixes. Such keys compare exactly as
+/// Cassandra's clustering comparator compares the rows (column by column, each ascending or
+/// descending, values Cassandra considers equal being equal), with the suffixes only breaking
+/// ties between different serializations of equal values.
+///
+/// Returns the length of the order parts: two rows that Cassandra considers the same row have
+/// the same first `n` bytes, so a store can detect them with a prefix lookup.
+pub fn encode_composite_key(columns: &[(&CqlType, &[u8], bool)], out: &mut Vec<u8>) -> usize {
+    let start = out.len();
+    let mut suffixes = Vec::new();
+    for (ty, v, desc) in columns {
+        let col = out.len();
+        let suf = suffixes.len();
+        enc(ty, v, out, &mut suffixes);
+        if *desc {
+            complement(&mut out[col..]);
+            complement(&mut suffixes[suf..]);
+        }
+    }
+    let order_len = out.len() - start;
+    out.extend_from_slice(&suffixes);
+    order_len
+}
+
+/// Reads a key written by [`encode_composite_key`] for columns of the given types and
+/// directions from the front of `input`, advances `input` past it and returns the exact
+/// serialized values.
+pub fn decode_composite_key(
+    columns: &[(&CqlType, bool)],
+    input: &mut &[u8],
+) -> Result<Vec<Vec<u8>>, ValueError> {
+    let mask = |desc: bool| if desc { 0xFF } else { 0x00 };
+    let mut probe = Reader::new(input, 0, 0);
+    for (ty, desc) in columns {
+        probe.mask = mask(*desc);
+        skip(ty, &mut probe)?;
+    }
+    let mut ord = Reader::new(input, 0, 0);
+    let mut suf = Reader::new(input, probe.pos, 0);
+    let mut values = Vec::with_capacity(columns.len());
+    for (ty, desc) in columns {
+        ord.mask = mask(*desc);
+        suf.mask = mask(*desc);
+        values.push(dec(ty, &mut ord, &mut suf)?);
+    }
+    *input = &input[suf.pos..];
+    Ok(values)
 }
 
 // ---------------------------------------------------------------------------------------------
 // writing
 // ---------------------------------------------------------------------------------------------
 
-fn put_esc(out: &mut Vec<u8>, v: &[u8]) {
+pub(crate) fn put_esc(out: &mut Vec<u8>, v: &[u8]) {
     for &b in v {
         if b == 0 {
             out.extend_from_slice(&[0x00, 0xFF]);
@@ -74,9 +144,7 @@ fn put_uvar(out: &mut Vec<u8>, n: u64) {
 fn put_uvar_inv(out: &mut Vec<u8>, n: u64) {
     let start = out.len();
     put_uvar(out, n);
-    for b in &mut out[start..] {
-        *b = !*b;
-    }
+    complement(&mut out[start..]);
 }
 
 fn put_invalid(out: &mut Vec<u8>, v: &[u8]) {
@@ -84,170 +152,189 @@ fn put_invalid(out: &mut Vec<u8>, v: &[u8]) {
     put_esc(out, v);
 }
 
-fn put_item(out: &mut Vec<u8>, ty: &CqlType, item: Option<&[u8]>) {
+fn put_item(ord: &mut Vec<u8>, suf: &mut Vec<u8>, ty: &CqlType, item: Option<&[u8]>) {
     match item {
-        None => out.push(ITEM_NULL),
+        None => ord.push(ITEM_NULL),
         Some(x) => {
-            out.push(ITEM_VALUE);
-            enc(ty, x, out);
+            ord.push(ITEM_VALUE);
+            enc(ty, x, ord, suf);
         }
     }
 }
 
-/// Fixed-size types: `transform` writes the order-defining bytes of a well-formed value.
-fn enc_fixed(out: &mut Vec<u8>, v: &[u8], size: usize, transform: impl Fn(&[u8], &mut Vec<u8>)) {
+/// Fixed-size types: `transform` writes the order-defining bytes of a well-formed value and
+/// its suffix.
+fn enc_fixed(
+    ord: &mut Vec<u8>,
+    suf: &mut Vec<u8>,
+    v: &[u8],
+    size: usize,
+    transform: impl Fn(&[u8], &mut Vec<u8>, &mut Vec<u8>),
+) {
     match fixed_class(v, size) {
-        Class::Empty => out.push(EMPTY),
+        Class::Empty => ord.push(EMPTY),
         Class::Valid => {
-            out.push(PRESENT);
-            transform(v, out);
+            ord.push(PRESENT);
+            transform(v, ord, suf);
         }
-        Class::Invalid => put_invalid(out, v),
+        Class::Invalid => put_invalid(ord, v),
     }
 }
 
-fn signed(v: &[u8], out: &mut Vec<u8>) {
-    out.push(v[0] ^ 0x80);
-    out.extend_from_slice(&v[1..]);
+fn signed(v: &[u8], ord: &mut Vec<u8>, _: &mut Vec<u8>) {
+    ord.push(v[0] ^ 0x80);
+    ord.extend_from_slice(&v[1..]);
 }
 
-fn raw(v: &[u8], out: &mut Vec<u8>) {
-    out.extend_from_slice(v);
+fn raw(v: &[u8], ord: &mut Vec<u8>, _: &mut Vec<u8>) {
+    ord.extend_from_slice(v);
 }
 
-fn enc(ty: &CqlType, v: &[u8], out: &mut Vec<u8>) {
-    match ty.unfrozen() {
+fn enc(ty: &CqlType, v: &[u8], ord: &mut Vec<u8>, suf: &mut Vec<u8>) {
+    match ty {
         CqlType::Ascii
         | CqlType::Text
         | CqlType::Blob
         | CqlType::Inet
         | CqlType::Duration
-        | CqlType::Custom(_) => put_esc(out, v),
-        CqlType::Tinyint => enc_fixed(out, v, 1, signed),
-        CqlType::Smallint => enc_fixed(out, v, 2, signed),
-        CqlType::Int => enc_fixed(out, v, 4, signed),
-        CqlType::Bigint | CqlType::Counter | CqlType::Timestamp => enc_fixed(out, v, 8, signed),
-        CqlType::Date => enc_fixed(out, v, 4, raw),
-        CqlType::Time => enc_fixed(out, v, 8, raw),
-        CqlType::Boolean => enc_fixed(out, v, 1, raw),
-        CqlType::Float => enc_fixed(out, v, 4, |v, out| {
-            let bits = u32::from_be_bytes([v[0], v[1], v[2], v[3]]);
-            if f32::from_bits(bits).is_nan() {
-                out.extend_from_slice(&float_bits_order(FLOAT_NAN).to_be_bytes());
-                out.extend_from_slice(v);
+        | CqlType::Custom(_) => put_esc(ord, v),
+        CqlType::Tinyint => enc_fixed(ord, suf, v, 1, signed),
+        CqlType::Smallint => enc_fixed(ord, suf, v, 2, signed),
+        CqlType::Int => enc_fixed(ord, suf, v, 4, signed),
+        CqlType::Bigint | CqlType::Counter | CqlType::Timestamp => {
+            enc_fixed(ord, suf, v, 8, signed)
+        }
+        CqlType::Date => enc_fixed(ord, suf, v, 4, raw),
+        CqlType::Time => enc_fixed(ord, suf, v, 8, raw),
+        CqlType::Boolean => enc_fixed(ord, suf, v, 1, |v, ord, suf| {
+            if v[0] == 0 {
+                ord.push(0x00);
             } else {
-                out.extend_from_slice(&float_bits_order(bits).to_be_bytes());
+                ord.push(0x01);
+                suf.push(v[0]);
             }
         }),
-        CqlType::Double => enc_fixed(out, v, 8, |v, out| {
+        CqlType::Float => enc_fixed(ord, suf, v, 4, |v, ord, suf| {
+            let bits = u32::from_be_bytes([v[0], v[1], v[2], v[3]]);
+            if f32::from_bits(bits).is_nan() {
+                ord.extend_from_slice(&float_bits_order(FLOAT_NAN).to_be_bytes());
+                suf.extend_from_slice(v);
+            } else {
+                ord.extend_from_slice(&float_bits_order(bits).to_be_bytes());
+            }
+        }),
+        CqlType::Double => enc_fixed(ord, suf, v, 8, |v, ord, suf| {
             let mut b = [0u8; 8];
             b.copy_from_slice(v);
             let bits = u64::from_be_bytes(b);
             if f64::from_bits(bits).is_nan() {
-                out.extend_from_slice(&double_bits_order(DOUBLE_NAN).to_be_bytes());
-                out.extend_from_slice(v);
+                ord.extend_from_slice(&double_bits_order(DOUBLE_NAN).to_be_bytes());
+                suf.extend_from_slice(v);
             } else {
-                out.extend_from_slice(&double_bits_order(bits).to_be_bytes());
+                ord.extend_from_slice(&double_bits_order(bits).to_be_bytes());
             }
         }),
-        CqlType::Uuid => enc_fixed(out, v, 16, |v, out| out.extend_from_slice(&uuid_order(v))),
-        CqlType::Timeuuid => enc_fixed(out, v, 16, |v, out| {
-            out.extend_from_slice(&timeuuid_order(v))
+        CqlType::Uuid => enc_fixed(ord, suf, v, 16, |v, ord, _| {
+            ord.extend_from_slice(&uuid_order(v))
+        }),
+        CqlType::Timeuuid => enc_fixed(ord, suf, v, 16, |v, ord, _| {
+            ord.extend_from_slice(&timeuuid_order(v))
         }),
         CqlType::Varint => {
             if v.is_empty() {
-                out.push(EMPTY);
+                ord.push(EMPTY);
                 return;
             }
             let (m, pad) = varint_minimal(v);
             if m[0] & 0x80 != 0 {
-                out.push(0x01);
-                put_uvar_inv(out, m.len() as u64);
+                ord.push(0x01);
+                put_uvar_inv(ord, m.len() as u64);
             } else {
-                out.push(0x02);
-                put_uvar(out, m.len() as u64);
+                ord.push(0x02);
+                put_uvar(ord, m.len() as u64);
             }
-            out.extend_from_slice(m);
-            put_uvar(out, pad as u64);
+            ord.extend_from_slice(m);
+            put_uvar(suf, pad as u64);
         }
         CqlType::Decimal => match decimal_class(v) {
-            Class::Empty => out.push(EMPTY),
-            Class::Invalid => put_invalid(out, v),
+            Class::Empty => ord.push(EMPTY),
+            Class::Invalid => put_invalid(ord, v),
             Class::Valid => {
                 let n = DecimalNorm::new(v);
                 match n.sign {
                     0 => {
-                        out.push(0x02);
-                        out.extend_from_slice(&n.scale.to_be_bytes());
+                        ord.push(0x02);
+                        suf.extend_from_slice(&n.scale.to_be_bytes());
                     }
                     1 => {
-                        out.push(0x03);
-                        out.extend_from_slice(&((n.exp as u64) ^ (1 << 63)).to_be_bytes());
-                        out.extend(n.digits.iter().map(|d| d - b'0' + 1));
-                        out.push(0x00);
-                        put_uvar(out, n.zeros);
+                        ord.push(0x03);
+                        ord.extend_from_slice(&((n.exp as u64) ^ (1 << 63)).to_be_bytes());
+                        ord.extend(n.digits.iter().map(|d| d - b'0' + 1));
+                        ord.push(0x00);
+                        put_uvar(suf, n.zeros);
                     }
                     _ => {
-                        out.push(0x01);
-                        out.extend_from_slice(&(!((n.exp as u64) ^ (1 << 63))).to_be_bytes());
-                        out.extend(n.digits.iter().map(|d| !(d - b'0' + 1)));
-                        out.push(0xFF);
-                        put_uvar(out, n.zeros);
+                        ord.push(0x01);
+                        ord.extend_from_slice(&(!((n.exp as u64) ^ (1 << 63))).to_be_bytes());
+                        ord.extend(n.digits.iter().map(|d| !(d - b'0' + 1)));
+                        ord.push(0xFF);
+                        put_uvar(suf, n.zeros);
                     }
                 }
-                put_uvar(out, n.pad as u64);
+                put_uvar(suf, n.pad as u64);
             }
         },
-        CqlType::List(elem) | CqlType::Set(elem) => enc_items(out, v, &[elem]),
-        CqlType::Map(k, val) => enc_items(out, v, &[k, val]),
-        CqlType::Tuple(types) => enc_tuple(out, v, &types.iter().collect::<Vec<_>>()),
+        CqlType::List(elem) | CqlType::Set(elem) => enc_items(ord, suf, v, &[elem]),
+        CqlType::Map(k, val) => enc_items(ord, suf, v, &[k, val]),
+        CqlType::Tuple(types) => enc_tuple(ord, suf, v, &types.iter().collect::<Vec<_>>()),
         CqlType::Udt(udt) => enc_tuple(
-            out,
+            ord,
+            suf,
             v,
             &udt.fields.iter().map(|(_, t)| t).collect::<Vec<_>>(),
         ),
         CqlType::Vector(elem, dim) => match vector_class(elem, *dim, v) {
-            (Class::Empty, _) => out.push(EMPTY),
-            (Class::Invalid, _) => put_invalid(out, v),
+            (Class::Empty, _) => ord.push(EMPTY),
+            (Class::Invalid, _) => put_invalid(ord, v),
             (Class::Valid, elems) => {
-                out.push(PRESENT);
+                ord.push(PRESENT);
                 for e in elems {
-                    enc(elem, e, out);
+                    enc(elem, e, ord, suf);
                 }
             }
         },
-        CqlType::Frozen(inner) => enc(inner, v, out),
+        CqlType::Frozen(inner) => enc(inner, v, ord, suf),
     }
 }
 
-fn enc_items(out: &mut Vec<u8>, v: &[u8], types: &[&CqlType]) {
+fn enc_items(ord: &mut Vec<u8>, suf: &mut Vec<u8>, v: &[u8], types: &[&CqlType]) {
     if v.is_empty() {
-        out.push(EMPTY);
+        ord.push(EMPTY);
         return;
     }
     match parse_items(v, types.len() as u64) {
         Ok(items) => {
-            out.push(PRESENT);
+            ord.push(PRESENT);
             for (i, item) in items.iter().enumerate() {
-                put_item(out, types[i % types.len()], *item);
+                put_item(ord, suf, types[i % types.len()], *item);
             }
-            out.push(ITEM_END);
+            ord.push(ITEM_END);
         }
-        Err(_) => put_invalid(out, v),
+        Err(_) => put_invalid(ord, v),
     }
 }
 
-fn enc_tuple(out: &mut Vec<u8>, v: &[u8], types: &[&CqlType]) {
+fn enc_tuple(ord: &mut Vec<u8>, suf: &mut Vec<u8>, v: &[u8], types: &[&CqlType]) {
     match tuple_class(v, types.len()) {
-        (Class::Empty, _, _) => out.push(EMPTY),
-        (Class::Invalid, _, _) => put_invalid(out, v),
+        (Class::Empty, _, _) => ord.push(EMPTY),
+        (Class::Invalid, _, _) => put_invalid(ord, v),
         (Class::Valid, comps, trailing) => {
-            out.push(PRESENT);
+            ord.push(PRESENT);
             for (i, c) in comps.iter().enumerate() {
-                put_item(out, types[i], *c);
+                put_item(ord, suf, types[i], *c);
             }
-            out.push(ITEM_END);
-            put_uvar(out, trailing as u64);
+            ord.push(ITEM_END);
+            put_uvar(suf, trailing as u64);
         }
     }
 }
@@ -262,7 +349,11 @@ struct Reader<'a> {
     mask: u8,
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
+    fn new(buf: &'a [u8], pos: usize, mask: u8) -> Self {
+        Reader { buf, pos, mask }
+    }
+
     fn byte(&mut self) -> Result<u8, ValueError> {
         let b = *self
             .buf
@@ -284,6 +375,15 @@ impl Reader<'_> {
             .collect();
         self.pos = end;
         Ok(v)
+    }
+
+    fn skip_bytes(&mut self, n: usize) -> Result<(), ValueError> {
+        self.pos = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.buf.len())
+            .ok_or_else(|| ValueError::corrupt("truncated key"))?;
+        Ok(())
     }
 
     fn array<const N: usize>(&mut self) -> Result<[u8; N], ValueError> {
@@ -327,7 +427,7 @@ impl Reader<'_> {
         self.uvar_with(0xFF)
     }
 
-    fn len(&mut self, n: u64) -> Result<usize, ValueError> {
+    fn len(&self, n: u64) -> Result<usize, ValueError> {
         usize::try_from(n)
             .ok()
             .filter(|&n| n <= self.buf.len() - self.pos)
@@ -339,16 +439,127 @@ fn bad_marker(m: u8) -> ValueError {
     ValueError::corrupt(format!("unexpected marker byte 0x{m:02x}"))
 }
 
-/// Reads the marker of a fixed-size type: `Ok(None)` for the empty value, `Err(Ok(v))` when
-/// the value was encoded as invalid, `Ok(Some(()))` when the payload follows.
-fn dec_fixed(
-    r: &mut Reader,
-    payload: impl FnOnce(&mut Reader) -> Result<Vec<u8>, ValueError>,
-) -> Result<Vec<u8>, ValueError> {
+/// The size of the order-defining payload of a fixed-size type.
+fn fixed_payload(ty: &CqlType) -> Option<usize> {
+    Some(match ty {
+        CqlType::Tinyint | CqlType::Boolean => 1,
+        CqlType::Smallint => 2,
+        CqlType::Int | CqlType::Date | CqlType::Float => 4,
+        CqlType::Bigint
+        | CqlType::Counter
+        | CqlType::Timestamp
+        | CqlType::Time
+        | CqlType::Double => 8,
+        CqlType::Uuid | CqlType::Timeuuid => 16,
+        _ => return None,
+    })
+}
+
+/// Moves `r` past the order part of a value of type `ty` (first decoding pass, to find where
+/// the suffixes start).
+fn skip(ty: &CqlType, r: &mut Reader) -> Result<(), ValueError> {
+    if let Some(n) = fixed_payload(ty) {
+        return match r.byte()? {
+            EMPTY => Ok(()),
+            PRESENT => r.skip_bytes(n),
+            INVALID => r.escaped().map(|_| ()),
+            m => Err(bad_marker(m)),
+        };
+    }
+    match ty {
+        CqlType::Ascii
+        | CqlType::Text
+        | CqlType::Blob
+        | CqlType::Inet
+        | CqlType::Duration
+        | CqlType::Custom(_) => r.escaped().map(|_| ()),
+        CqlType::Varint => match r.byte()? {
+            EMPTY => Ok(()),
+            0x01 => {
+                let n = r.uvar_inv()?;
+                let n = r.len(n)?;
+                r.skip_bytes(n)
+            }
+            0x02 => {
+                let n = r.uvar()?;
+                let n = r.len(n)?;
+                r.skip_bytes(n)
+            }
+            m => Err(bad_marker(m)),
+        },
+        CqlType::Decimal => match r.byte()? {
+            EMPTY | 0x02 => Ok(()),
+            INVALID => r.escaped().map(|_| ()),
+            m @ (0x01 | 0x03) => {
+                r.skip_bytes(8)?;
+                let end = if m == 0x01 { 0xFF } else { 0x00 };
+                while r.byte()? != end {}
+                Ok(())
+            }
+            m => Err(bad_marker(m)),
+        },
+        CqlType::List(elem) | CqlType::Set(elem) => skip_items(r, &[elem], None),
+        CqlType::Map(k, v) => skip_items(r, &[k, v], None),
+        CqlType::Tuple(types) => {
+            skip_items(r, &types.iter().collect::<Vec<_>>(), Some(types.len()))
+        }
+        CqlType::Udt(udt) => {
+            let types: Vec<&CqlType> = udt.fields.iter().map(|(_, t)| t).collect();
+            skip_items(r, &types, Some(types.len()))
+        }
+        CqlType::Vector(elem, dim) => match r.byte()? {
+            EMPTY => Ok(()),
+            INVALID => r.escaped().map(|_| ()),
+            PRESENT => {
+                for _ in 0..*dim {
+                    skip(elem, r)?;
+                }
+                Ok(())
+            }
+            m => Err(bad_marker(m)),
+        },
+        CqlType::Frozen(inner) => skip(inner, r),
+        _ => Err(ValueError::corrupt("unexpected type")),
+    }
+}
+
+/// Collections (types cycle) and tuples (at most `max` components, types in order).
+fn skip_items(r: &mut Reader, types: &[&CqlType], max: Option<usize>) -> Result<(), ValueError> {
     match r.byte()? {
+        EMPTY => Ok(()),
+        INVALID => r.escaped().map(|_| ()),
+        PRESENT => {
+            let mut i = 0usize;
+            loop {
+                let m = r.byte()?;
+                if m == ITEM_END {
+                    return Ok(());
+                }
+                if max.is_some_and(|max| i >= max) {
+                    return Err(ValueError::corrupt("too many tuple components"));
+                }
+                match m {
+                    ITEM_NULL => {}
+                    ITEM_VALUE => skip(types[i % types.len()], r)?,
+                    m => return Err(bad_marker(m)),
+                }
+                i += 1;
+            }
+        }
+        m => Err(bad_marker(m)),
+    }
+}
+
+/// Reads the marker of a fixed-size type and dispatches.
+fn dec_fixed(
+    ord: &mut Reader,
+    suf: &mut Reader,
+    payload: impl FnOnce(&mut Reader, &mut Reader) -> Result<Vec<u8>, ValueError>,
+) -> Result<Vec<u8>, ValueError> {
+    match ord.byte()? {
         EMPTY => Ok(Vec::new()),
-        PRESENT => payload(r),
-        INVALID => r.escaped(),
+        PRESENT => payload(ord, suf),
+        INVALID => ord.escaped(),
         m => Err(bad_marker(m)),
     }
 }
@@ -358,33 +569,43 @@ fn unsigned_of_signed(mut v: Vec<u8>) -> Vec<u8> {
     v
 }
 
-fn dec(ty: &CqlType, r: &mut Reader) -> Result<Vec<u8>, ValueError> {
-    match ty.unfrozen() {
+fn dec(ty: &CqlType, ord: &mut Reader, suf: &mut Reader) -> Result<Vec<u8>, ValueError> {
+    match ty {
         CqlType::Ascii
         | CqlType::Text
         | CqlType::Blob
         | CqlType::Inet
         | CqlType::Duration
-        | CqlType::Custom(_) => r.escaped(),
-        CqlType::Tinyint => dec_fixed(r, |r| r.bytes(1).map(unsigned_of_signed)),
-        CqlType::Smallint => dec_fixed(r, |r| r.bytes(2).map(unsigned_of_signed)),
-        CqlType::Int => dec_fixed(r, |r| r.bytes(4).map(unsigned_of_signed)),
+        | CqlType::Custom(_) => ord.escaped(),
+        CqlType::Tinyint => dec_fixed(ord, suf, |o, _| o.bytes(1).map(unsigned_of_signed)),
+        CqlType::Smallint => dec_fixed(ord, suf, |o, _| o.bytes(2).map(unsigned_of_signed)),
+        CqlType::Int => dec_fixed(ord, suf, |o, _| o.bytes(4).map(unsigned_of_signed)),
         CqlType::Bigint | CqlType::Counter | CqlType::Timestamp => {
-            dec_fixed(r, |r| r.bytes(8).map(unsigned_of_signed))
+            dec_fixed(ord, suf, |o, _| o.bytes(8).map(unsigned_of_signed))
         }
-        CqlType::Date => dec_fixed(r, |r| r.bytes(4)),
-        CqlType::Time => dec_fixed(r, |r| r.bytes(8)),
-        CqlType::Boolean => dec_fixed(r, |r| r.bytes(1)),
-        CqlType::Float => dec_fixed(r, |r| {
-            let t = u32::from_be_bytes(r.array::<4>()?);
+        CqlType::Date => dec_fixed(ord, suf, |o, _| o.bytes(4)),
+        CqlType::Time => dec_fixed(ord, suf, |o, _| o.bytes(8)),
+        CqlType::Boolean => dec_fixed(ord, suf, |o, s| match o.byte()? {
+            0x00 => Ok(vec![0]),
+            0x01 => {
+                let b = s.byte()?;
+                if b == 0 {
+                    return Err(ValueError::corrupt("false boolean in a true key"));
+                }
+                Ok(vec![b])
+            }
+            m => Err(bad_marker(m)),
+        }),
+        CqlType::Float => dec_fixed(ord, suf, |o, s| {
+            let t = u32::from_be_bytes(o.array::<4>()?);
             if t == float_bits_order(FLOAT_NAN) {
-                let raw = r.array::<4>()?;
+                let raw = s.array::<4>()?;
                 if !f32::from_bits(u32::from_be_bytes(raw)).is_nan() {
                     return Err(ValueError::corrupt("NaN key without a NaN"));
                 }
                 return Ok(raw.to_vec());
             }
-            // the transform is its own kind of involution: undo by the top bit of `t`
+            // undo the transform: positive numbers have the top bit set in `t`
             let bits = if t & 0x8000_0000 != 0 {
                 t ^ 0x8000_0000
             } else {
@@ -392,10 +613,10 @@ fn dec(ty: &CqlType, r: &mut Reader) -> Result<Vec<u8>, ValueError> {
             };
             Ok(bits.to_be_bytes().to_vec())
         }),
-        CqlType::Double => dec_fixed(r, |r| {
-            let t = u64::from_be_bytes(r.array::<8>()?);
+        CqlType::Double => dec_fixed(ord, suf, |o, s| {
+            let t = u64::from_be_bytes(o.array::<8>()?);
             if t == double_bits_order(DOUBLE_NAN) {
-                let raw = r.array::<8>()?;
+                let raw = s.array::<8>()?;
                 if !f64::from_bits(u64::from_be_bytes(raw)).is_nan() {
                     return Err(ValueError::corrupt("NaN key without a NaN"));
                 }
@@ -405,48 +626,56 @@ fn dec(ty: &CqlType, r: &mut Reader) -> Result<Vec<u8>, ValueError> {
             let bits = if t & top != 0 { t ^ top } else { !t };
             Ok(bits.to_be_bytes().to_vec())
         }),
-        CqlType::Uuid => dec_fixed(r, |r| Ok(uuid_order_back(&r.array::<16>()?).to_vec())),
-        CqlType::Timeuuid => dec_fixed(r, |r| Ok(timeuuid_order_back(&r.array::<16>()?).to_vec())),
+        CqlType::Uuid => dec_fixed(ord, suf, |o, _| {
+            Ok(uuid_order_back(&o.array::<16>()?).to_vec())
+        }),
+        CqlType::Timeuuid => dec_fixed(ord, suf, |o, _| {
+            Ok(timeuuid_order_back(&o.array::<16>()?).to_vec())
+        }),
         CqlType::Varint => {
-            let m = match r.byte()? {
+            let m = match ord.byte()? {
                 EMPTY => return Ok(Vec::new()),
                 0x01 => {
-                    let n = r.uvar_inv()?;
-                    let n = r.len(n)?;
-                    r.bytes(n)?
+                    let n = ord.uvar_inv()?;
+                    let n = ord.len(n)?;
+                    ord.bytes(n)?
                 }
                 0x02 => {
-                    let n = r.uvar()?;
-                    let n = r.len(n)?;
-                    r.bytes(n)?
+                    let n = ord.uvar()?;
+                    let n = ord.len(n)?;
+                    ord.bytes(n)?
                 }
                 m => return Err(bad_marker(m)),
             };
             if m.is_empty() {
                 return Err(ValueError::corrupt("empty varint magnitude"));
             }
-            let pad = r.uvar()?;
-            Ok(with_padding(&m, pad)?)
+            let pad = suf.uvar()?;
+            with_padding(&m, pad)
         }
-        CqlType::Decimal => dec_decimal(r),
-        CqlType::List(elem) | CqlType::Set(elem) => dec_items(r, &[elem]),
-        CqlType::Map(k, v) => dec_items(r, &[k, v]),
-        CqlType::Tuple(types) => dec_tuple(r, &types.iter().collect::<Vec<_>>()),
-        CqlType::Udt(udt) => dec_tuple(r, &udt.fields.iter().map(|(_, t)| t).collect::<Vec<_>>()),
-        CqlType::Vector(elem, dim) => match r.byte()? {
+        CqlType::Decimal => dec_decimal(ord, suf),
+        CqlType::List(elem) | CqlType::Set(elem) => dec_items(ord, suf, &[elem]),
+        CqlType::Map(k, v) => dec_items(ord, suf, &[k, v]),
+        CqlType::Tuple(types) => dec_tuple(ord, suf, &types.iter().collect::<Vec<_>>()),
+        CqlType::Udt(udt) => dec_tuple(
+            ord,
+            suf,
+            &udt.fields.iter().map(|(_, t)| t).collect::<Vec<_>>(),
+        ),
+        CqlType::Vector(elem, dim) => match ord.byte()? {
             EMPTY => Ok(Vec::new()),
-            INVALID => r.escaped(),
+            INVALID => ord.escaped(),
             PRESENT => {
                 let mut elems = Vec::new();
                 for _ in 0..*dim {
-                    elems.push(dec(elem, r)?);
+                    elems.push(dec(elem, ord, suf)?);
                 }
                 let refs: Vec<&[u8]> = elems.iter().map(|e| e.as_slice()).collect();
                 Ok(encode_vector(elem, &refs))
             }
             m => Err(bad_marker(m)),
         },
-        CqlType::Frozen(inner) => dec(inner, r),
+        CqlType::Frozen(inner) => dec(inner, ord, suf),
     }
 }
 
@@ -461,25 +690,25 @@ fn with_padding(m: &[u8], pad: u64) -> Result<Vec<u8>, ValueError> {
     Ok(out)
 }
 
-fn dec_decimal(r: &mut Reader) -> Result<Vec<u8>, ValueError> {
-    let marker = r.byte()?;
+fn dec_decimal(ord: &mut Reader, suf: &mut Reader) -> Result<Vec<u8>, ValueError> {
+    let marker = ord.byte()?;
     let (scale, unscaled) = match marker {
         EMPTY => return Ok(Vec::new()),
-        INVALID => return r.escaped(),
+        INVALID => return ord.escaped(),
         0x02 => {
-            let scale = i32::from_be_bytes(r.array::<4>()?);
+            let scale = i32::from_be_bytes(suf.array::<4>()?);
             (scale, BigInt::from(0))
         }
         0x01 | 0x03 => {
             let negative = marker == 0x01;
-            let mut e = u64::from_be_bytes(r.array::<8>()?);
+            let mut e = u64::from_be_bytes(ord.array::<8>()?);
             if negative {
                 e = !e;
             }
             let exp = (e ^ (1 << 63)) as i64;
             let mut digits = String::new();
             loop {
-                let mut d = r.byte()?;
+                let mut d = ord.byte()?;
                 if negative {
                     d = !d;
                 }
@@ -489,7 +718,7 @@ fn dec_decimal(r: &mut Reader) -> Result<Vec<u8>, ValueError> {
                     _ => return Err(ValueError::corrupt("bad decimal digit")),
                 }
             }
-            let zeros = r.uvar()?;
+            let zeros = suf.uvar()?;
             if digits.is_empty() || zeros > MAX_EXPANSION {
                 return Err(ValueError::corrupt("bad decimal magnitude"));
             }
@@ -509,7 +738,7 @@ fn dec_decimal(r: &mut Reader) -> Result<Vec<u8>, ValueError> {
         }
         m => return Err(bad_marker(m)),
     };
-    let pad = r.uvar()?;
+    let pad = suf.uvar()?;
     let mut out = scale.to_be_bytes().to_vec();
     out.extend_from_slice(&with_padding(&unscaled.to_signed_bytes_be(), pad)?);
     Ok(out)
@@ -526,23 +755,25 @@ fn put_wire_item(out: &mut Vec<u8>, item: Option<&[u8]>) {
     }
 }
 
-fn dec_item(r: &mut Reader, ty: &CqlType) -> Result<Option<Option<Vec<u8>>>, ValueError> {
-    match r.byte()? {
-        ITEM_END => Ok(None),
-        ITEM_NULL => Ok(Some(None)),
-        ITEM_VALUE => Ok(Some(Some(dec(ty, r)?))),
-        m => Err(bad_marker(m)),
-    }
-}
-
-fn dec_items(r: &mut Reader, types: &[&CqlType]) -> Result<Vec<u8>, ValueError> {
-    match r.byte()? {
+fn dec_items(
+    ord: &mut Reader,
+    suf: &mut Reader,
+    types: &[&CqlType],
+) -> Result<Vec<u8>, ValueError> {
+    match ord.byte()? {
         EMPTY => Ok(Vec::new()),
-        INVALID => r.escaped(),
+        INVALID => ord.escaped(),
         PRESENT => {
             let mut body = Vec::new();
             let mut count: u64 = 0;
-            while let Some(item) = dec_item(r, types[(count % types.len() as u64) as usize])? {
+            loop {
+                let ty = types[(count % types.len() as u64) as usize];
+                let item = match ord.byte()? {
+                    ITEM_END => break,
+                    ITEM_NULL => None,
+                    ITEM_VALUE => Some(dec(ty, ord, suf)?),
+                    m => return Err(bad_marker(m)),
+                };
                 put_wire_item(&mut body, item.as_deref());
                 count += 1;
             }
@@ -559,31 +790,34 @@ fn dec_items(r: &mut Reader, types: &[&CqlType]) -> Result<Vec<u8>, ValueError> 
     }
 }
 
-fn dec_tuple(r: &mut Reader, types: &[&CqlType]) -> Result<Vec<u8>, ValueError> {
-    match r.byte()? {
+fn dec_tuple(
+    ord: &mut Reader,
+    suf: &mut Reader,
+    types: &[&CqlType],
+) -> Result<Vec<u8>, ValueError> {
+    match ord.byte()? {
         EMPTY => Ok(Vec::new()),
-        INVALID => r.escaped(),
+        INVALID => ord.escaped(),
         PRESENT => {
             let mut out = Vec::new();
             let mut count = 0usize;
             loop {
-                let ty = types.get(count).copied();
-                let item = match r.byte()? {
-                    ITEM_END => break,
+                let m = ord.byte()?;
+                if m == ITEM_END {
+                    break;
+                }
+                let ty = *types
+                    .get(count)
+                    .ok_or_else(|| ValueError::corrupt("too many tuple components"))?;
+                let item = match m {
                     ITEM_NULL => None,
-                    ITEM_VALUE => Some(dec(
-                        ty.ok_or_else(|| ValueError::corrupt("too many tuple components"))?,
-                        r,
-                    )?),
+                    ITEM_VALUE => Some(dec(ty, ord, suf)?),
                     m => return Err(bad_marker(m)),
                 };
-                if ty.is_none() {
-                    return Err(ValueError::corrupt("too many tuple components"));
-                }
                 put_wire_item(&mut out, item.as_deref());
                 count += 1;
             }
-            let trailing = r.uvar()?;
+            let trailing = suf.uvar()?;
             if trailing > (types.len() - count) as u64 {
                 return Err(ValueError::corrupt("too many trailing nulls"));
             }
@@ -594,11 +828,4 @@ fn dec_tuple(r: &mut Reader, types: &[&CqlType]) -> Result<Vec<u8>, ValueError> 
         }
         m => Err(bad_marker(m)),
     }
-}
-
-#[cfg(test)]
-pub(crate) fn esc_for_tests(v: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    put_esc(&mut out, v);
-    out
 }

@@ -16,8 +16,9 @@
 //! * [`validate`]: what Cassandra 5.0's serializers accept.
 //! * [`literal_to_bytes`]: a CQL constant for a receiver of a type (`Constants.Literal` rules).
 //! * [`compare`]: Cassandra's comparator for the type.
-//! * [`encode_key`] / [`decode_key`]: the order-preserving, self-delimiting key encoding
-//!   described below.
+//! * [`encode_key`] / [`decode_key`] and, for keys of several columns,
+//!   [`encode_composite_key`] / [`decode_composite_key`]: the order-preserving,
+//!   self-delimiting key encoding described below.
 //! * [`to_cql_literal`], [`to_json`], [`from_json`]: textual forms.
 //! * Builders ([`encode_list`], [`encode_set`], [`encode_map`], [`encode_tuple`],
 //!   [`encode_udt`], [`encode_vector`]) and readers ([`collection_elements`], [`map_entries`],
@@ -34,14 +35,22 @@
 //!
 //! * if `compare(T, a, b)` is `Less` (`Greater`) then `K(a) < K(b)` (`>`), comparing bytes as
 //!   unsigned, lexicographically;
-//! * `K(a) == K(b)` if and only if `a == b` byte for byte. Cassandra considers some distinct
-//!   serializations equal (`decimal` 1.0 and 1.00, NaNs with different payloads, `boolean` 0x01
-//!   and 0x02, `varint` 0x01 and 0x0001, tuples with and without trailing nulls); their keys
-//!   differ only in a *suffix* written after the part that defines the order, so the order
-//!   among them is arbitrary but fixed, and every key decodes to its exact original bytes;
+//! * `K(a) == K(b)` if and only if `a == b` byte for byte, and [`decode_key`] returns the exact
+//!   original bytes;
 //! * no key is a proper prefix of another key of the same type (the encoding is
-//!   self-delimiting), so keys of several components can be concatenated and compare component
-//!   by component, and [`decode_key`] knows where each component ends.
+//!   self-delimiting), so keys can be concatenated and [`decode_key`] knows where each ends.
+//!
+//! Cassandra considers some distinct serializations equal: `decimal` 1.0 and 1.00, NaNs with
+//! different payloads, `boolean` 0x01 and 0x02, `varint` 0x01 and 0x0001, tuples with and
+//! without trailing nulls. So a key has two parts: the **order part** `O(v)`, identical for
+//! values that compare equal, and the **suffix** `S(v)`, holding what is needed to rebuild the
+//! exact bytes; `K(v) = O(v) S(v)`. Inside a composite value (collection, tuple, UDT, vector)
+//! the elements' order parts are nested in the composite's order part, and the elements'
+//! suffixes are appended, in the same depth-first order, to the composite's suffix: equal
+//! elements with different bytes never decide the order of the composite. For keys of several
+//! columns, [`encode_composite_key`] writes `O(v1) … O(vn) S(v1) … S(vn)`, which orders rows
+//! exactly as Cassandra's clustering comparator does and whose order parts identify the rows
+//! Cassandra considers the same.
 //!
 //! A descending key is the bitwise complement of the ascending key (`!b` for every byte): since
 //! ascending keys are prefix-free, complementing reverses their order exactly.
@@ -56,29 +65,30 @@
 //!
 //! Values whose bytes do not have the structure of their type (a 3-byte `int`, a list whose
 //! lengths overrun the value) cannot be stored (they fail [`validate`]) but still get a
-//! deterministic encoding: `FE esc(v)`, after every well-formed value. [`compare`] orders them
-//! the same way.
+//! deterministic encoding: order part `FE esc(v)`, empty suffix, after every well-formed value.
+//! [`compare`] orders them the same way.
 //!
-//! Per type (`v` is the serialized value; "empty" means zero bytes):
+//! Per type (`v` is the serialized value; "empty" means zero bytes; suffixes are empty unless
+//! given):
 //!
-//! | type | encoding |
-//! |---|---|
-//! | `ascii`, `text`, `blob`, `inet`, `duration`, custom | `esc(v)` (Cassandra compares these as unsigned bytes; the empty value is the smallest string) |
-//! | `tinyint`, `smallint`, `int`, `bigint`, `counter`, `timestamp` | empty: `00`; else `01` then `v` with the sign bit of its first byte flipped |
-//! | `date`, `time` | empty: `00`; else `01 v` (Cassandra compares them as unsigned bytes) |
-//! | `boolean` | empty: `00`; else `01 v` (false = `00` sorts first; Cassandra treats every non-zero byte as true and equal) |
-//! | `float`, `double` | empty: `00`; not NaN: `01 t(bits)` where `t` flips all bits of a negative number and only the sign bit of a positive one (Java's `Float.compare` order, -0.0 < 0.0); NaN: `01 t(canonical NaN) v` (all NaNs compare equal and greatest, the raw bits follow) |
-//! | `uuid` | empty: `00`; else `01` + 16 bytes: for version 1 the most significant long reordered as `time_hi time_mid time_low` (so the version nibble comes first, then the timestamp), for other versions the version nibble moved to the front; then the least significant 8 bytes unchanged (UUIDType: version, then time for v1 / unsigned msb, then unsigned lsb) |
-//! | `timeuuid` | empty: `00`; else `01` + the reordered msb as for `uuid` v1, then the 8 lsb bytes each XOR `0x80` (TimeUUIDType compares the lsb as *signed* bytes) |
-//! | `varint` | empty: `00`; negative: `01 !uvar(len) m`; zero or positive: `02 uvar(len) m`; where `m` is the minimal two's complement form of the value and `len` its length; then the suffix `uvar(p)` with `p` the number of redundant sign bytes the original had |
-//! | `decimal` | empty: `00`; negative: `01 !e' !d'… FF`; zero: `02`; positive: `03 e' d'… 00`; where the value is written `0.d1d2…dn × 10^e` with `d1 ≠ 0` and `dn ≠ 0`, `e'` is `e` as 8 bytes big-endian with the sign bit flipped and `d'` is each digit + 1; then the suffix: for zero the original scale (4 bytes) and `uvar(p)`; otherwise `uvar(z) uvar(p)` with `z` the number of trailing zeros removed from the unscaled value and `p` the redundant sign bytes of the unscaled varint |
-//! | `list`, `set` (frozen) | empty: `00`; else `01`, then per element `01` (null) or `02 K(element)`, then `00` |
-//! | `map` (frozen) | as a list of `key, value, key, value, …` |
-//! | `tuple`, UDT | empty: `00`; else `01`, then per component up to the last non-null one `01` (null) or `02 K(component)`, then `00`, then the suffix `uvar(n)` with `n` the number of trailing null components written explicitly (Cassandra 5.0 compares `(1)` and `(1, null)` equal) |
-//! | `vector<T, n>` | empty: `00`; else `01 K(e1) … K(en)` |
+//! | type | order part `O(v)` | suffix `S(v)` |
+//! |---|---|---|
+//! | `ascii`, `text`, `blob`, `inet`, `duration`, custom | `esc(v)` (Cassandra compares these as unsigned bytes; the empty value is the smallest string) | |
+//! | `tinyint`, `smallint`, `int`, `bigint`, `counter`, `timestamp` | empty: `00`; else `01` then `v` with the sign bit of its first byte flipped | |
+//! | `date`, `time` | empty: `00`; else `01 v` (Cassandra compares them as unsigned bytes) | |
+//! | `boolean` | empty: `00`; false: `01 00`; true: `01 01` | true: the original byte |
+//! | `float`, `double` | empty: `00`; else `01 t(bits)`, where `t` flips all bits of a negative number and only the sign bit of a positive one (Java's `Float.compare` order, -0.0 < 0.0), and every NaN uses the canonical NaN's bits (all NaNs equal, greater than +Infinity) | NaN: the original 4 or 8 bytes |
+//! | `uuid` | empty: `00`; else `01` + 16 bytes: for version 1 the most significant long reordered as `time_hi time_mid time_low` (the version nibble first, then the timestamp), for other versions the version nibble moved to the front; then the least significant 8 bytes unchanged (UUIDType: version, then time for v1 / unsigned msb, then unsigned lsb) | |
+//! | `timeuuid` | empty: `00`; else `01` + the reordered msb as for a v1 `uuid`, then the 8 lsb bytes each XOR `0x80` (TimeUUIDType compares the lsb as *signed* bytes) | |
+//! | `varint` | empty: `00`; negative: `01 !uvar(len) m`; zero or positive: `02 uvar(len) m`; where `m` is the minimal two's complement form and `len` its length | `uvar(p)`, `p` the number of redundant sign bytes of the original |
+//! | `decimal` | empty: `00`; negative: `01 !e' !d'… FF`; zero: `02`; positive: `03 e' d'… 00`; where the value is `0.d1d2…dn × 10^e` with `d1 ≠ 0`, `dn ≠ 0`, `e'` is `e` as 8 bytes big-endian with the sign bit flipped and `d'` is each digit + 1 | zero: the original scale (4 bytes) then `uvar(p)`; otherwise `uvar(z) uvar(p)`, with `z` the trailing zeros removed from the unscaled value and `p` the redundant sign bytes of the unscaled varint |
+//! | `list`, `set` (frozen) | empty: `00`; else `01`, then per element `01` (null) or `02 O(element)`, then `00` | the elements' suffixes |
+//! | `map` (frozen) | as a list of `key, value, key, value, …` | the keys' and values' suffixes |
+//! | `tuple`, UDT | empty: `00`; else `01`, then per component up to the last non-null one `01` (null) or `02 O(component)`, then `00` (Cassandra 5.0 compares `(1)` and `(1, null)` equal) | the components' suffixes, then `uvar(n)` with `n` the number of trailing null components written explicitly |
+//! | `vector<T, n>` | empty: `00`; else `01 O(e1) … O(en)` | the elements' suffixes |
 //!
-//! Keys inside composite values use the ascending encoding of the element type; the whole key
-//! is complemented for a descending column.
+//! Elements inside composite values use the ascending encoding of their type; the whole key is
+//! complemented for a descending column.
 
 mod codec;
 mod compare;
@@ -96,7 +106,7 @@ pub use codec::{
     encode_vector, map_entries, tuple_components, vector_elements, ElementIter, MapEntry,
 };
 pub use compare::compare;
-pub use key::{decode_key, encode_key};
+pub use key::{decode_composite_key, decode_key, encode_composite_key, encode_key};
 pub use literal::{
     encode_duration, literal_to_bytes, parse_date, parse_decimal, parse_duration, parse_inet,
     parse_time, parse_timestamp, parse_uuid, DurationValue,

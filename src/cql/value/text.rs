@@ -167,9 +167,11 @@ pub(crate) fn duration_string(months: i32, days: i32, nanos: i64) -> String {
     s
 }
 
+const NANOS_PER_DAY: i64 = 86_400_000_000_000;
+
 /// `hh:mm:ss.nnnnnnnnn` (Cassandra's `TimeSerializer.toString`, also what cqlsh prints).
 fn time_string(nanos: i64) -> String {
-    let n = nanos.rem_euclid(86_400_000_000_000);
+    let n = nanos.rem_euclid(NANOS_PER_DAY);
     let (sec, frac) = (n / 1_000_000_000, n % 1_000_000_000);
     format!(
         "{:02}:{:02}:{:02}.{:09}",
@@ -360,7 +362,10 @@ pub fn to_cql_literal(ty: &CqlType, v: &[u8]) -> String {
                 raw.to_string()
             }
         }
-        CqlType::Time => format!("'{}'", time_string(be_i64(v))),
+        CqlType::Time => match be_i64(v) {
+            n @ 0..NANOS_PER_DAY => format!("'{}'", time_string(n)),
+            _ => opaque_literal(ty, v),
+        },
         CqlType::Uuid | CqlType::Timeuuid => uuid_string(v),
         CqlType::Inet => format!("'{}'", inet_cqlsh_string(v)),
         CqlType::Duration => match vint::decode_duration(v) {
@@ -495,7 +500,10 @@ pub fn to_json(ty: &CqlType, v: &[u8]) -> String {
             let (y, m, d) = civil_from_days(raw as i64 - (1i64 << 31));
             format!("\"{}-{m:02}-{d:02}\"", year_string(y))
         }
-        CqlType::Time => format!("\"{}\"", time_string(be_i64(v))),
+        CqlType::Time => match be_i64(v) {
+            n @ 0..NANOS_PER_DAY => format!("\"{}\"", time_string(n)),
+            _ => format!("\"0x{}\"", hex(v)),
+        },
         CqlType::Uuid | CqlType::Timeuuid => format!("\"{}\"", uuid_string(v)),
         CqlType::Inet => format!("\"{}\"", inet_java_string(v)),
         CqlType::Duration => match vint::decode_duration(v) {

@@ -9,8 +9,9 @@ use super::ValueError;
 
 /// Number of bytes the unsigned encoding of `value` takes (1 to 9).
 pub(crate) fn unsigned_size(value: u64) -> usize {
-    let magnitude = (value | 1).leading_zeros() as usize; // 0..=63
-    9 - (magnitude - 1) / 7
+    let magnitude = (value | 1).leading_zeros() as i32; // 0..=63
+                                                        // Java's integer division truncates: (0 - 1) / 7 == 0
+    (9 - (magnitude - 1) / 7) as usize
 }
 
 pub(crate) fn put_unsigned(value: u64, out: &mut Vec<u8>) {
