@@ -64,7 +64,9 @@ pub fn decode_key(ty: &CqlType, input: &mut &[u8], desc: bool) -> Result<Vec<u8>
     let mut ord = Reader::new(input, 0, mask);
     let mut suf = Reader::new(input, probe.pos, mask);
     let v = dec(ty, &mut ord, &mut suf)?;
-    debug_assert_eq!(ord.pos, probe.pos);
+    if ord.pos != probe.pos {
+        return Err(ValueError::corrupt("order part and suffix disagree"));
+    }
     *input = &input[suf.pos..];
     Ok(v)
 }
@@ -114,6 +116,9 @@ pub fn decode_composite_key(
         ord.mask = mask(*desc);
         suf.mask = mask(*desc);
         values.push(dec(ty, &mut ord, &mut suf)?);
+    }
+    if ord.pos != probe.pos {
+        return Err(ValueError::corrupt("order part and suffix disagree"));
     }
     *input = &input[suf.pos..];
     Ok(values)

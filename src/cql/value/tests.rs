@@ -130,6 +130,20 @@ fn integer_literals_with_ranges() {
         "Unable to make long from '9223372036854775808'"
     );
     assert_eq!(ok("counter", int("-5")), i64b(-5));
+    assert_eq!(ok("counter", int("9223372036854775807")), i64b(i64::MAX));
+    assert_eq!(
+        err("counter", int("-9223372036854775809")),
+        "Unable to make long from '-9223372036854775809'"
+    );
+    assert_eq!(
+        lit("counter", float("1.0")).unwrap_err().for_column("c"),
+        "Invalid FLOAT constant (1.0) for \"c\" of type counter"
+    );
+    // messages without a column are passed through unchanged
+    assert_eq!(
+        lit("int", int("x")).unwrap_err().for_column("c"),
+        "Unable to make int from 'x'"
+    );
     // varint: minimal two's complement
     assert_eq!(ok("varint", int("0")), vec![0x00]);
     assert_eq!(ok("varint", int("127")), vec![0x7F]);
