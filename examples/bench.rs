@@ -46,7 +46,10 @@ async fn phase(
                 let key = i as i64;
                 let t = Instant::now();
                 let res = if write {
-                    session.execute_unpaged(&stmt, (key, value.as_slice())).await.map(|_| ())
+                    session
+                        .execute_unpaged(&stmt, (key, value.as_slice()))
+                        .await
+                        .map(|_| ())
                 } else {
                     session.execute_unpaged(&stmt, (key,)).await.map(|_| ())
                 };
@@ -76,7 +79,10 @@ async fn phase(
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let addr = args.get(1).cloned().unwrap_or_else(|| "127.0.0.1:9042".into());
+    let addr = args
+        .get(1)
+        .cloned()
+        .unwrap_or_else(|| "127.0.0.1:9042".into());
     let ops: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(200_000);
     let concurrency: u64 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(256);
     let value_bytes: usize = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(100);

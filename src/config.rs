@@ -16,17 +16,20 @@ impl ByteSize {
             .find(|c: char| !c.is_ascii_digit() && c != '_')
             .unwrap_or(s.len());
         let (num, unit) = s.split_at(split);
-        let n: u64 = num
-            .replace('_', "")
-            .parse()
-            .map_err(|_| format!("invalid size '{s}': expected a number with an optional KiB/MiB/GiB suffix"))?;
+        let n: u64 = num.replace('_', "").parse().map_err(|_| {
+            format!("invalid size '{s}': expected a number with an optional KiB/MiB/GiB suffix")
+        })?;
         let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
             "" | "b" => 1,
             "k" | "kb" | "kib" => 1 << 10,
             "m" | "mb" | "mib" => 1 << 20,
             "g" | "gb" | "gib" => 1 << 30,
             "t" | "tb" | "tib" => 1 << 40,
-            other => return Err(format!("invalid size unit '{other}' in '{s}': use KiB, MiB or GiB")),
+            other => {
+                return Err(format!(
+                    "invalid size unit '{other}' in '{s}': use KiB, MiB or GiB"
+                ))
+            }
         };
         n.checked_mul(mult)
             .map(ByteSize)
@@ -237,7 +240,9 @@ impl Default for BatchLimits {
 /// Parses a `--set` value: a TOML scalar (true, 42, 1.5, "quoted") or else a bare string.
 fn parse_override_value(raw: &str) -> toml::Value {
     match format!("v = {raw}").parse::<toml::Table>() {
-        Ok(mut t) => t.remove("v").unwrap_or_else(|| toml::Value::String(raw.into())),
+        Ok(mut t) => t
+            .remove("v")
+            .unwrap_or_else(|| toml::Value::String(raw.into())),
         Err(_) => toml::Value::String(raw.to_string()),
     }
 }
@@ -271,10 +276,14 @@ impl Config {
                     .as_table_mut()
                     .ok_or_else(|| format!("--set {o}: '{part}' is not a section"))?;
             }
-            table.insert(path[path.len() - 1].to_string(), parse_override_value(value.trim()));
+            table.insert(
+                path[path.len() - 1].to_string(),
+                parse_override_value(value.trim()),
+            );
         }
         let text = toml::to_string(&doc).map_err(|e| e.to_string())?;
-        let cfg: Config = toml::from_str(&text).map_err(|e| format!("invalid setting: {}", e.message().trim()))
+        let cfg: Config = toml::from_str(&text)
+            .map_err(|e| format!("invalid setting: {}", e.message().trim()))
             .map_err(|m| {
                 // toml's message names the field; add the section for nested keys.
                 m.replace("unknown field", "unknown setting")
@@ -296,7 +305,9 @@ impl Config {
         if self.auth.enabled && self.auth.users.is_empty() {
             return Err("auth.enabled = true needs at least one user in [auth.users]".into());
         }
-        if self.tls.enabled && (self.tls.cert.as_os_str().is_empty() || self.tls.key.as_os_str().is_empty()) {
+        if self.tls.enabled
+            && (self.tls.cert.as_os_str().is_empty() || self.tls.key.as_os_str().is_empty())
+        {
             return Err("tls.enabled = true needs tls.cert and tls.key".into());
         }
         if self.throughput.default_table_ru < 400 {

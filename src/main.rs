@@ -9,7 +9,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 #[derive(Parser)]
-#[command(name = "ringgate", version, about = "A Cassandra-compatible partitioned data gateway")]
+#[command(
+    name = "ringgate",
+    version,
+    about = "A Cassandra-compatible partitioned data gateway"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -39,7 +43,13 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
-    let Command::Serve { listen, data_dir, config, set, log_level } = cli.command;
+    let Command::Serve {
+        listen,
+        data_dir,
+        config,
+        set,
+        log_level,
+    } = cli.command;
     let mut cfg = match Config::load(config.as_deref(), &set) {
         Ok(c) => c,
         Err(e) => {
@@ -58,7 +68,10 @@ fn main() {
     }
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&cfg.log_level));
-    tracing_subscriber::fmt().with_env_filter(filter).with_target(false).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .init();
     if let Err(e) = serve(cfg) {
         tracing::error!("{e}");
         std::process::exit(1);

@@ -32,17 +32,31 @@ async fn scylla_driver_connects_creates_and_round_trips() {
         )
         .await
         .expect("create table");
-    session.await_schema_agreement().await.expect("schema agreement");
+    session
+        .await_schema_agreement()
+        .await
+        .expect("schema agreement");
 
     let insert = session
         .prepare("INSERT INTO rs.events (tenant, seq, at, body) VALUES (?, ?, ?, ?)")
         .await
         .expect("prepare");
-    assert!(insert.is_token_aware(), "partition key indexes must be in the prepared metadata");
+    assert!(
+        insert.is_token_aware(),
+        "partition key indexes must be in the prepared metadata"
+    );
     for seq in 0..20i32 {
         let body = vec![seq as u8; 3];
         session
-            .execute_unpaged(&insert, ("acme", seq, scylla::value::CqlTimestamp(1_700_000_000_000 + seq as i64), body))
+            .execute_unpaged(
+                &insert,
+                (
+                    "acme",
+                    seq,
+                    scylla::value::CqlTimestamp(1_700_000_000_000 + seq as i64),
+                    body,
+                ),
+            )
             .await
             .expect("insert");
     }
@@ -64,12 +78,18 @@ async fn scylla_driver_connects_creates_and_round_trips() {
     // Clustering order is DESC.
     assert_eq!(
         got,
-        (15..20).rev().map(|s| (s, vec![s as u8; 3])).collect::<Vec<_>>()
+        (15..20)
+            .rev()
+            .map(|s| (s, vec![s as u8; 3]))
+            .collect::<Vec<_>>()
     );
 
     // The token the server reports equals the driver's own Murmur3 computation.
     let token_rows = session
-        .query_unpaged("SELECT token(tenant) FROM rs.events WHERE tenant = 'acme' LIMIT 1", &[])
+        .query_unpaged(
+            "SELECT token(tenant) FROM rs.events WHERE tenant = 'acme' LIMIT 1",
+            &[],
+        )
         .await
         .expect("token")
         .into_rows_result()

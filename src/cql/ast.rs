@@ -61,7 +61,10 @@ pub enum Term {
     Literal(Literal),
     /// `?` or `:name`. `index` is the 0-based position of the marker in the statement (named
     /// markers get one too); `name` is set for `:name`.
-    Bind { index: usize, name: Option<String> },
+    Bind {
+        index: usize,
+        name: Option<String>,
+    },
     /// `[a, b]`
     List(Vec<Term>),
     /// `{a, b}`; also `{}` (an empty set or map: the type decides).

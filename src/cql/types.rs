@@ -270,10 +270,7 @@ impl TypeStrParser<'_> {
 /// Quotes an identifier for CQL output when needed (mixed case, reserved words, odd characters).
 pub fn quote_ident(name: &str) -> String {
     let plain = !name.is_empty()
-        && name
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_lowercase())
+        && name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
         && name
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')

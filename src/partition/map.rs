@@ -3,7 +3,7 @@
 //! map. Maps are persisted in the metadata space and swapped atomically (readers never lock).
 
 use super::token::{Token, MAX_TOKEN, MIN_TOKEN};
-use crate::storage::{Space, Store, StorageError, WriteBatch};
+use crate::storage::{Space, StorageError, Store, WriteBatch};
 use arc_swap::ArcSwap;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -76,7 +76,9 @@ fn equal_ranges(n: u64) -> Vec<(Token, Token)> {
 /// The number of physical partitions a throughput needs: ceil(RU / 10,000), at least one.
 pub fn partitions_for_throughput(ru: Option<i64>) -> u64 {
     match ru {
-        Some(ru) if ru > 0 => ((ru + RU_PER_PHYSICAL_PARTITION - 1) / RU_PER_PHYSICAL_PARTITION) as u64,
+        Some(ru) if ru > 0 => {
+            ((ru + RU_PER_PHYSICAL_PARTITION - 1) / RU_PER_PHYSICAL_PARTITION) as u64
+        }
         _ => 1,
     }
 }
@@ -156,7 +158,9 @@ impl PartitionMaps {
         batch: &mut WriteBatch,
     ) -> Arc<PartitionMap> {
         let ranges = equal_ranges(partitions_for_throughput(throughput));
-        let first = self.next_id.fetch_add(ranges.len() as u64, Ordering::SeqCst);
+        let first = self
+            .next_id
+            .fetch_add(ranges.len() as u64, Ordering::SeqCst);
         batch.put(
             Space::Meta,
             NEXT_ID_KEY,
@@ -171,11 +175,7 @@ impl PartitionMaps {
                 end,
             })
             .collect();
-        batch.put(
-            Space::Meta,
-            map_key(storage_id),
-            encode_parts(&parts),
-        );
+        batch.put(Space::Meta, map_key(storage_id), encode_parts(&parts));
         Arc::new(PartitionMap {
             parts: parts.into_iter().map(Arc::new).collect(),
         })
@@ -223,7 +223,13 @@ mod tests {
             parts: equal_ranges(n)
                 .into_iter()
                 .enumerate()
-                .map(|(i, (start, end))| Arc::new(PhysicalPartition { id: i as u64, start, end }))
+                .map(|(i, (start, end))| {
+                    Arc::new(PhysicalPartition {
+                        id: i as u64,
+                        start,
+                        end,
+                    })
+                })
                 .collect(),
         }
     }

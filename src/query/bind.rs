@@ -1,7 +1,7 @@
 //! Bind markers: their types and names (the PREPARE metadata), the partition key indexes drivers
 //! use for token-aware routing, and the values a request binds to them.
 
-use super::{invalid, resolve_keyspace, resolve_table, Binds, BoundValue, ResultColumn, Result};
+use super::{invalid, resolve_keyspace, resolve_table, Binds, BoundValue, Result, ResultColumn};
 use crate::cql::ast::{
     Assignment, Conditions, DeleteTarget, InsertValues, Parsed, Relation, RelationLhs, Statement,
     Term, Using,
@@ -114,11 +114,9 @@ impl Collector<'_> {
                                     self.term(i, c, &ty);
                                 }
                             }
-                            other => self.term(
-                                other,
-                                &format!("in({c})"),
-                                &CqlType::List(Box::new(ty)),
-                            ),
+                            other => {
+                                self.term(other, &format!("in({c})"), &CqlType::List(Box::new(ty)))
+                            }
                         },
                         crate::cql::ast::Operator::Contains => {
                             let elem = match ty.unfrozen() {
@@ -146,9 +144,7 @@ impl Collector<'_> {
                     self.term(key, c, &k);
                     self.term(&r.rhs, c, &v);
                 }
-                RelationLhs::Token(_) => {
-                    self.term(&r.rhs, "partition key token", &CqlType::Bigint)
-                }
+                RelationLhs::Token(_) => self.term(&r.rhs, "partition key token", &CqlType::Bigint),
                 RelationLhs::Tuple(cols) => {
                     let types: Vec<CqlType> = cols.iter().map(|c| self.column_type(c)).collect();
                     let tuple = CqlType::Tuple(types.clone());
@@ -428,15 +424,24 @@ pub fn describe_statement(
             )
         }
         Statement::Insert(i) => (
-            pk_indexes(resolve_table(schema, keyspace, &i.table)?, &parsed.statement),
+            pk_indexes(
+                resolve_table(schema, keyspace, &i.table)?,
+                &parsed.statement,
+            ),
             Vec::new(),
         ),
         Statement::Update(u) => (
-            pk_indexes(resolve_table(schema, keyspace, &u.table)?, &parsed.statement),
+            pk_indexes(
+                resolve_table(schema, keyspace, &u.table)?,
+                &parsed.statement,
+            ),
             Vec::new(),
         ),
         Statement::Delete(d) => (
-            pk_indexes(resolve_table(schema, keyspace, &d.table)?, &parsed.statement),
+            pk_indexes(
+                resolve_table(schema, keyspace, &d.table)?,
+                &parsed.statement,
+            ),
             Vec::new(),
         ),
         Statement::Use(_) => (Vec::new(), Vec::new()),

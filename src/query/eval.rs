@@ -31,22 +31,6 @@ pub struct Ctx<'a> {
     pub max_value_bytes: usize,
 }
 
-fn literal_kind(l: &Literal) -> (&'static str, String) {
-    match l {
-        Literal::String(s) => ("STRING", s.clone()),
-        Literal::Integer(s) => ("INTEGER", s.clone()),
-        Literal::Float(s) => ("FLOAT", s.clone()),
-        Literal::Boolean(b) => ("BOOLEAN", b.to_string()),
-        Literal::Uuid(s) => ("UUID", s.clone()),
-        Literal::Blob(b) => (
-            "HEX",
-            format!("0x{}", b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
-        ),
-        Literal::Duration(s) => ("DURATION", s.clone()),
-        Literal::Null => ("NULL", "null".into()),
-    }
-}
-
 fn put_len(out: &mut Vec<u8>, n: usize) {
     out.extend_from_slice(&(n as i32).to_be_bytes());
 }
@@ -57,30 +41,15 @@ pub fn eval(term: &Term, ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val>
     let v = match term {
         Term::Literal(Literal::Null) => return Ok(Val::Null),
         Term::Literal(l) => {
-            let bytes = value::literal_to_bytes(ty, l).map_err(|e| {
-                let (kind, text) = literal_kind(l);
-                let detail = e.to_string();
-                if detail.is_empty() {
-                    invalid(format!(
-                        "Invalid {kind} constant ({text}) for \"{receiver}\" of type {ty}"
-                    ))
-                } else {
-                    invalid(format!(
-                        "Invalid {kind} constant ({text}) for \"{receiver}\" of type {ty}: {detail}"
-                    ))
-                }
-            })?;
+            let bytes =
+                value::literal_to_bytes(ty, l).map_err(|e| invalid(e.for_column(receiver)))?;
             Bytes::from(bytes)
         }
         Term::Bind { index, name } => match ctx.binds.get(*index, name.as_deref(), receiver)? {
             BoundValue::Null => return Ok(Val::Null),
             BoundValue::Unset => return Ok(Val::Unset),
             BoundValue::Value(b) => {
-                value::validate(ty, b).map_err(|e| {
-                    invalid(format!(
-                        "Invalid value for \"{receiver}\" of type {ty}: {e}"
-                    ))
-                })?;
+                value::validate(ty, b).map_err(|e| invalid(e.for_column(receiver)))?;
                 b.clone()
             }
         },
@@ -115,7 +84,11 @@ pub fn eval(term: &Term, ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val>
                 _ => {
                     return Err(invalid(format!(
                         "Invalid {} literal for {receiver} of type {ty}",
-                        if matches!(term, Term::List(_)) { "list" } else { "set" }
+                        if matches!(term, Term::List(_)) {
+                            "list"
+                        } else {
+                            "set"
+                        }
                     )))
                 }
             };
@@ -264,7 +237,13 @@ pub fn new_timeuuid() -> [u8; 16] {
     b
 }
 
-fn eval_function(name: &str, args: &[Term], ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val> {
+fn eval_function(
+    name: &str,
+    args: &[Term],
+    ty: &CqlType,
+    receiver: &str,
+    ctx: &Ctx,
+) -> Result<Val> {
     let no_args = |v: Vec<u8>| -> Result<Val> {
         if !args.is_empty() {
             return Err(invalid(format!("Invalid number of arguments in call to function system.{name}: 0 required but {} provided", args.len())));

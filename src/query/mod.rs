@@ -178,7 +178,8 @@ impl Rows {
     pub fn push_cell(&mut self, v: Option<&[u8]>) {
         match v {
             Some(b) => {
-                self.content.extend_from_slice(&(b.len() as i32).to_be_bytes());
+                self.content
+                    .extend_from_slice(&(b.len() as i32).to_be_bytes());
                 self.content.extend_from_slice(b);
             }
             None => self.content.extend_from_slice(&(-1i32).to_be_bytes()),
@@ -324,7 +325,12 @@ impl Engine {
     }
 
     /// PREPARE: parses, types the bind markers, and caches the statement.
-    pub fn prepare(&self, session: &Session, text: &str, keyspace: Option<&str>) -> Result<Arc<Prepared>> {
+    pub fn prepare(
+        &self,
+        session: &Session,
+        text: &str,
+        keyspace: Option<&str>,
+    ) -> Result<Arc<Prepared>> {
         let ks = keyspace
             .map(str::to_string)
             .or_else(|| session.keyspace.clone());
@@ -366,20 +372,41 @@ impl Engine {
     }
 
     /// EXECUTE of a prepared statement.
-    pub fn execute(&self, session: &mut Session, p: &Prepared, opts: &QueryOptions) -> Result<Outcome> {
+    pub fn execute(
+        &self,
+        session: &mut Session,
+        p: &Prepared,
+        opts: &QueryOptions,
+    ) -> Result<Outcome> {
         let ks = p.keyspace.clone().or_else(|| session.keyspace.clone());
         self.execute_statement(session, &p.parsed, ks.as_deref(), opts)
     }
 
     /// A protocol BATCH: statements (parsed text or prepared) each with its own values.
-    pub fn batch(&self, session: &mut Session, items: &[BatchItem], opts: &QueryOptions) -> Result<Outcome> {
+    pub fn batch(
+        &self,
+        session: &mut Session,
+        items: &[BatchItem],
+        opts: &QueryOptions,
+    ) -> Result<Outcome> {
         let ts = write::statement_timestamp(session, opts);
         let schema = self.schema();
         let mut muts = Vec::new();
         for item in items {
-            let ks = item.keyspace.clone().or_else(|| opts.keyspace.clone()).or_else(|| session.keyspace.clone());
+            let ks = item
+                .keyspace
+                .clone()
+                .or_else(|| opts.keyspace.clone())
+                .or_else(|| session.keyspace.clone());
             let binds = bind::BoundValues::new(&item.binds, item.parsed, &schema, ks.as_deref())?;
-            muts.extend(write::statement_mutations(self, &schema, ks.as_deref(), &item.parsed.statement, &binds, ts)?);
+            muts.extend(write::statement_mutations(
+                self,
+                &schema,
+                ks.as_deref(),
+                &item.parsed.statement,
+                &binds,
+                ts,
+            )?);
         }
         write::apply(self, muts)?;
         Ok(Outcome::Void)
@@ -394,7 +421,9 @@ impl Engine {
     ) -> Result<Outcome> {
         let binds = bind::BoundValues::new(&opts.binds, parsed, &self.schema(), keyspace)?;
         match &parsed.statement {
-            Statement::Select(s) => select::execute(self, keyspace, s, &binds, opts).map(Outcome::Rows),
+            Statement::Select(s) => {
+                select::execute(self, keyspace, s, &binds, opts).map(Outcome::Rows)
+            }
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
                 let ts = write::statement_timestamp(session, opts);
                 write::execute_single(self, keyspace, &parsed.statement, &binds, ts)
@@ -458,7 +487,10 @@ pub fn resolve_table<'a>(
     Ok(schema.require_table(ks, &name.name)?)
 }
 
-pub fn resolve_keyspace<'a>(keyspace: Option<&'a str>, q: &'a ast::QualifiedName) -> Result<&'a str> {
+pub fn resolve_keyspace<'a>(
+    keyspace: Option<&'a str>,
+    q: &'a ast::QualifiedName,
+) -> Result<&'a str> {
     q.keyspace.as_deref().or(keyspace).ok_or_else(|| {
         invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename")
     })

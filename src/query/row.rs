@@ -82,11 +82,28 @@ pub fn partition_prefix(storage_id: u64, token: Token, pk: &[u8]) -> Vec<u8> {
     k
 }
 
-/// Appends the clustering part of a row key for the given (prefix of) clustering values.
+/// Appends the clustering part of a row key: the order-preserving parts of every column, then the
+/// suffixes that make the exact bytes recoverable (see `value::encode_composite_key`).
 pub fn encode_clustering(types: &[(&CqlType, bool)], values: &[Bytes], out: &mut Vec<u8>) {
-    for ((ty, desc), v) in types.iter().zip(values) {
-        value::encode_key(ty, v, *desc, out);
-    }
+    let cols: Vec<(&CqlType, &[u8], bool)> = types
+        .iter()
+        .zip(values)
+        .map(|((ty, desc), v)| (*ty, &v[..], *desc))
+        .collect();
+    value::encode_composite_key(&cols, out);
+}
+
+/// Appends only the order part for a prefix of the clustering columns: every row whose first
+/// columns equal these values has a key starting with these bytes.
+pub fn encode_clustering_prefix(types: &[(&CqlType, bool)], values: &[&[u8]], out: &mut Vec<u8>) {
+    let cols: Vec<(&CqlType, &[u8], bool)> = types
+        .iter()
+        .zip(values)
+        .map(|((ty, desc), v)| (*ty, *v, *desc))
+        .collect();
+    let start = out.len();
+    let order = value::encode_composite_key(&cols, out);
+    out.truncate(start + order);
 }
 
 /// A decoded row key.
@@ -107,12 +124,10 @@ pub fn decode_key(key: &[u8], clustering: &[(&CqlType, bool)]) -> Result<Decoded
     let pk = Bytes::from(unescape(&mut rest)?);
     let (&kind, mut rest) = rest.split_first().ok_or(CorruptRow("missing kind"))?;
     let mut values = Vec::with_capacity(clustering.len());
-    if kind == KIND_ROW {
-        for (ty, desc) in clustering {
-            let v = value::decode_key(ty, &mut rest, *desc)
-                .map_err(|_| CorruptRow("clustering value"))?;
-            values.push(Bytes::from(v));
-        }
+    if kind == KIND_ROW && !clustering.is_empty() {
+        let vals = value::decode_composite_key(clustering, &mut rest)
+            .map_err(|_| CorruptRow("clustering value"))?;
+        values.extend(vals.into_iter().map(Bytes::from));
     }
     Ok(DecodedKey {
         token,

@@ -31,8 +31,12 @@ enum Proj {
 const FILTERING_MSG: &str = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
 
 fn column_index(t: &TableDef, name: &str) -> Result<usize> {
-    t.column_index(name)
-        .ok_or_else(|| invalid(format!("Undefined column name {name} in table {}.{}", t.keyspace, t.name)))
+    t.column_index(name).ok_or_else(|| {
+        invalid(format!(
+            "Undefined column name {name} in table {}.{}",
+            t.keyspace, t.name
+        ))
+    })
 }
 
 fn plan_projection(t: &TableDef, sel: &Select) -> Result<Vec<(Proj, String, CqlType)>> {
@@ -71,7 +75,11 @@ fn plan_selector(t: &TableDef, e: &SelectorExpr) -> Result<(Proj, String, CqlTyp
                 )));
             }
             if is_wt {
-                (Proj::WriteTime(i), format!("writetime({c})"), CqlType::Bigint)
+                (
+                    Proj::WriteTime(i),
+                    format!("writetime({c})"),
+                    CqlType::Bigint,
+                )
             } else {
                 (Proj::Ttl(i), format!("ttl({c})"), CqlType::Int)
             }
@@ -81,7 +89,9 @@ fn plan_selector(t: &TableDef, e: &SelectorExpr) -> Result<(Proj, String, CqlTyp
                 .iter()
                 .map(|a| match a {
                     SelectorExpr::Column(c) => Ok(c.as_str()),
-                    _ => Err(invalid("token() takes the partition key columns as arguments")),
+                    _ => Err(invalid(
+                        "token() takes the partition key columns as arguments",
+                    )),
                 })
                 .collect::<Result<_>>()?;
             let pk: Vec<&str> = t.pk_columns().map(|c| c.name.as_str()).collect();
@@ -91,11 +101,19 @@ fn plan_selector(t: &TableDef, e: &SelectorExpr) -> Result<(Proj, String, CqlTyp
                     pk.join(", ")
                 )));
             }
-            (Proj::Token, format!("system.token({})", cols.join(", ")), CqlType::Bigint)
+            (
+                Proj::Token,
+                format!("system.token({})", cols.join(", ")),
+                CqlType::Bigint,
+            )
         }
         SelectorExpr::Function { name, args, .. } if name == "tojson" && args.len() == 1 => {
             let (p, n, ty) = plan_selector(t, &args[0])?;
-            (Proj::ToJson(Box::new(p), ty), format!("system.tojson({n})"), CqlType::Text)
+            (
+                Proj::ToJson(Box::new(p), ty),
+                format!("system.tojson({n})"),
+                CqlType::Text,
+            )
         }
         SelectorExpr::Function { name, args, .. }
             if name == "count" && args.len() == 1 && matches!(args[0], SelectorExpr::Term(_)) =>
@@ -138,7 +156,10 @@ impl Filter {
                 .values
                 .iter()
                 .any(|x| value::compare(ty, v, x) == Ordering::Equal),
-            Operator::Ne => self.values.iter().all(|x| value::compare(ty, v, x) != Ordering::Equal),
+            Operator::Ne => self
+                .values
+                .iter()
+                .all(|x| value::compare(ty, v, x) != Ordering::Equal),
             Operator::Lt => value::compare(ty, v, &self.values[0]) == Ordering::Less,
             Operator::Le => value::compare(ty, v, &self.values[0]) != Ordering::Greater,
             Operator::Gt => value::compare(ty, v, &self.values[0]) == Ordering::Greater,
@@ -166,7 +187,9 @@ struct Plan {
 fn eval_one(term: &Term, ty: &CqlType, name: &str, ctx: &Ctx) -> Result<Bytes> {
     match eval(term, ty, name, ctx)? {
         Val::Value(b) => Ok(b),
-        Val::Null => Err(invalid(format!("Invalid null value in condition for column {name}"))),
+        Val::Null => Err(invalid(format!(
+            "Invalid null value in condition for column {name}"
+        ))),
         Val::Unset => Err(invalid(format!("Invalid unset value for column {name}"))),
     }
 }
@@ -194,7 +217,9 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
                 has_token = true;
                 let v = eval_one(&r.rhs, &CqlType::Bigint, "partition key token", ctx)?;
                 let tok = i64::from_be_bytes(
-                    v[..].try_into().map_err(|_| invalid("Invalid token value"))?,
+                    v[..]
+                        .try_into()
+                        .map_err(|_| invalid("Invalid token value"))?,
                 ) as i128;
                 match r.op {
                     Operator::Gt => token_lo = token_lo.max(tok),
@@ -210,11 +235,18 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
                         token_lo = token_lo.max(tok - 1);
                         token_hi = token_hi.min(tok);
                     }
-                    _ => return Err(invalid(format!("Unsupported operator {} on token()", r.op.as_str()))),
+                    _ => {
+                        return Err(invalid(format!(
+                            "Unsupported operator {} on token()",
+                            r.op.as_str()
+                        )))
+                    }
                 }
             }
             RelationLhs::Tuple(_) | RelationLhs::Element(..) => {
-                return Err(invalid("Multi-column and element restrictions are not supported yet"))
+                return Err(invalid(
+                    "Multi-column and element restrictions are not supported yet",
+                ))
             }
         }
     }
@@ -233,11 +265,13 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
         for vals in &cols {
             combos = combos
                 .into_iter()
-                .flat_map(|p| vals.iter().map(move |v| {
-                    let mut p = p.clone();
-                    p.push(v.clone());
-                    p
-                }))
+                .flat_map(|p| {
+                    vals.iter().map(move |v| {
+                        let mut p = p.clone();
+                        p.push(v.clone());
+                        p
+                    })
+                })
                 .collect();
         }
         // Cassandra reads IN partitions in partition key order (by each component's comparator),
@@ -291,7 +325,9 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
         if rels.is_empty() {
             break;
         }
-        let eq = rels.iter().find(|r| matches!(r.op, Operator::Eq | Operator::In));
+        let eq = rels
+            .iter()
+            .find(|r| matches!(r.op, Operator::Eq | Operator::In));
         if let Some(r) = eq {
             if slice_col.is_some() {
                 break;
@@ -309,7 +345,10 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
         } else {
             let mut bounds = Vec::new();
             for r in rels {
-                if !matches!(r.op, Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge) {
+                if !matches!(
+                    r.op,
+                    Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge
+                ) {
                     continue;
                 }
                 bounds.push((r.op, eval_one(&r.rhs, &col.ty, &col.name, ctx)?));
@@ -321,7 +360,9 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
     let used_ck = prefix_vals.len() + usize::from(slice_col.is_some());
     // Everything not used for key access becomes a filter.
     for r in &sel.where_clause {
-        let RelationLhs::Column(name) = &r.lhs else { continue };
+        let RelationLhs::Column(name) = &r.lhs else {
+            continue;
+        };
         let ci = column_index(t, name)?;
         let col = &t.columns[ci];
         let used = match col.kind {
@@ -345,7 +386,12 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
                 .into_iter()
                 .filter_map(|v| v.bytes().cloned())
                 .collect(),
-            Operator::Eq | Operator::Ne | Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge => {
+            Operator::Eq
+            | Operator::Ne
+            | Operator::Lt
+            | Operator::Le
+            | Operator::Gt
+            | Operator::Ge => {
                 vec![eval_one(&r.rhs, &col.ty, name, ctx)?]
             }
             other => {
@@ -355,7 +401,11 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
                 )))
             }
         };
-        filters.push(Filter { col: ci, op: r.op, values });
+        filters.push(Filter {
+            col: ci,
+            op: r.op,
+            values,
+        });
     }
     if !single_partition && used_ck > 0 {
         need_filtering = true;
@@ -411,19 +461,28 @@ fn clustering_slices(
     slice: Option<&(usize, Vec<(Operator, Bytes)>)>,
 ) -> Vec<(Bound<Vec<u8>>, Bound<Vec<u8>>)> {
     let types: Vec<(&CqlType, bool)> = t.clustering_columns().map(|c| (&c.ty, c.desc)).collect();
-    let mut prefixes: Vec<Vec<u8>> = vec![Vec::new()];
-    for (i, vals) in prefix_vals.iter().enumerate() {
-        let (ty, desc) = types[i];
-        let mut next = Vec::new();
-        for p in &prefixes {
-            for v in vals {
-                let mut k = p.clone();
-                value::encode_key(ty, v, desc, &mut k);
-                next.push(k);
-            }
-        }
-        prefixes = next;
+    // Every combination of the = / IN values of the prefix columns.
+    let mut combos: Vec<Vec<&[u8]>> = vec![Vec::new()];
+    for vals in prefix_vals {
+        combos = combos
+            .into_iter()
+            .flat_map(|p| {
+                vals.iter().map(move |v| {
+                    let mut p = p.clone();
+                    p.push(&v[..]);
+                    p
+                })
+            })
+            .collect();
     }
+    let mut prefixes: Vec<Vec<u8>> = combos
+        .iter()
+        .map(|vals| {
+            let mut k = Vec::new();
+            row::encode_clustering_prefix(&types, vals, &mut k);
+            k
+        })
+        .collect();
     prefixes.sort();
     prefixes.dedup();
     let mut out = Vec::new();
@@ -437,15 +496,22 @@ fn clustering_slices(
             let col = &t.columns[*ci];
             for (op, v) in bounds {
                 let mut k = p.clone();
-                value::encode_key(&col.ty, v, col.desc, &mut k);
-                let after = prefix_successor(&k).map(Bound::Included).unwrap_or(Bound::Unbounded);
+                row::encode_clustering_prefix(&[(&col.ty, col.desc)], &[&v[..]], &mut k);
+                let after = prefix_successor(&k)
+                    .map(Bound::Included)
+                    .unwrap_or(Bound::Unbounded);
                 let op = if col.desc { flip(*op) } else { *op };
                 match op {
                     Operator::Gt => lo = max_lo(lo, after),
                     Operator::Ge => lo = max_lo(lo, Bound::Included(k)),
                     Operator::Lt => hi = min_hi(hi, Bound::Excluded(k)),
                     Operator::Le => {
-                        hi = min_hi(hi, prefix_successor(&k).map(Bound::Excluded).unwrap_or(Bound::Unbounded))
+                        hi = min_hi(
+                            hi,
+                            prefix_successor(&k)
+                                .map(Bound::Excluded)
+                                .unwrap_or(Bound::Unbounded),
+                        )
                     }
                     _ => {}
                 }
@@ -480,7 +546,13 @@ fn max_lo(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
         (Some(x), Some(y)) => match x.cmp(y) {
             Ordering::Less => b,
             Ordering::Greater => a,
-            Ordering::Equal => if matches!(a, Bound::Excluded(_)) { a } else { b },
+            Ordering::Equal => {
+                if matches!(a, Bound::Excluded(_)) {
+                    a
+                } else {
+                    b
+                }
+            }
         },
     }
 }
@@ -492,7 +564,13 @@ fn min_hi(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
         (Some(x), Some(y)) => match x.cmp(y) {
             Ordering::Less => a,
             Ordering::Greater => b,
-            Ordering::Equal => if matches!(a, Bound::Excluded(_)) { a } else { b },
+            Ordering::Equal => {
+                if matches!(a, Bound::Excluded(_)) {
+                    a
+                } else {
+                    b
+                }
+            }
         },
     }
 }
@@ -559,7 +637,14 @@ enum Flow {
 }
 
 impl Output<'_> {
-    fn emit(&mut self, token: Token, pk: &[u8], ck: &[Bytes], row: &RowData, statics: &RowData) -> Flow {
+    fn emit(
+        &mut self,
+        token: Token,
+        pk: &[u8],
+        ck: &[Bytes],
+        row: &RowData,
+        statics: &RowData,
+    ) -> Flow {
         if self.count_only {
             self.count += 1;
             return Flow::Continue;
@@ -594,7 +679,8 @@ impl Output<'_> {
                     let c = cell_of(t, *i, row, statics, self.now);
                     match c {
                         Some(c) if c.expiry != 0 => {
-                            self.rows.push_cell(Some(&(c.expiry - self.now).to_be_bytes()));
+                            self.rows
+                                .push_cell(Some(&(c.expiry - self.now).to_be_bytes()));
                             continue;
                         }
                         _ => None,
@@ -602,7 +688,9 @@ impl Output<'_> {
                 }
                 Proj::ToJson(inner, ty) => {
                     let raw = match &**inner {
-                        Proj::Column(i) => column_value(t, *i, &pk_parts, ck, row, statics, self.now),
+                        Proj::Column(i) => {
+                            column_value(t, *i, &pk_parts, ck, row, statics, self.now)
+                        }
                         _ => None,
                     };
                     let json = match raw {
@@ -623,16 +711,27 @@ impl Output<'_> {
                 return Flow::Stop(false);
             }
         }
-        if self.rows.count as usize >= self.page_rows || self.rows.content.len() >= self.page_bytes {
+        if self.rows.count as usize >= self.page_rows || self.rows.content.len() >= self.page_bytes
+        {
             return Flow::Stop(true);
         }
         Flow::Continue
     }
 }
 
-fn cell_of<'r>(t: &TableDef, i: usize, row: &'r RowData, statics: &'r RowData, now: i32) -> Option<&'r row::Cell> {
+fn cell_of<'r>(
+    t: &TableDef,
+    i: usize,
+    row: &'r RowData,
+    statics: &'r RowData,
+    now: i32,
+) -> Option<&'r row::Cell> {
     let col = &t.columns[i];
-    let src = if col.kind == ColumnKind::Static { statics } else { row };
+    let src = if col.kind == ColumnKind::Static {
+        statics
+    } else {
+        row
+    };
     src.cell(col.id).filter(|c| c.is_live(now))
 }
 
@@ -653,7 +752,15 @@ fn column_value<'r>(
     }
 }
 
-fn passes(t: &TableDef, filters: &[Filter], pk: &[u8], ck: &[Bytes], row: &RowData, statics: &RowData, now: i32) -> bool {
+fn passes(
+    t: &TableDef,
+    filters: &[Filter],
+    pk: &[u8],
+    ck: &[Bytes],
+    row: &RowData,
+    statics: &RowData,
+    now: i32,
+) -> bool {
     if filters.is_empty() {
         return true;
     }
@@ -678,19 +785,32 @@ fn shadow(row: &mut RowData, partition_deletion: Option<(i64, i32)>) {
     }
 }
 
-pub fn execute(engine: &Engine, keyspace: Option<&str>, sel: &Select, binds: &BoundValues, opts: &QueryOptions) -> Result<Rows> {
+pub fn execute(
+    engine: &Engine,
+    keyspace: Option<&str>,
+    sel: &Select,
+    binds: &BoundValues,
+    opts: &QueryOptions,
+) -> Result<Rows> {
     let schema = engine.schema();
     let t = resolve_table(&schema, keyspace, &sel.table)?;
     if sel.json || sel.distinct || !sel.group_by.is_empty() || sel.per_partition_limit.is_some() {
-        return Err(invalid("SELECT JSON, DISTINCT, GROUP BY and PER PARTITION LIMIT are not supported yet"));
+        return Err(invalid(
+            "SELECT JSON, DISTINCT, GROUP BY and PER PARTITION LIMIT are not supported yet",
+        ));
     }
     let proj = plan_projection(t, sel)?;
     let count_only = proj.iter().any(|(p, _, _)| matches!(p, Proj::CountAll));
     if count_only && proj.len() != 1 {
-        return Err(invalid("Aggregates mixed with other selectors are not supported yet"));
+        return Err(invalid(
+            "Aggregates mixed with other selectors are not supported yet",
+        ));
     }
     let columns = Arc::new(result_columns(t, sel)?);
-    let ctx = Ctx { binds, max_value_bytes: engine.limits.max_value_bytes };
+    let ctx = Ctx {
+        binds,
+        max_value_bytes: engine.limits.max_value_bytes,
+    };
     let plan = plan(t, sel, &ctx)?;
     let paging = match &opts.paging_state {
         Some(b) if !count_only => Some(PagingState::decode(b)?),
@@ -709,7 +829,11 @@ pub fn execute(engine: &Engine, keyspace: Option<&str>, sel: &Select, binds: &Bo
         proj: &proj,
         table: t,
         page_rows,
-        page_bytes: if page_rows == usize::MAX { usize::MAX } else { engine.limits.max_page_bytes },
+        page_bytes: if page_rows == usize::MAX {
+            usize::MAX
+        } else {
+            engine.limits.max_page_bytes
+        },
         remaining,
         now: super::now_secs(),
         count_only,
@@ -744,7 +868,11 @@ fn read_virtual(
     let key_filters: Vec<Filter> = match &plan.target {
         Target::Partitions(keys) => {
             if t.partition_key.len() == 1 {
-                vec![Filter { col: t.partition_key[0], op: Operator::In, values: keys.clone() }]
+                vec![Filter {
+                    col: t.partition_key[0],
+                    op: Operator::In,
+                    values: keys.clone(),
+                }]
             } else {
                 Vec::new()
             }
@@ -795,7 +923,12 @@ fn read_virtual(
         }
         if out.rows.count as usize >= out.page_rows {
             out.rows.paging_state = Some(
-                PagingState { partition: idx as u32, last_key: Vec::new(), remaining: out.remaining.map(|r| r as u32) }.encode(),
+                PagingState {
+                    partition: idx as u32,
+                    last_key: Vec::new(),
+                    remaining: out.remaining.map(|r| r as u32),
+                }
+                .encode(),
             );
             return Ok(());
         }
@@ -804,7 +937,13 @@ fn read_virtual(
 }
 
 /// Reads rows of a stored table, routed through the physical partition map.
-fn read_stored(engine: &Engine, t: &TableDef, plan: &Plan, out: &mut Output, paging: Option<PagingState>) -> Result<()> {
+fn read_stored(
+    engine: &Engine,
+    t: &TableDef,
+    plan: &Plan,
+    out: &mut Output,
+    paging: Option<PagingState>,
+) -> Result<()> {
     let ck_types: Vec<(&CqlType, bool)> = t.clustering_columns().map(|c| (&c.ty, c.desc)).collect();
     let sid = t.storage_id;
     match &plan.target {
@@ -822,11 +961,14 @@ fn read_stored(engine: &Engine, t: &TableDef, plan: &Plan, out: &mut Output, pag
                     None => RowData::default(),
                 };
                 let pdel = header.deletion;
-                let resume = paging.as_ref().filter(|p| p.partition as usize == i && !p.last_key.is_empty());
+                let resume = paging
+                    .as_ref()
+                    .filter(|p| p.partition as usize == i && !p.last_key.is_empty());
                 let mut emitted_any = resume.is_some();
                 let mut rows_prefix = prefix.clone();
                 rows_prefix.push(KIND_ROW);
-                let mut slices: Vec<&(Bound<Vec<u8>>, Bound<Vec<u8>>)> = plan.slices.iter().collect();
+                let mut slices: Vec<&(Bound<Vec<u8>>, Bound<Vec<u8>>)> =
+                    plan.slices.iter().collect();
                 if plan.reversed {
                     slices.reverse();
                 }
@@ -837,7 +979,10 @@ fn read_stored(engine: &Engine, t: &TableDef, plan: &Plan, out: &mut Output, pag
                             Bound::Excluded(k) => Bound::Excluded([&rows_prefix[..], k].concat()),
                             Bound::Unbounded => {
                                 if is_hi {
-                                    Bound::Excluded(prefix_successor(&rows_prefix).expect("row prefix has a successor"))
+                                    Bound::Excluded(
+                                        prefix_successor(&rows_prefix)
+                                            .expect("row prefix has a successor"),
+                                    )
                                 } else {
                                     Bound::Included(rows_prefix.clone())
                                 }
@@ -853,7 +998,10 @@ fn read_stored(engine: &Engine, t: &TableDef, plan: &Plan, out: &mut Output, pag
                             lo = max_lo(lo, Bound::Excluded(p.last_key.clone()));
                         }
                     }
-                    let iter = engine.store.scan(Space::Data, as_ref(&lo), as_ref(&hi), plan.reversed);
+                    let iter =
+                        engine
+                            .store
+                            .scan(Space::Data, as_ref(&lo), as_ref(&hi), plan.reversed);
                     for item in iter {
                         let (k, v) = item?;
                         let dk = row::decode_key(&k, &ck_types)?;
@@ -862,28 +1010,61 @@ fn read_stored(engine: &Engine, t: &TableDef, plan: &Plan, out: &mut Output, pag
                         if !data.is_live(out.now) {
                             continue;
                         }
-                        if !passes(t, &plan.filters, pk, &dk.clustering, &data, &header, out.now) {
+                        if !passes(
+                            t,
+                            &plan.filters,
+                            pk,
+                            &dk.clustering,
+                            &data,
+                            &header,
+                            out.now,
+                        ) {
                             continue;
                         }
                         emitted_any = true;
-                        if let Flow::Stop(more) = out.emit(token, pk, &dk.clustering, &data, &header) {
+                        if let Flow::Stop(more) =
+                            out.emit(token, pk, &dk.clustering, &data, &header)
+                        {
                             if more {
                                 out.rows.paging_state = Some(
-                                    PagingState { partition: i as u32, last_key: k.to_vec(), remaining: out.remaining.map(|r| r as u32) }.encode(),
+                                    PagingState {
+                                        partition: i as u32,
+                                        last_key: k.to_vec(),
+                                        remaining: out.remaining.map(|r| r as u32),
+                                    }
+                                    .encode(),
                                 );
                             }
                             return Ok(());
                         }
                     }
                 }
-                if !emitted_any && t.has_static() && header.cells.iter().any(|c| c.is_live(out.now)) {
+                if !emitted_any && t.has_static() && header.cells.iter().any(|c| c.is_live(out.now))
+                {
                     let mut statics = header.clone();
                     shadow(&mut statics, pdel);
-                    if statics.is_live(out.now) && passes(t, &plan.filters, pk, &[], &RowData::default(), &statics, out.now) {
-                        if let Flow::Stop(more) = out.emit(token, pk, &[], &RowData::default(), &statics) {
+                    if statics.is_live(out.now)
+                        && passes(
+                            t,
+                            &plan.filters,
+                            pk,
+                            &[],
+                            &RowData::default(),
+                            &statics,
+                            out.now,
+                        )
+                    {
+                        if let Flow::Stop(more) =
+                            out.emit(token, pk, &[], &RowData::default(), &statics)
+                        {
                             if more && i + 1 < keys.len() {
                                 out.rows.paging_state = Some(
-                                    PagingState { partition: i as u32 + 1, last_key: Vec::new(), remaining: out.remaining.map(|r| r as u32) }.encode(),
+                                    PagingState {
+                                        partition: i as u32 + 1,
+                                        last_key: Vec::new(),
+                                        remaining: out.remaining.map(|r| r as u32),
+                                    }
+                                    .encode(),
                                 );
                             }
                             return Ok(());
@@ -897,7 +1078,9 @@ fn read_stored(engine: &Engine, t: &TableDef, plan: &Plan, out: &mut Output, pag
             if lo >= hi {
                 return Ok(());
             }
-            let Some(map) = engine.maps.get(sid) else { return Ok(()) };
+            let Some(map) = engine.maps.get(sid) else {
+                return Ok(());
+            };
             let lo_tok = (*lo).max(MIN_TOKEN as i128 - 1);
             // (lo, hi] over the ring; the empty key's MIN token belongs to the first partition.
             let parts: Vec<_> = map
@@ -906,7 +1089,10 @@ fn read_stored(engine: &Engine, t: &TableDef, plan: &Plan, out: &mut Output, pag
                 .filter(|p| (p.end as i128) > lo_tok && (p.start as i128) < *hi)
                 .cloned()
                 .collect();
-            let resume_key = paging.as_ref().map(|p| p.last_key.clone()).filter(|k| !k.is_empty());
+            let resume_key = paging
+                .as_ref()
+                .map(|p| p.last_key.clone())
+                .filter(|k| !k.is_empty());
             let mut cur_pk: Option<Bytes> = None;
             let mut header = RowData::default();
             for p in parts {
@@ -930,7 +1116,10 @@ fn read_stored(engine: &Engine, t: &TableDef, plan: &Plan, out: &mut Output, pag
                 if let Some(rk) = &resume_key {
                     lo_b = max_lo(lo_b, Bound::Excluded(rk.clone()));
                 }
-                for item in engine.store.scan(Space::Data, as_ref(&lo_b), as_ref(&hi_key), false) {
+                for item in engine
+                    .store
+                    .scan(Space::Data, as_ref(&lo_b), as_ref(&hi_key), false)
+                {
                     let (k, v) = item?;
                     let dk = row::decode_key(&k, &ck_types)?;
                     if cur_pk.as_ref() != Some(&dk.pk) {
@@ -954,13 +1143,28 @@ fn read_stored(engine: &Engine, t: &TableDef, plan: &Plan, out: &mut Output, pag
                     if !data.is_live(out.now) {
                         continue;
                     }
-                    if !passes(t, &plan.filters, &dk.pk, &dk.clustering, &data, &header, out.now) {
+                    if !passes(
+                        t,
+                        &plan.filters,
+                        &dk.pk,
+                        &dk.clustering,
+                        &data,
+                        &header,
+                        out.now,
+                    ) {
                         continue;
                     }
-                    if let Flow::Stop(more) = out.emit(dk.token, &dk.pk, &dk.clustering, &data, &header) {
+                    if let Flow::Stop(more) =
+                        out.emit(dk.token, &dk.pk, &dk.clustering, &data, &header)
+                    {
                         if more {
                             out.rows.paging_state = Some(
-                                PagingState { partition: 0, last_key: k.to_vec(), remaining: out.remaining.map(|r| r as u32) }.encode(),
+                                PagingState {
+                                    partition: 0,
+                                    last_key: k.to_vec(),
+                                    remaining: out.remaining.map(|r| r as u32),
+                                }
+                                .encode(),
                             );
                         }
                         return Ok(());

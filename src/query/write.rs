@@ -6,10 +6,12 @@
 
 use super::eval::{eval, Ctx, Val};
 use super::row::{self, Cell, Marker, RowData, KIND_HEADER, KIND_ROW};
-use super::{invalid, resolve_keyspace, resolve_table, Engine, Outcome, QueryOptions, Result, Session};
+use super::{
+    invalid, resolve_keyspace, resolve_table, Engine, Outcome, QueryOptions, Result, Session,
+};
 use crate::cql::ast::{
-    Assignment, Batch, Delete, DeleteTarget, Insert, InsertValues, Operator, Relation,
-    RelationLhs, Statement, Term, Using,
+    Assignment, Batch, Delete, DeleteTarget, Insert, InsertValues, Operator, Relation, RelationLhs,
+    Statement, Term, Using,
 };
 use crate::cql::types::CqlType;
 use crate::partition::token::{partition_key_bytes, token_of, Token};
@@ -87,7 +89,9 @@ pub fn key_values(
 /// The values of an IN restriction: a list of terms or one marker bound to a list.
 pub fn in_values(rhs: &Term, ty: &CqlType, name: &str, ctx: &Ctx) -> Result<Vec<Val>> {
     match rhs {
-        Term::List(items) | Term::Tuple(items) => items.iter().map(|t| eval(t, ty, name, ctx)).collect(),
+        Term::List(items) | Term::Tuple(items) => {
+            items.iter().map(|t| eval(t, ty, name, ctx)).collect()
+        }
         other => {
             let list_ty = CqlType::List(Box::new(ty.clone()));
             match eval(other, &list_ty, name, ctx)? {
@@ -197,7 +201,10 @@ fn partition_keys(table: &TableDef, pk_vals: Vec<Option<Vec<Bytes>>>) -> Result<
 }
 
 fn clustering_types(table: &TableDef) -> Vec<(&CqlType, bool)> {
-    table.clustering_columns().map(|c| (&c.ty, c.desc)).collect()
+    table
+        .clustering_columns()
+        .map(|c| (&c.ty, c.desc))
+        .collect()
 }
 
 fn row_key(table: &TableDef, pk: &[u8], clustering: &[Bytes]) -> Vec<u8> {
@@ -219,7 +226,12 @@ struct WriteParams {
     expiry: i32,
 }
 
-fn using_params(table: &TableDef, using: &Using, ctx: &Ctx, default_ts: i64) -> Result<WriteParams> {
+fn using_params(
+    table: &TableDef,
+    using: &Using,
+    ctx: &Ctx,
+    default_ts: i64,
+) -> Result<WriteParams> {
     let ts = match &using.timestamp {
         Some(t) => match eval(t, &CqlType::Bigint, "[timestamp]", ctx)? {
             Val::Value(b) if b.len() == 8 => i64::from_be_bytes(b[..].try_into().expect("8")),
@@ -230,7 +242,9 @@ fn using_params(table: &TableDef, using: &Using, ctx: &Ctx, default_ts: i64) -> 
     };
     let ttl: i64 = match &using.ttl {
         Some(t) => match eval(t, &CqlType::Int, "[ttl]", ctx)? {
-            Val::Value(b) if b.len() == 4 => i32::from_be_bytes(b[..].try_into().expect("4")) as i64,
+            Val::Value(b) if b.len() == 4 => {
+                i32::from_be_bytes(b[..].try_into().expect("4")) as i64
+            }
             Val::Unset => table.options.default_time_to_live as i64,
             _ => return Err(invalid("Invalid null value of TTL")),
         },
@@ -289,10 +303,18 @@ fn reject_counter_table(table: &TableDef, what: &str) -> Result<()> {
     Ok(())
 }
 
-fn insert_mutations(engine: &Engine, table: &Arc<TableDef>, ins: &Insert, ctx: &Ctx, ts: i64) -> Result<Vec<Mutation>> {
+fn insert_mutations(
+    engine: &Engine,
+    table: &Arc<TableDef>,
+    ins: &Insert,
+    ctx: &Ctx,
+    ts: i64,
+) -> Result<Vec<Mutation>> {
     reject_counter_table(table, "INSERT")?;
     if ins.if_not_exists {
-        return Err(invalid("Conditional updates (IF NOT EXISTS) are not supported yet"));
+        return Err(invalid(
+            "Conditional updates (IF NOT EXISTS) are not supported yet",
+        ));
     }
     let InsertValues::Values { columns, values } = &ins.values else {
         return Err(invalid("INSERT JSON is not supported yet"));
@@ -349,7 +371,10 @@ fn insert_mutations(engine: &Engine, table: &Arc<TableDef>, ins: &Insert, ctx: &
         )));
     }
     let pks = partition_keys(table, pk_vals)?;
-    let ck: Vec<Bytes> = ck_vals.into_iter().map(|v| v.unwrap_or_default().remove(0)).collect();
+    let ck: Vec<Bytes> = ck_vals
+        .into_iter()
+        .map(|v| v.unwrap_or_default().remove(0))
+        .collect();
     cells.sort_by_key(|c| c.col);
     static_cells.sort_by_key(|c| c.col);
     let _ = engine;
@@ -414,7 +439,12 @@ fn check_write_where(table: &TableDef, rels: &[Relation]) -> Result<()> {
     Ok(())
 }
 
-fn update_mutations(table: &Arc<TableDef>, up: &crate::cql::ast::Update, ctx: &Ctx, ts: i64) -> Result<Vec<Mutation>> {
+fn update_mutations(
+    table: &Arc<TableDef>,
+    up: &crate::cql::ast::Update,
+    ctx: &Ctx,
+    ts: i64,
+) -> Result<Vec<Mutation>> {
     if up.conditions.is_some() {
         return Err(invalid("Conditional updates are not supported yet"));
     }
@@ -432,7 +462,10 @@ fn update_mutations(table: &Arc<TableDef>, up: &crate::cql::ast::Update, ctx: &C
             }
         };
         let col = table.column(column).ok_or_else(|| {
-            invalid(format!("Undefined column name {column} in table {}.{}", table.keyspace, table.name))
+            invalid(format!(
+                "Undefined column name {column} in table {}.{}",
+                table.keyspace, table.name
+            ))
         })?;
         if matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
             return Err(invalid(format!(
@@ -445,12 +478,19 @@ fn update_mutations(table: &Arc<TableDef>, up: &crate::cql::ast::Update, ctx: &C
             )));
         }
         let v = eval(value, &col.ty, column, ctx)?;
-        let target = if col.kind == ColumnKind::Static { &mut static_cells } else { &mut cells };
+        let target = if col.kind == ColumnKind::Static {
+            &mut static_cells
+        } else {
+            &mut cells
+        };
         target.extend(cell_for(col.id, v, &p));
     }
     cells.sort_by_key(|c: &Cell| c.col);
     static_cells.sort_by_key(|c: &Cell| c.col);
-    let pks = partition_keys(table, key_values(table, &up.where_clause, ctx, &table.partition_key)?)?;
+    let pks = partition_keys(
+        table,
+        key_values(table, &up.where_clause, ctx, &table.partition_key)?,
+    )?;
     let ck_vals = key_values(table, &up.where_clause, ctx, &table.clustering)?;
     let mut out = Vec::new();
     let need_rows = !cells.is_empty() || static_cells.is_empty();
@@ -462,7 +502,12 @@ fn update_mutations(table: &Arc<TableDef>, up: &crate::cql::ast::Update, ctx: &C
                 miss.join(", ")
             )));
         }
-        combinations(&ck_vals.into_iter().map(|v| v.unwrap_or_default()).collect::<Vec<_>>())
+        combinations(
+            &ck_vals
+                .into_iter()
+                .map(|v| v.unwrap_or_default())
+                .collect::<Vec<_>>(),
+        )
     } else {
         Vec::new()
     };
@@ -493,7 +538,12 @@ fn update_mutations(table: &Arc<TableDef>, up: &crate::cql::ast::Update, ctx: &C
     Ok(out)
 }
 
-fn delete_mutations(table: &Arc<TableDef>, del: &Delete, ctx: &Ctx, ts: i64) -> Result<Vec<Mutation>> {
+fn delete_mutations(
+    table: &Arc<TableDef>,
+    del: &Delete,
+    ctx: &Ctx,
+    ts: i64,
+) -> Result<Vec<Mutation>> {
     if del.conditions.is_some() {
         return Err(invalid("Conditional deletes are not supported yet"));
     }
@@ -501,9 +551,20 @@ fn delete_mutations(table: &Arc<TableDef>, del: &Delete, ctx: &Ctx, ts: i64) -> 
         return Err(invalid("A DELETE statement cannot use TTL"));
     }
     check_write_where(table, &del.where_clause)?;
-    let p = using_params(table, &Using { ttl: None, timestamp: del.using.timestamp.clone() }, ctx, ts)?;
+    let p = using_params(
+        table,
+        &Using {
+            ttl: None,
+            timestamp: del.using.timestamp.clone(),
+        },
+        ctx,
+        ts,
+    )?;
     let now = super::now_secs();
-    let pks = partition_keys(table, key_values(table, &del.where_clause, ctx, &table.partition_key)?)?;
+    let pks = partition_keys(
+        table,
+        key_values(table, &del.where_clause, ctx, &table.partition_key)?,
+    )?;
     let ck_vals = key_values(table, &del.where_clause, ctx, &table.clustering)?;
     let given = ck_vals.iter().take_while(|v| v.is_some()).count();
     if ck_vals.iter().skip(given).any(|v| v.is_some()) {
@@ -517,34 +578,61 @@ fn delete_mutations(table: &Arc<TableDef>, del: &Delete, ctx: &Ctx, ts: i64) -> 
     let mut static_cells = Vec::new();
     for t in &del.targets {
         let DeleteTarget::Column(name) = t else {
-            return Err(invalid("Deleting collection elements or fields is not supported yet"));
+            return Err(invalid(
+                "Deleting collection elements or fields is not supported yet",
+            ));
         };
         let col = table.column(name).ok_or_else(|| {
-            invalid(format!("Undefined column name {name} in table {}.{}", table.keyspace, table.name))
+            invalid(format!(
+                "Undefined column name {name} in table {}.{}",
+                table.keyspace, table.name
+            ))
         })?;
         if matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
             return Err(invalid(format!(
                 "Invalid identifier {name} for deletion (should not be a PRIMARY KEY part)"
             )));
         }
-        let c = Cell { col: col.id, ts: p.ts, ttl: 0, expiry: 0, value: None, local_deletion: now };
-        if col.kind == ColumnKind::Static { static_cells.push(c) } else { cells.push(c) }
+        let c = Cell {
+            col: col.id,
+            ts: p.ts,
+            ttl: 0,
+            expiry: 0,
+            value: None,
+            local_deletion: now,
+        };
+        if col.kind == ColumnKind::Static {
+            static_cells.push(c)
+        } else {
+            cells.push(c)
+        }
     }
     cells.sort_by_key(|c| c.col);
     static_cells.sort_by_key(|c| c.col);
     let mut out = Vec::new();
     for pk in pks {
         if given == table.clustering.len() && (del.targets.is_empty() || !cells.is_empty()) {
-            let cks = combinations(&ck_vals.iter().map(|v| v.clone().unwrap_or_default()).collect::<Vec<_>>());
+            let cks = combinations(
+                &ck_vals
+                    .iter()
+                    .map(|v| v.clone().unwrap_or_default())
+                    .collect::<Vec<_>>(),
+            );
             for ck in cks {
                 out.push(Mutation {
                     table: Arc::clone(table),
                     key: row_key(table, &pk, &ck),
                     pk: pk.clone(),
                     update: if del.targets.is_empty() {
-                        RowData { deletion: Some((p.ts, now)), ..Default::default() }
+                        RowData {
+                            deletion: Some((p.ts, now)),
+                            ..Default::default()
+                        }
                     } else {
-                        RowData { cells: cells.clone(), ..Default::default() }
+                        RowData {
+                            cells: cells.clone(),
+                            ..Default::default()
+                        }
                     },
                 });
             }
@@ -554,7 +642,10 @@ fn delete_mutations(table: &Arc<TableDef>, del: &Delete, ctx: &Ctx, ts: i64) -> 
                 table: Arc::clone(table),
                 key: header_key(table, &pk),
                 pk: pk.clone(),
-                update: RowData { deletion: Some((p.ts, now)), ..Default::default() },
+                update: RowData {
+                    deletion: Some((p.ts, now)),
+                    ..Default::default()
+                },
             });
         } else if del.targets.is_empty() || !cells.is_empty() {
             return Err(invalid(
@@ -566,14 +657,24 @@ fn delete_mutations(table: &Arc<TableDef>, del: &Delete, ctx: &Ctx, ts: i64) -> 
                 table: Arc::clone(table),
                 key: header_key(table, &pk),
                 pk: pk.clone(),
-                update: RowData { cells: static_cells.clone(), ..Default::default() },
+                update: RowData {
+                    cells: static_cells.clone(),
+                    ..Default::default()
+                },
             });
         }
     }
     Ok(out)
 }
 
-fn mutations_for(engine: &Engine, schema: &Schema, keyspace: Option<&str>, st: &Statement, ctx: &Ctx, ts: i64) -> Result<Vec<Mutation>> {
+fn mutations_for(
+    engine: &Engine,
+    schema: &Schema,
+    keyspace: Option<&str>,
+    st: &Statement,
+    ctx: &Ctx,
+    ts: i64,
+) -> Result<Vec<Mutation>> {
     match st {
         Statement::Insert(i) => {
             let t = resolve_table(schema, keyspace, &i.table)?;
@@ -590,7 +691,9 @@ fn mutations_for(engine: &Engine, schema: &Schema, keyspace: Option<&str>, st: &
             check_writable(t)?;
             delete_mutations(t, d, ctx, ts)
         }
-        _ => Err(invalid("Only INSERT, UPDATE and DELETE statements are allowed in a BATCH")),
+        _ => Err(invalid(
+            "Only INSERT, UPDATE and DELETE statements are allowed in a BATCH",
+        )),
     }
 }
 
@@ -605,22 +708,50 @@ fn check_writable(t: &TableDef) -> Result<()> {
 }
 
 /// The mutations of one INSERT/UPDATE/DELETE with its own bound values.
-pub fn statement_mutations(engine: &Engine, schema: &Schema, keyspace: Option<&str>, st: &Statement, binds: &BoundValues, ts: i64) -> Result<Vec<Mutation>> {
-    let ctx = Ctx { binds, max_value_bytes: engine.limits.max_value_bytes };
+pub fn statement_mutations(
+    engine: &Engine,
+    schema: &Schema,
+    keyspace: Option<&str>,
+    st: &Statement,
+    binds: &BoundValues,
+    ts: i64,
+) -> Result<Vec<Mutation>> {
+    let ctx = Ctx {
+        binds,
+        max_value_bytes: engine.limits.max_value_bytes,
+    };
     mutations_for(engine, schema, keyspace, st, &ctx, ts)
 }
 
-pub fn execute_single(engine: &Engine, keyspace: Option<&str>, st: &Statement, binds: &BoundValues, ts: i64) -> Result<Outcome> {
+pub fn execute_single(
+    engine: &Engine,
+    keyspace: Option<&str>,
+    st: &Statement,
+    binds: &BoundValues,
+    ts: i64,
+) -> Result<Outcome> {
     let schema = engine.schema();
-    let ctx = Ctx { binds, max_value_bytes: engine.limits.max_value_bytes };
+    let ctx = Ctx {
+        binds,
+        max_value_bytes: engine.limits.max_value_bytes,
+    };
     let muts = mutations_for(engine, &schema, keyspace, st, &ctx, ts)?;
     apply(engine, muts)?;
     Ok(Outcome::Void)
 }
 
-pub fn execute_batch(engine: &Engine, keyspace: Option<&str>, b: &Batch, binds: &BoundValues, ts: i64) -> Result<Outcome> {
+pub fn execute_batch(
+    engine: &Engine,
+    keyspace: Option<&str>,
+    b: &Batch,
+    binds: &BoundValues,
+    ts: i64,
+) -> Result<Outcome> {
     let schema = engine.schema();
-    let ctx = Ctx { binds, max_value_bytes: engine.limits.max_value_bytes };
+    let ctx = Ctx {
+        binds,
+        max_value_bytes: engine.limits.max_value_bytes,
+    };
     let ts = match &b.using.timestamp {
         Some(t) => match eval(t, &CqlType::Bigint, "[timestamp]", &ctx)? {
             Val::Value(v) if v.len() == 8 => i64::from_be_bytes(v[..].try_into().expect("8")),
@@ -683,11 +814,19 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
     };
     let cat = &engine.catalog;
     match st {
-        Statement::CreateKeyspace { name, if_not_exists, properties } => {
+        Statement::CreateKeyspace {
+            name,
+            if_not_exists,
+            properties,
+        } => {
             let c = cat.update(|s, _| ddl::create_keyspace(s, name, *if_not_exists, properties))?;
             Ok(done(c))
         }
-        Statement::AlterKeyspace { name, if_exists, properties } => {
+        Statement::AlterKeyspace {
+            name,
+            if_exists,
+            properties,
+        } => {
             let c = cat.update(|s, _| ddl::alter_keyspace(s, name, *if_exists, properties))?;
             Ok(done(c))
         }
@@ -716,7 +855,10 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
                 let r = ddl::create_table(s, ks, ct)?;
                 if let Some((_, t)) = &r {
                     let tp = table_throughput(s, t);
-                    new_map = Some((t.storage_id, engine.maps.initial_layout(t.storage_id, tp, batch)));
+                    new_map = Some((
+                        t.storage_id,
+                        engine.maps.initial_layout(t.storage_id, tp, batch),
+                    ));
                 }
                 Ok(r)
             })?;
@@ -725,14 +867,21 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
             }
             Ok(done(res.map(|r| r.0)))
         }
-        Statement::AlterTable { name, if_exists, action, if_column_not_exists, if_column_exists } => {
+        Statement::AlterTable {
+            name,
+            if_exists,
+            action,
+            if_column_not_exists,
+            if_column_exists,
+        } => {
             let ks = resolve_keyspace(keyspace, name)?;
             let flags = ddl::AlterFlags {
                 if_exists: *if_exists,
                 if_column_not_exists: *if_column_not_exists,
                 if_column_exists: *if_column_exists,
             };
-            let c = cat.update(|s, _| ddl::alter_table(s, ks, name, flags, action, super::now_micros()))?;
+            let c = cat
+                .update(|s, _| ddl::alter_table(s, ks, name, flags, action, super::now_micros()))?;
             Ok(done(c.map(|r| r.0)))
         }
         Statement::DropTable { name, if_exists } => {
@@ -762,7 +911,9 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
                 let mut t = (*old).clone();
                 t.storage_id = s.next_storage_id;
                 s.next_storage_id += 1;
-                let map = engine.maps.initial_layout(t.storage_id, table_throughput(s, &t), batch);
+                let map = engine
+                    .maps
+                    .initial_layout(t.storage_id, table_throughput(s, &t), batch);
                 engine.maps.remove(old.storage_id, batch);
                 purge_marker(old.storage_id, batch);
                 swap = Some((old.storage_id, t.storage_id, map));
@@ -777,9 +928,14 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
             }
             Ok(Outcome::Void)
         }
-        Statement::CreateType { name, if_not_exists, fields } => {
+        Statement::CreateType {
+            name,
+            if_not_exists,
+            fields,
+        } => {
             let ks = resolve_keyspace(keyspace, name)?;
-            let c = cat.update(|s, _| ddl::create_type(s, ks, &name.name, *if_not_exists, fields))?;
+            let c =
+                cat.update(|s, _| ddl::create_type(s, ks, &name.name, *if_not_exists, fields))?;
             Ok(done(c))
         }
         Statement::DropType { name, if_exists } => {
@@ -823,7 +979,12 @@ fn purge(store: &dyn crate::storage::Store, storage_id: u64) -> crate::storage::
     loop {
         let mut batch = WriteBatch::default();
         for item in store
-            .scan(Space::Data, std::ops::Bound::Included(&lo[..]), std::ops::Bound::Excluded(&hi[..]), false)
+            .scan(
+                Space::Data,
+                std::ops::Bound::Included(&lo[..]),
+                std::ops::Bound::Excluded(&hi[..]),
+                false,
+            )
             .take(BATCH)
         {
             batch.delete(Space::Data, item?.0);
@@ -845,9 +1006,18 @@ pub fn resume_purges(engine: &Engine) -> Result<()> {
     let end = crate::storage::prefix_successor(prefix).expect("successor");
     let ids: Vec<u64> = engine
         .store
-        .scan(Space::Meta, std::ops::Bound::Included(&prefix[..]), std::ops::Bound::Excluded(&end[..]), false)
+        .scan(
+            Space::Meta,
+            std::ops::Bound::Included(&prefix[..]),
+            std::ops::Bound::Excluded(&end[..]),
+            false,
+        )
         .filter_map(|r| r.ok())
-        .filter_map(|(k, _)| k.get(prefix.len()..).and_then(|b| b.try_into().ok()).map(u64::from_be_bytes))
+        .filter_map(|(k, _)| {
+            k.get(prefix.len()..)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_be_bytes)
+        })
         .collect();
     for id in ids {
         spawn_purge(engine, id);

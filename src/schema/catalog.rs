@@ -1,8 +1,6 @@
 //! The catalog: the current schema snapshot, its persistence and serialized DDL.
 
-use super::{
-    ColumnDef, ColumnKind, KeyspaceDef, Schema, SchemaError, TableOptions,
-};
+use super::{ColumnDef, ColumnKind, KeyspaceDef, Schema, SchemaError, TableOptions};
 use crate::cql::types::{CqlType, UdtDef};
 use crate::storage::{Space, Store, WriteBatch};
 use arc_swap::ArcSwap;

@@ -81,7 +81,10 @@ fn literal_text(l: &Literal) -> String {
         }
         Literal::Duration(s) => s.clone(),
         Literal::Boolean(b) => b.to_string(),
-        Literal::Blob(b) => format!("0x{}", b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
+        Literal::Blob(b) => format!(
+            "0x{}",
+            b.iter().map(|x| format!("{x:02x}")).collect::<String>()
+        ),
         Literal::Null => "null".into(),
     }
 }
@@ -170,20 +173,19 @@ fn replication_from(
     let class = map
         .remove("class")
         .ok_or_else(|| config("Missing replication strategy class"))?;
-    let class = match class.as_str() {
-        "SimpleStrategy" | SIMPLE => SIMPLE,
-        "NetworkTopologyStrategy" | NTS => NTS,
-        "LocalStrategy" | "org.apache.cassandra.locator.LocalStrategy" => {
-            return Err(config(
+    let class =
+        match class.as_str() {
+            "SimpleStrategy" | SIMPLE => SIMPLE,
+            "NetworkTopologyStrategy" | NTS => NTS,
+            "LocalStrategy" | "org.apache.cassandra.locator.LocalStrategy" => return Err(config(
                 "Unable to use given strategy class: LocalStrategy is reserved for internal use.",
-            ))
-        }
-        other => {
-            return Err(config(format!(
-                "Unable to find replication strategy class '{other}'"
-            )))
-        }
-    };
+            )),
+            other => {
+                return Err(config(format!(
+                    "Unable to find replication strategy class '{other}'"
+                )))
+            }
+        };
     let check_rf = |key: &str, v: &str| -> Result<(), SchemaError> {
         let rf = v.split('/').next().unwrap_or(v);
         match rf.trim().parse::<i64>() {
@@ -335,12 +337,14 @@ pub fn resolve_type(
                 .map(|t| resolve_type(schema, keyspace, t).map(freeze_nested))
                 .collect::<Result<_, _>>()?,
         ),
-        TypeExpr::Frozen(t) => CqlType::Frozen(Box::new(freeze_nested(resolve_type(
-            schema, keyspace, t,
-        )?))),
+        TypeExpr::Frozen(t) => {
+            CqlType::Frozen(Box::new(freeze_nested(resolve_type(schema, keyspace, t)?)))
+        }
         TypeExpr::Vector(t, n) => {
             if *n == 0 {
-                return Err(invalid("vectors may only have positive dimensions; given 0"));
+                return Err(invalid(
+                    "vectors may only have positive dimensions; given 0",
+                ));
             }
             CqlType::Vector(Box::new(resolve_type(schema, keyspace, t)?), *n)
         }
@@ -444,9 +448,10 @@ pub fn drop_type(
         )));
     }
     let used_by = ks.tables.values().find(|t| {
-        t.columns
-            .iter()
-            .any(|c| c.ty.to_string().contains(&crate::cql::types::quote_ident(name)))
+        t.columns.iter().any(|c| {
+            c.ty.to_string()
+                .contains(&crate::cql::types::quote_ident(name))
+        })
     });
     if let Some(t) = used_by {
         return Err(invalid(format!(
@@ -677,7 +682,13 @@ pub fn create_table(
     }
     let mut seen_key: Vec<&str> = Vec::new();
     for (pos, k) in stmt.partition_key.iter().enumerate() {
-        mark_key(&mut columns, k, ColumnKind::PartitionKey, pos, &mut seen_key)?;
+        mark_key(
+            &mut columns,
+            k,
+            ColumnKind::PartitionKey,
+            pos,
+            &mut seen_key,
+        )?;
     }
     for (pos, k) in stmt.clustering.iter().enumerate() {
         mark_key(&mut columns, k, ColumnKind::Clustering, pos, &mut seen_key)?;
@@ -766,9 +777,7 @@ fn mark_key<'a>(
     seen: &mut Vec<&'a str>,
 ) -> Result<(), SchemaError> {
     if seen.contains(&name) {
-        return Err(invalid(format!(
-            "Multiple definition of identifier {name}"
-        )));
+        return Err(invalid(format!("Multiple definition of identifier {name}")));
     }
     seen.push(name);
     let c = columns.iter_mut().find(|c| c.name == name).ok_or_else(|| {
@@ -836,8 +845,7 @@ pub fn alter_table(
                         c.name
                     )));
                 }
-                if ty.is_counter() != t.is_counter_table() && t.value_columns().next().is_some()
-                {
+                if ty.is_counter() != t.is_counter_table() && t.value_columns().next().is_some() {
                     return Err(invalid(
                         "Cannot mix counter and non counter columns in the same table",
                     ));
@@ -877,9 +885,7 @@ pub fn alter_table(
                     )));
                 };
                 if matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
-                    return Err(invalid(format!(
-                        "Cannot drop PRIMARY KEY column {c}"
-                    )));
+                    return Err(invalid(format!("Cannot drop PRIMARY KEY column {c}")));
                 }
                 t.columns.retain(|x| x.name != *c);
                 t.dropped.retain(|(n, _, _)| n != c);
@@ -960,9 +966,7 @@ pub fn drop_table(
         if if_exists {
             return Ok(None);
         }
-        return Err(invalid(format!(
-            "Table '{keyspace}.{name}' doesn't exist"
-        )));
+        return Err(invalid(format!("Table '{keyspace}.{name}' doesn't exist")));
     };
     let mut ks = (*ks).clone();
     ks.tables.remove(name);

@@ -149,10 +149,7 @@ pub fn create_table_cql(t: &TableDef, is_virtual: bool) -> String {
         ));
         opts.push(format!("memtable = {}", quote_str(&o.memtable)));
         opts.push(format!("crc_check_chance = {:?}", o.crc_check_chance));
-        opts.push(format!(
-            "default_time_to_live = {}",
-            o.default_time_to_live
-        ));
+        opts.push(format!("default_time_to_live = {}", o.default_time_to_live));
         let ext: Vec<String> = o
             .extensions
             .iter()
@@ -272,9 +269,7 @@ pub fn describe(
             .clone()
             .or_else(|| current_keyspace.map(str::to_string))
             .ok_or_else(|| {
-                SchemaError::Invalid(
-                    "No keyspace specified and no current keyspace".to_string(),
-                )
+                SchemaError::Invalid("No keyspace specified and no current keyspace".to_string())
             })
     };
     let mut rows = Vec::new();
@@ -336,9 +331,9 @@ pub fn describe(
         DescribeTarget::Keyspace(name) => {
             let name = match name {
                 Some(n) => n.clone(),
-                None => current_keyspace
-                    .map(str::to_string)
-                    .ok_or_else(|| SchemaError::Invalid("No keyspace specified and no current keyspace".into()))?,
+                None => current_keyspace.map(str::to_string).ok_or_else(|| {
+                    SchemaError::Invalid("No keyspace specified and no current keyspace".into())
+                })?,
             };
             let ks = schema
                 .keyspace(&name)
@@ -351,9 +346,10 @@ pub fn describe(
             let k = schema
                 .keyspace(&ks)
                 .ok_or_else(|| not_found(format!("'{ks}' not found in keyspaces")))?;
-            let t = k.tables.get(&q.name).ok_or_else(|| {
-                not_found(format!("'{}' not found in keyspace '{ks}'", q.name))
-            })?;
+            let t = k
+                .tables
+                .get(&q.name)
+                .ok_or_else(|| not_found(format!("'{}' not found in keyspace '{ks}'", q.name)))?;
             rows.push(element(
                 &ks,
                 "table",
@@ -368,7 +364,10 @@ pub fn describe(
                 .keyspace(&ks)
                 .and_then(|k| k.types.get(&q.name))
                 .ok_or_else(|| {
-                    not_found(format!("User defined type '{}' not found in '{ks}'", q.name))
+                    not_found(format!(
+                        "User defined type '{}' not found in '{ks}'",
+                        q.name
+                    ))
                 })?;
             rows.push(element(&ks, "type", &u.name, create_type_cql(u)));
             element_columns()

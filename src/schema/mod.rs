@@ -189,9 +189,9 @@ impl TableDef {
     }
     /// Regular and static columns.
     pub fn value_columns(&self) -> impl Iterator<Item = &ColumnDef> {
-        self.columns.iter().filter(|c| {
-            matches!(c.kind, ColumnKind::Regular | ColumnKind::Static)
-        })
+        self.columns
+            .iter()
+            .filter(|c| matches!(c.kind, ColumnKind::Regular | ColumnKind::Static))
     }
     pub fn is_counter_table(&self) -> bool {
         self.value_columns().any(|c| c.ty.is_counter())

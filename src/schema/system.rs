@@ -399,7 +399,10 @@ fn build_table(keyspace: &str, s: &Spec) -> TableDef {
         keyspace.to_string(),
         s.name.to_string(),
         // Stable ids derived from the names, so drivers see the same id across restarts.
-        Uuid::new_v5(&Uuid::NAMESPACE_OID, format!("{keyspace}.{}", s.name).as_bytes()),
+        Uuid::new_v5(
+            &Uuid::NAMESPACE_OID,
+            format!("{keyspace}.{}", s.name).as_bytes(),
+        ),
         0,
         columns,
         TableOptions::default(),
@@ -528,7 +531,10 @@ pub fn virtual_rows(schema: &Schema, node: &NodeInfo, table: &TableDef) -> Optio
                     ("host_id", uuid(&node.host_id)),
                     ("listen_address", inet(node.listen.ip())),
                     ("listen_port", int(7000)),
-                    ("native_protocol_version", text(&node.native_protocol_version)),
+                    (
+                        "native_protocol_version",
+                        text(&node.native_protocol_version),
+                    ),
                     ("partitioner", text(PARTITIONER)),
                     ("rack", text(&node.rack)),
                     ("release_version", text(RELEASE_VERSION)),
@@ -676,11 +682,13 @@ fn table_row(t: &TableDef, tb: &TableDef) -> VRow {
             ("compression", text_map(&o.compression)),
             (
                 "cosmosdb_autoscale_max_throughput",
-                o.cosmosdb_autoscale_max_throughput.and_then(|v| int(v as i32)),
+                o.cosmosdb_autoscale_max_throughput
+                    .and_then(|v| int(v as i32)),
             ),
             (
                 "cosmosdb_provisioned_throughput",
-                o.cosmosdb_provisioned_throughput.and_then(|v| int(v as i32)),
+                o.cosmosdb_provisioned_throughput
+                    .and_then(|v| int(v as i32)),
             ),
             ("crc_check_chance", double(o.crc_check_chance)),
             ("default_time_to_live", int(o.default_time_to_live)),

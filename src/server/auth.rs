@@ -7,7 +7,9 @@ pub fn check_plain(auth: &Auth, token: Option<&[u8]>) -> Result<String, String> 
     let token = token.unwrap_or_default();
     let mut parts = token.split(|&b| b == 0);
     // authzid (ignored), authcid, password
-    let (Some(_), Some(user), Some(pass), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+    let (Some(_), Some(user), Some(pass), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
         return Err("Authentication failed: the SASL PLAIN token is malformed".into());
     };
     let user = String::from_utf8_lossy(user).into_owned();
@@ -34,8 +36,13 @@ mod tests {
     fn plain_tokens() {
         let mut auth = Auth::default();
         auth.users.insert("cassandra".into(), "secret".into());
-        assert_eq!(check_plain(&auth, Some(b"\0cassandra\0secret")).unwrap(), "cassandra");
-        assert!(check_plain(&auth, Some(b"\0cassandra\0wrong")).unwrap_err().contains("incorrect"));
+        assert_eq!(
+            check_plain(&auth, Some(b"\0cassandra\0secret")).unwrap(),
+            "cassandra"
+        );
+        assert!(check_plain(&auth, Some(b"\0cassandra\0wrong"))
+            .unwrap_err()
+            .contains("incorrect"));
         assert!(check_plain(&auth, Some(b"\0nobody\0secret")).is_err());
         assert!(check_plain(&auth, Some(b"garbage")).is_err());
         assert!(check_plain(&auth, None).is_err());

@@ -82,7 +82,11 @@ where
                 },
             };
             let Some((header, body)) = next else { break };
-            if !dispatch(&shared, &mut st, &session, &keyspace, &tx, &in_flight, header, body).await {
+            if !dispatch(
+                &shared, &mut st, &session, &keyspace, &tx, &in_flight, header, body,
+            )
+            .await
+            {
                 break 'conn;
             }
         }
@@ -103,27 +107,59 @@ where
 
 async fn send_frame_error(tx: &mpsc::Sender<Out>, e: &FrameError) {
     let (resp, version) = match e {
-        FrameError::UnsupportedVersion { version, .. } => (ErrorResponse::unsupported_version(*version), 4),
+        FrameError::UnsupportedVersion { version, .. } => {
+            (ErrorResponse::unsupported_version(*version), 4)
+        }
         other => (ErrorResponse::new(other.error_code(), other.to_string()), 4),
     };
     let mut out = BytesMut::new();
-    if encode_response(&mut out, version, e.stream(), &Response::Error(resp), &ResponseExtras::NONE, Compression::None).is_ok() {
+    if encode_response(
+        &mut out,
+        version,
+        e.stream(),
+        &Response::Error(resp),
+        &ResponseExtras::NONE,
+        Compression::None,
+    )
+    .is_ok()
+    {
         let _ = tx.send(Out::Frame(out.freeze())).await;
     }
 }
 
-fn encode(version: u8, stream: i16, resp: &Response, extras: &ResponseExtras, compression: Compression) -> Bytes {
+fn encode(
+    version: u8,
+    stream: i16,
+    resp: &Response,
+    extras: &ResponseExtras,
+    compression: Compression,
+) -> Bytes {
     let mut out = BytesMut::with_capacity(256);
     if let Err(e) = encode_response(&mut out, version, stream, resp, extras, compression) {
         out.clear();
-        let err = Response::Error(ErrorResponse::server(format!("cannot encode response: {e}")));
-        let _ = encode_response(&mut out, version, stream, &err, &ResponseExtras::NONE, Compression::None);
+        let err = Response::Error(ErrorResponse::server(format!(
+            "cannot encode response: {e}"
+        )));
+        let _ = encode_response(
+            &mut out,
+            version,
+            stream,
+            &err,
+            &ResponseExtras::NONE,
+            Compression::None,
+        );
     }
     out.freeze()
 }
 
 fn protocol_error(version: u8, stream: i16, msg: impl Into<String>) -> Out {
-    Out::Frame(encode(version, stream, &Response::Error(ErrorResponse::protocol(msg)), &ResponseExtras::NONE, Compression::None))
+    Out::Frame(encode(
+        version,
+        stream,
+        &Response::Error(ErrorResponse::protocol(msg)),
+        &ResponseExtras::NONE,
+        Compression::None,
+    ))
 }
 
 /// Handles one frame; returns false when the connection must close.
@@ -149,13 +185,29 @@ async fn dispatch(
     // Pre-v5 bodies may be compressed per frame.
     let body = if header.has_flag(flags::COMPRESSION) && version < 5 {
         if st.compression == Compression::None {
-            let _ = tx.send(protocol_error(version, stream, "Received a compressed frame but no compression was negotiated")).await;
+            let _ = tx
+                .send(protocol_error(
+                    version,
+                    stream,
+                    "Received a compressed frame but no compression was negotiated",
+                ))
+                .await;
             return true;
         }
-        match compression::decompress_body(st.compression, &body, shared.config.limits.max_frame_bytes.0 as usize) {
+        match compression::decompress_body(
+            st.compression,
+            &body,
+            shared.config.limits.max_frame_bytes.0 as usize,
+        ) {
             Ok(b) => b,
             Err(e) => {
-                let _ = tx.send(protocol_error(version, stream, format!("Cannot decompress frame body: {e}"))).await;
+                let _ = tx
+                    .send(protocol_error(
+                        version,
+                        stream,
+                        format!("Cannot decompress frame body: {e}"),
+                    ))
+                    .await;
                 return true;
             }
         }
@@ -165,35 +217,68 @@ async fn dispatch(
     let env = match request::decode_request(&header, body) {
         Ok(env) => env,
         Err(e) => {
-            let _ = tx.send(protocol_error(version, stream, e.to_string())).await;
+            let _ = tx
+                .send(protocol_error(version, stream, e.to_string()))
+                .await;
             return true;
         }
     };
-    let ok = |resp: Response| Out::Frame(encode(version, stream, &resp, &ResponseExtras::NONE, Compression::None));
+    let ok = |resp: Response| {
+        Out::Frame(encode(
+            version,
+            stream,
+            &resp,
+            &ResponseExtras::NONE,
+            Compression::None,
+        ))
+    };
     match env.request {
         Request::Options => {
             let supported = vec![
-                ("CQL_VERSION".to_string(), vec![crate::schema::system::CQL_VERSION.to_string()]),
-                ("COMPRESSION".to_string(), vec!["lz4".to_string(), "snappy".to_string()]),
-                ("PROTOCOL_VERSIONS".to_string(), vec!["3/v3".into(), "4/v4".into(), "5/v5".into()]),
+                (
+                    "CQL_VERSION".to_string(),
+                    vec![crate::schema::system::CQL_VERSION.to_string()],
+                ),
+                (
+                    "COMPRESSION".to_string(),
+                    vec!["lz4".to_string(), "snappy".to_string()],
+                ),
+                (
+                    "PROTOCOL_VERSIONS".to_string(),
+                    vec!["3/v3".into(), "4/v4".into(), "5/v5".into()],
+                ),
             ];
             let _ = tx.send(ok(Response::Supported(supported))).await;
             true
         }
         Request::Startup(opts) => {
             if st.started {
-                let _ = tx.send(protocol_error(version, stream, "Unexpected message STARTUP, the connection is already initialised")).await;
+                let _ = tx
+                    .send(protocol_error(
+                        version,
+                        stream,
+                        "Unexpected message STARTUP, the connection is already initialised",
+                    ))
+                    .await;
                 return true;
             }
             let comp = opts.get("COMPRESSION").map(String::as_str).unwrap_or("");
             let comp = match Compression::from_startup_option(comp) {
                 Ok(c) if version >= 5 && c == Compression::Snappy => {
-                    let _ = tx.send(protocol_error(version, stream, "snappy compression is not supported with protocol v5; use lz4")).await;
+                    let _ = tx
+                        .send(protocol_error(
+                            version,
+                            stream,
+                            "snappy compression is not supported with protocol v5; use lz4",
+                        ))
+                        .await;
                     return true;
                 }
                 Ok(c) => c,
                 Err(e) => {
-                    let _ = tx.send(protocol_error(version, stream, e.to_string())).await;
+                    let _ = tx
+                        .send(protocol_error(version, stream, e.to_string()))
+                        .await;
                     return true;
                 }
             };
@@ -207,14 +292,23 @@ async fn dispatch(
             let _ = tx.send(ok(resp)).await;
             if version >= 5 {
                 let lz4 = comp == Compression::Lz4;
-                st.segments = Some(SegmentDecoder::new(lz4, shared.config.limits.max_frame_bytes.0 as usize));
+                st.segments = Some(SegmentDecoder::new(
+                    lz4,
+                    shared.config.limits.max_frame_bytes.0 as usize,
+                ));
                 let _ = tx.send(Out::StartSegments { lz4 }).await;
             }
             true
         }
         Request::AuthResponse(token) => {
             if !st.started || st.authenticated {
-                let _ = tx.send(protocol_error(version, stream, "Unexpected message AUTH_RESPONSE")).await;
+                let _ = tx
+                    .send(protocol_error(
+                        version,
+                        stream,
+                        "Unexpected message AUTH_RESPONSE",
+                    ))
+                    .await;
                 return true;
             }
             let frame = match super::auth::check_plain(&shared.config.auth, token.as_deref()) {
@@ -223,21 +317,49 @@ async fn dispatch(
                     tracing::debug!(user, "authenticated");
                     Response::AuthSuccess(None)
                 }
-                Err(msg) => Response::Error(ErrorResponse::new(crate::protocol::response::error_code::BAD_CREDENTIALS, msg)),
+                Err(msg) => Response::Error(ErrorResponse::new(
+                    crate::protocol::response::error_code::BAD_CREDENTIALS,
+                    msg,
+                )),
             };
-            let _ = tx.send(Out::Frame(encode(version, stream, &frame, &ResponseExtras::NONE, st.compression))).await;
+            let _ = tx
+                .send(Out::Frame(encode(
+                    version,
+                    stream,
+                    &frame,
+                    &ResponseExtras::NONE,
+                    st.compression,
+                )))
+                .await;
             true
         }
         req => {
             if !st.started {
-                let _ = tx.send(protocol_error(version, stream, format!("Unexpected message {:?}, expecting STARTUP or OPTIONS", req.opcode()))).await;
+                let _ = tx
+                    .send(protocol_error(
+                        version,
+                        stream,
+                        format!(
+                            "Unexpected message {:?}, expecting STARTUP or OPTIONS",
+                            req.opcode()
+                        ),
+                    ))
+                    .await;
                 return true;
             }
             if !st.authenticated {
-                let _ = tx.send(Out::Frame(encode(version, stream, &Response::Error(ErrorResponse::new(
-                    crate::protocol::response::error_code::UNAUTHORIZED,
-                    "You have not logged in",
-                )), &ResponseExtras::NONE, Compression::None))).await;
+                let _ = tx
+                    .send(Out::Frame(encode(
+                        version,
+                        stream,
+                        &Response::Error(ErrorResponse::new(
+                            crate::protocol::response::error_code::UNAUTHORIZED,
+                            "You have not logged in",
+                        )),
+                        &ResponseExtras::NONE,
+                        Compression::None,
+                    )))
+                    .await;
                 return true;
             }
             if let Request::Register(events) = &req {
@@ -248,16 +370,29 @@ async fn dispatch(
                         spawn_event_forwarder(shared, tx.clone(), version, st.compression);
                     }
                 }
-                let _ = tx.send(Out::Frame(encode(version, stream, &Response::Ready, &ResponseExtras::NONE, st.compression))).await;
+                let _ = tx
+                    .send(Out::Frame(encode(
+                        version,
+                        stream,
+                        &Response::Ready,
+                        &ResponseExtras::NONE,
+                        st.compression,
+                    )))
+                    .await;
                 return true;
             }
             // Backpressure: wait for a slot before reading more.
-            let Ok(permit) = Arc::clone(in_flight).acquire_owned().await else { return false };
+            let Ok(permit) = Arc::clone(in_flight).acquire_owned().await else {
+                return false;
+            };
             let blocking = shared.config.storage.sync == crate::storage::SyncMode::Fsync;
             let shared = Arc::clone(shared);
             let tx = tx.clone();
             let compression = st.compression;
-            let env = RequestEnvelope { request: req, ..env };
+            let env = RequestEnvelope {
+                request: req,
+                ..env
+            };
             let mut sess = session.clone();
             sess.keyspace = keyspace.lock().clone();
             let run = move || {
@@ -279,7 +414,15 @@ async fn dispatch(
                     *keyspace_cell.lock() = Some(ks);
                 }
                 let _ = &shared;
-                let _ = tx.send(Out::Frame(encode(version, stream, &resp, &ResponseExtras::NONE, compression))).await;
+                let _ = tx
+                    .send(Out::Frame(encode(
+                        version,
+                        stream,
+                        &resp,
+                        &ResponseExtras::NONE,
+                        compression,
+                    )))
+                    .await;
                 drop(permit);
             });
             true
@@ -312,7 +455,12 @@ fn options(p: &QueryParams) -> QueryOptions {
 }
 
 /// Runs a QUERY/PREPARE/EXECUTE/BATCH; returns the response and a new keyspace after USE.
-fn execute(shared: &Shared, session: &mut Session, env: &RequestEnvelope, version: u8) -> (Response, Option<String>) {
+fn execute(
+    shared: &Shared,
+    session: &mut Session,
+    env: &RequestEnvelope,
+    version: u8,
+) -> (Response, Option<String>) {
     let engine = &shared.engine;
     let result: Result<(ResultBody, Option<String>), crate::query::QueryError> = (|| {
         match &env.request {
@@ -337,7 +485,8 @@ fn execute(shared: &Shared, session: &mut Session, env: &RequestEnvelope, versio
                 for s in &b.statements {
                     match &s.kind {
                         BatchStatementKind::Query(text) => {
-                            let parsed = crate::cql::parse(text).map_err(|e| crate::query::QueryError::Syntax(e.to_string()))?;
+                            let parsed = crate::cql::parse(text)
+                                .map_err(|e| crate::query::QueryError::Syntax(e.to_string()))?;
                             owned.push((parsed, s.values.clone()));
                         }
                         BatchStatementKind::Prepared(id) => {
@@ -353,20 +502,34 @@ fn execute(shared: &Shared, session: &mut Session, env: &RequestEnvelope, versio
                         BatchStatementKind::Query(_) => {
                             let (p, v) = &owned[oi];
                             oi += 1;
-                            items.push(BatchItem { parsed: p, keyspace: None, binds: binds(&Values::Positional(v.clone())) });
+                            items.push(BatchItem {
+                                parsed: p,
+                                keyspace: None,
+                                binds: binds(&Values::Positional(v.clone())),
+                            });
                         }
                         BatchStatementKind::Prepared(_) => {
                             let (p, v) = &prepared[pi];
                             pi += 1;
-                            items.push(BatchItem { parsed: &p.parsed, keyspace: p.keyspace.clone(), binds: binds(&Values::Positional(v.clone())) });
+                            items.push(BatchItem {
+                                parsed: &p.parsed,
+                                keyspace: p.keyspace.clone(),
+                                binds: binds(&Values::Positional(v.clone())),
+                            });
                         }
                     }
                 }
-                let opts = QueryOptions { timestamp: b.timestamp, keyspace: b.keyspace.clone(), ..Default::default() };
+                let opts = QueryOptions {
+                    timestamp: b.timestamp,
+                    keyspace: b.keyspace.clone(),
+                    ..Default::default()
+                };
                 let out = engine.batch(session, &items, &opts)?;
                 Ok(finish(shared, out, false))
             }
-            _ => Err(crate::query::QueryError::Server("unexpected request".into())),
+            _ => Err(crate::query::QueryError::Server(
+                "unexpected request".into(),
+            )),
         }
     })();
     match result {
@@ -381,18 +544,31 @@ fn finish(shared: &Shared, out: Outcome, skip_metadata: bool) -> (ResultBody, Op
         _ => None,
     };
     if let Outcome::SchemaChange(c) = &out {
-        let _ = shared.events.send(Arc::new(Event::SchemaChange(convert::schema_change(c))));
+        let _ = shared
+            .events
+            .send(Arc::new(Event::SchemaChange(convert::schema_change(c))));
     }
     (convert::outcome(out, skip_metadata), ks)
 }
 
-fn spawn_event_forwarder(shared: &Arc<Shared>, tx: mpsc::Sender<Out>, version: u8, compression: Compression) {
+fn spawn_event_forwarder(
+    shared: &Arc<Shared>,
+    tx: mpsc::Sender<Out>,
+    version: u8,
+    compression: Compression,
+) {
     let mut rx = shared.events.subscribe();
     tokio::spawn(async move {
         loop {
             match rx.recv().await {
                 Ok(ev) => {
-                    let frame = encode(version, -1, &Response::Event((*ev).clone()), &ResponseExtras::NONE, compression);
+                    let frame = encode(
+                        version,
+                        -1,
+                        &Response::Event((*ev).clone()),
+                        &ResponseExtras::NONE,
+                        compression,
+                    );
                     if tx.send(Out::Frame(frame)).await.is_err() {
                         break;
                     }
@@ -405,8 +581,10 @@ fn spawn_event_forwarder(shared: &Arc<Shared>, tx: mpsc::Sender<Out>, version: u
 }
 
 /// Writes responses, batching whatever is queued into one write.
-async fn write_loop<W: AsyncWrite + Send + 'static>(mut wr: tokio::io::WriteHalf<W>, mut rx: mpsc::Receiver<Out>)
-where
+async fn write_loop<W: AsyncWrite + Send + 'static>(
+    mut wr: tokio::io::WriteHalf<W>,
+    mut rx: mpsc::Receiver<Out>,
+) where
     W: AsyncRead,
 {
     let mut segments: Option<bool> = None;
@@ -460,7 +638,8 @@ fn flush_segments(pending: &mut BytesMut, out: &mut BytesMut, segments: Option<b
                 if rest.len() < take + frame::HEADER_LEN {
                     break;
                 }
-                let len = u32::from_be_bytes(rest[take + 5..take + 9].try_into().expect("4 bytes")) as usize;
+                let len = u32::from_be_bytes(rest[take + 5..take + 9].try_into().expect("4 bytes"))
+                    as usize;
                 let size = frame::HEADER_LEN + len;
                 if take > 0 && take + size > v5::MAX_SEGMENT_PAYLOAD {
                     break;

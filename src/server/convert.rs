@@ -2,8 +2,9 @@
 
 use crate::cql::types::CqlType;
 use crate::protocol::response::{
-    ColumnSpec, ColumnType, ErrorExtra, ErrorResponse, Prepared as PPrepared, ResultBody, Rows as PRows,
-    RowsMetadata, SchemaChange as PSchemaChange, SchemaChangeTarget, SchemaChangeType,
+    ColumnSpec, ColumnType, ErrorExtra, ErrorResponse, Prepared as PPrepared, ResultBody,
+    Rows as PRows, RowsMetadata, SchemaChange as PSchemaChange, SchemaChangeTarget,
+    SchemaChangeType,
 };
 use crate::query::{Outcome, Prepared, QueryError, ResultColumn};
 use crate::schema::ddl::{ChangeKind, ChangeTarget, SchemaChange};

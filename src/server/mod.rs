@@ -30,7 +30,10 @@ fn tls_acceptor(cfg: &Config) -> Result<tokio_rustls::TlsAcceptor, String> {
         .collect::<Result<_, _>>()
         .map_err(|e| format!("bad certificate {}: {e}", cfg.tls.cert.display()))?;
     if certs.is_empty() {
-        return Err(format!("no certificate found in {}", cfg.tls.cert.display()));
+        return Err(format!(
+            "no certificate found in {}",
+            cfg.tls.cert.display()
+        ));
     }
     let key = rustls_pemfile::private_key(&mut &read(&cfg.tls.key)?[..])
         .map_err(|e| format!("bad private key {}: {e}", cfg.tls.key.display()))?
@@ -115,11 +118,13 @@ async fn handle(
 ) {
     tracing::debug!(%peer, "connection opened");
     match tls {
-        Some(acceptor) => match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(sock)).await {
-            Ok(Ok(stream)) => connection::serve(stream, shared, shutdown).await,
-            Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
-            Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
-        },
+        Some(acceptor) => {
+            match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(sock)).await {
+                Ok(Ok(stream)) => connection::serve(stream, shared, shutdown).await,
+                Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
+                Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+            }
+        }
         None => connection::serve(sock, shared, shutdown).await,
     }
     tracing::debug!(%peer, "connection closed");

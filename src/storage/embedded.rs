@@ -38,7 +38,10 @@ struct SyncState {
 impl EmbeddedStore {
     pub fn open(dir: &Path, sync: SyncMode) -> Result<EmbeddedStore> {
         std::fs::create_dir_all(dir).map_err(|e| {
-            StorageError::Io(format!("cannot create data directory {}: {e}", dir.display()))
+            StorageError::Io(format!(
+                "cannot create data directory {}: {e}",
+                dir.display()
+            ))
         })?;
         let db = Database::builder(dir.join("store")).open()?;
         let data = db.keyspace("data", KeyspaceCreateOptions::default)?;
@@ -165,8 +168,14 @@ mod tests {
             assert_eq!(rev, vec![vec![2], vec![1]]);
         }
         let s = EmbeddedStore::open(&dir, SyncMode::None).unwrap();
-        assert_eq!(s.get(Space::Data, &[3]).unwrap().unwrap(), Bytes::from(vec![30u8]));
-        assert_eq!(s.get(Space::Meta, b"m").unwrap().unwrap(), Bytes::from_static(b"x"));
+        assert_eq!(
+            s.get(Space::Data, &[3]).unwrap().unwrap(),
+            Bytes::from(vec![30u8])
+        );
+        assert_eq!(
+            s.get(Space::Meta, b"m").unwrap().unwrap(),
+            Bytes::from_static(b"x")
+        );
         assert!(s.get(Space::Data, &[5]).unwrap().is_none());
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -92,8 +92,13 @@ pub type ScanIter = Box<dyn Iterator<Item = Result<Entry>> + Send>;
 pub trait Store: Send + Sync + 'static {
     fn get(&self, space: Space, key: &[u8]) -> Result<Option<Bytes>>;
     /// Keys in `(lower, upper)` bounds, ascending, or descending when `reverse`.
-    fn scan(&self, space: Space, lower: Bound<&[u8]>, upper: Bound<&[u8]>, reverse: bool)
-        -> ScanIter;
+    fn scan(
+        &self,
+        space: Space,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        reverse: bool,
+    ) -> ScanIter;
     /// Applies the batch atomically and durably (per the store's sync mode) before returning.
     fn commit(&self, batch: WriteBatch) -> Result<()>;
     /// Makes everything committed so far durable on disk (used at shutdown).
