@@ -66,8 +66,10 @@ fn main() {
     if let Some(l) = log_level {
         cfg.log_level = l;
     }
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&cfg.log_level));
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        // The storage engine's own info lines are noise for users.
+        tracing_subscriber::EnvFilter::new(format!("{},fjall=warn,lsm_tree=warn", cfg.log_level))
+    });
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false)

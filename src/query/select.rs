@@ -169,6 +169,46 @@ impl Filter {
     }
 }
 
+/// Every column restriction as a row filter (virtual tables are filtered in memory).
+fn all_filters(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Vec<Filter>> {
+    let mut out = Vec::new();
+    for r in &sel.where_clause {
+        let RelationLhs::Column(name) = &r.lhs else {
+            return Err(invalid(
+                "Only column restrictions are supported on system tables",
+            ));
+        };
+        let ci = column_index(t, name)?;
+        let ty = &t.columns[ci].ty;
+        let values = match r.op {
+            Operator::In => in_values(&r.rhs, ty, name, ctx)?
+                .into_iter()
+                .filter_map(|v| v.bytes().cloned())
+                .collect(),
+            Operator::Eq
+            | Operator::Ne
+            | Operator::Lt
+            | Operator::Le
+            | Operator::Gt
+            | Operator::Ge => {
+                vec![eval_one(&r.rhs, ty, name, ctx)?]
+            }
+            other => {
+                return Err(invalid(format!(
+                    "Operator {} is not supported on system tables",
+                    other.as_str()
+                )))
+            }
+        };
+        out.push(Filter {
+            col: ci,
+            op: r.op,
+            values,
+        });
+    }
+    Ok(out)
+}
+
 /// Where to read: named partitions, or a token range (lo exclusive, hi inclusive).
 enum Target {
     Partitions(Vec<Bytes>),
@@ -811,7 +851,10 @@ pub fn execute(
         binds,
         max_value_bytes: engine.limits.max_value_bytes,
     };
-    let plan = plan(t, sel, &ctx)?;
+    let mut plan = plan(t, sel, &ctx)?;
+    if t.virtual_table {
+        plan.filters = all_filters(t, sel, &ctx)?;
+    }
     let paging = match &opts.paging_state {
         Some(b) if !count_only => Some(PagingState::decode(b)?),
         _ => None,
@@ -863,30 +906,13 @@ fn read_virtual(
 ) -> Result<()> {
     let rows = crate::schema::system::virtual_rows(schema, &engine.node, t).unwrap_or_default();
     let start = paging.map_or(0, |p| p.partition as usize);
-    let empty = RowData::default();
-    // Key restrictions on virtual tables are applied as filters.
-    let key_filters: Vec<Filter> = match &plan.target {
-        Target::Partitions(keys) => {
-            if t.partition_key.len() == 1 {
-                vec![Filter {
-                    col: t.partition_key[0],
-                    op: Operator::In,
-                    values: keys.clone(),
-                }]
-            } else {
-                Vec::new()
-            }
-        }
-        Target::Range(..) => Vec::new(),
-    };
     let mut idx = 0usize;
     for r in rows.iter() {
         let get = |i: usize| r.get(i).and_then(|c| c.as_deref());
-        let ok = key_filters
+        let ok = plan
+            .filters
             .iter()
-            .chain(&plan.filters)
-            .all(|f| f.matches(&t.columns[f.col].ty, get(f.col)))
-            && plan.slices.iter().any(|_| true);
+            .all(|f| f.matches(&t.columns[f.col].ty, get(f.col)));
         if !ok {
             continue;
         }
@@ -913,7 +939,6 @@ fn read_virtual(
             }
         }
         out.rows.count += 1;
-        let _ = &empty;
         let limit_hit = out.remaining.as_mut().map(|r| {
             *r -= 1;
             *r == 0

@@ -33,7 +33,8 @@ struct State {
     authenticated: bool,
     /// v5 after READY/AUTHENTICATE: segment decoder for incoming bytes.
     segments: Option<SegmentDecoder>,
-    registered: bool,
+    /// Pushes SCHEMA_CHANGE events after REGISTER; stopped when the connection ends.
+    forwarder: Option<tokio::task::JoinHandle<()>>,
 }
 
 const READ_CHUNK: usize = 64 * 1024;
@@ -56,7 +57,7 @@ where
         started: false,
         authenticated: !shared.config.auth.enabled,
         segments: None,
-        registered: false,
+        forwarder: None,
     };
     let max_body = shared.config.limits.max_frame_bytes.0 as usize;
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
@@ -100,6 +101,9 @@ where
         }
     }
     // Let in-flight requests finish, then close the writer.
+    if let Some(f) = st.forwarder.take() {
+        f.abort();
+    }
     let _ = in_flight.acquire_many(max_in_flight as u32).await;
     drop(tx);
     let _ = writer.await;
@@ -110,7 +114,9 @@ async fn send_frame_error(tx: &mpsc::Sender<Out>, e: &FrameError) {
         FrameError::UnsupportedVersion { version, .. } => {
             (ErrorResponse::unsupported_version(*version), 4)
         }
-        other => (ErrorResponse::new(other.error_code(), other.to_string()), 4),
+        // Cassandra answers an oversized frame with Invalid; ringgate reports it as a protocol
+        // error on the frame's stream (framing is lost, so the connection closes after it).
+        other => (ErrorResponse::protocol(other.to_string()), 4),
     };
     let mut out = BytesMut::new();
     if encode_response(
@@ -363,12 +369,28 @@ async fn dispatch(
                 return true;
             }
             if let Request::Register(events) = &req {
-                if !st.registered {
-                    st.registered = true;
-                    let wants_schema = events.iter().any(|e| e == "SCHEMA_CHANGE");
-                    if wants_schema {
-                        spawn_event_forwarder(shared, tx.clone(), version, st.compression);
-                    }
+                if let Some(bad) = events.iter().find(|e| {
+                    !matches!(
+                        e.as_str(),
+                        "TOPOLOGY_CHANGE" | "STATUS_CHANGE" | "SCHEMA_CHANGE"
+                    )
+                }) {
+                    let _ = tx
+                        .send(protocol_error(
+                            version,
+                            stream,
+                            format!("Invalid value '{bad}' for Type"),
+                        ))
+                        .await;
+                    return true;
+                }
+                if st.forwarder.is_none() && events.iter().any(|e| e == "SCHEMA_CHANGE") {
+                    st.forwarder = Some(spawn_event_forwarder(
+                        shared,
+                        tx.clone(),
+                        version,
+                        st.compression,
+                    ));
                 }
                 let _ = tx
                     .send(Out::Frame(encode(
@@ -556,7 +578,7 @@ fn spawn_event_forwarder(
     tx: mpsc::Sender<Out>,
     version: u8,
     compression: Compression,
-) {
+) -> tokio::task::JoinHandle<()> {
     let mut rx = shared.events.subscribe();
     tokio::spawn(async move {
         loop {
@@ -577,7 +599,7 @@ fn spawn_event_forwarder(
                 Err(_) => break,
             }
         }
-    });
+    })
 }
 
 /// Writes responses, batching whatever is queued into one write.

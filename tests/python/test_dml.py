@@ -252,9 +252,11 @@ def test_paging_within_a_partition(session, keyspace):
     ins = session.prepare(f"INSERT INTO {t} (pk, c, v) VALUES (?, ?, ?)")
     execute_concurrent_with_args(session, ins, [(p, c, f"{p}:{c}") for p in (1, 2) for c in range(1000)])
     query = f"SELECT c, v FROM {t} WHERE pk = ?"
-    unpaged = [tuple(r) for r in session.execute(SimpleStatement(query, fetch_size=None), (1,))]
+    # simple statements take %s placeholders (the driver interpolates them client-side)
+    simple = f"SELECT c, v FROM {t} WHERE pk = %s"
+    unpaged = [tuple(r) for r in session.execute(SimpleStatement(simple, fetch_size=None), (1,))]
     assert unpaged == [(c, f"1:{c}") for c in range(1000)]
-    pages = _pages(session, SimpleStatement(query, fetch_size=7), (1,))
+    pages = _pages(session, SimpleStatement(simple, fetch_size=7), (1,))
     assert all(len(p) <= 7 for p in pages)
     assert [r for p in pages for r in p] == unpaged
 
