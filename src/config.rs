@@ -96,7 +96,7 @@ pub struct StorageConfig {
     pub sync: crate::storage::SyncMode,
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Auth {
     /// Require PasswordAuthenticator logins.
@@ -184,15 +184,6 @@ impl Default for StorageConfig {
     fn default() -> Self {
         StorageConfig {
             sync: crate::storage::SyncMode::None,
-        }
-    }
-}
-
-impl Default for Auth {
-    fn default() -> Self {
-        Auth {
-            enabled: false,
-            users: BTreeMap::new(),
         }
     }
 }

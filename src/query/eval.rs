@@ -256,7 +256,7 @@ fn eval_function(
         "uuid" => no_args(uuid::Uuid::new_v4().as_bytes().to_vec()),
         "currenttimestamp" => no_args((super::now_micros() / 1000).to_be_bytes().to_vec()),
         "currentdate" => {
-            let days = (super::now_micros() / 86_400_000_000) as i64 + (1i64 << 31);
+            let days = super::now_micros() / 86_400_000_000 + (1i64 << 31);
             no_args((days as u32).to_be_bytes().to_vec())
         }
         "currenttime" => {

@@ -17,6 +17,9 @@ use std::cmp::Ordering;
 use std::ops::Bound;
 use std::sync::Arc;
 
+/// A range of storage keys.
+type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
 /// One output column.
 #[derive(Debug, Clone)]
 enum Proj {
@@ -218,7 +221,7 @@ enum Target {
 struct Plan {
     target: Target,
     /// Key range of rows inside a partition (relative to the partition prefix + KIND_ROW).
-    slices: Vec<(Bound<Vec<u8>>, Bound<Vec<u8>>)>,
+    slices: Vec<KeyRange>,
     filters: Vec<Filter>,
     limit: Option<usize>,
     reversed: bool,
@@ -463,7 +466,7 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
             let v = eval_one(term, &CqlType::Int, "[limit]", ctx)?;
             let n = i32::from_be_bytes(v[..].try_into().map_err(|_| invalid("Invalid limit"))?);
             if n <= 0 {
-                return Err(invalid(format!("LIMIT must be strictly positive")));
+                return Err(invalid("LIMIT must be strictly positive"));
             }
             Some(n as usize)
         }
@@ -499,7 +502,7 @@ fn clustering_slices(
     t: &TableDef,
     prefix_vals: &[Vec<Bytes>],
     slice: Option<&(usize, Vec<(Operator, Bytes)>)>,
-) -> Vec<(Bound<Vec<u8>>, Bound<Vec<u8>>)> {
+) -> Vec<KeyRange> {
     let types: Vec<(&CqlType, bool)> = t.clustering_columns().map(|c| (&c.ty, c.desc)).collect();
     // Every combination of the = / IN values of the prefix columns.
     let mut combos: Vec<Vec<&[u8]>> = vec![Vec::new()];
@@ -992,8 +995,7 @@ fn read_stored(
                 let mut emitted_any = resume.is_some();
                 let mut rows_prefix = prefix.clone();
                 rows_prefix.push(KIND_ROW);
-                let mut slices: Vec<&(Bound<Vec<u8>>, Bound<Vec<u8>>)> =
-                    plan.slices.iter().collect();
+                let mut slices: Vec<&KeyRange> = plan.slices.iter().collect();
                 if plan.reversed {
                     slices.reverse();
                 }

@@ -290,12 +290,15 @@ pub fn alter_keyspace(
     }))
 }
 
+/// A dropped keyspace: the change and its tables (whose data must be removed).
+pub type DroppedKeyspace = (SchemaChange, Vec<Arc<TableDef>>);
+
 /// Drops a keyspace; returns the change and the dropped tables (their data must be removed).
 pub fn drop_keyspace(
     schema: &mut Schema,
     name: &str,
     if_exists: bool,
-) -> Result<Option<(SchemaChange, Vec<Arc<TableDef>>)>, SchemaError> {
+) -> Result<Option<DroppedKeyspace>, SchemaError> {
     check_not_system(schema, name)?;
     let Some(ks) = schema.keyspaces.remove(name) else {
         if if_exists {

@@ -642,12 +642,7 @@ pub fn virtual_rows(schema: &Schema, node: &NodeInfo, table: &TableDef) -> Optio
                 )
             })
             .collect(),
-        (ks, _)
-            if matches!(
-                ks,
-                "system" | "system_schema" | "system_auth" | "system_traces" | "system_views"
-            ) =>
-        {
+        ("system" | "system_schema" | "system_auth" | "system_traces" | "system_views", _) => {
             vec![]
         }
         _ => return None,

@@ -35,6 +35,11 @@ struct State {
     segments: Option<SegmentDecoder>,
     /// Pushes SCHEMA_CHANGE events after REGISTER; stopped when the connection ends.
     forwarder: Option<tokio::task::JoinHandle<()>>,
+    session: Session,
+    /// The keyspace set by USE, shared with the request tasks of this connection.
+    keyspace: Arc<parking_lot::Mutex<Option<String>>>,
+    /// Requests in flight (backpressure: the reader waits for a slot).
+    in_flight: Arc<Semaphore>,
 }
 
 const READ_CHUNK: usize = 64 * 1024;
@@ -50,7 +55,6 @@ where
     let (tx, rx) = mpsc::channel::<Out>(max_in_flight + 16);
     let writer = tokio::spawn(write_loop(wr, rx));
     let in_flight = Arc::new(Semaphore::new(max_in_flight));
-    let session = Session::default();
     let mut st = State {
         version: None,
         compression: Compression::None,
@@ -58,11 +62,12 @@ where
         authenticated: !shared.config.auth.enabled,
         segments: None,
         forwarder: None,
+        session: Session::default(),
+        keyspace: Arc::new(parking_lot::Mutex::new(None)),
+        in_flight: Arc::clone(&in_flight),
     };
     let max_body = shared.config.limits.max_frame_bytes.0 as usize;
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
-    // The keyspace set by USE, shared with the request tasks of this connection.
-    let keyspace = Arc::new(parking_lot::Mutex::new(None::<String>));
     'conn: loop {
         // Decode and dispatch every complete frame in the buffer.
         loop {
@@ -83,11 +88,7 @@ where
                 },
             };
             let Some((header, body)) = next else { break };
-            if !dispatch(
-                &shared, &mut st, &session, &keyspace, &tx, &in_flight, header, body,
-            )
-            .await
-            {
+            if !dispatch(&shared, &mut st, &tx, header, body).await {
                 break 'conn;
             }
         }
@@ -172,10 +173,7 @@ fn protocol_error(version: u8, stream: i16, msg: impl Into<String>) -> Out {
 async fn dispatch(
     shared: &Arc<Shared>,
     st: &mut State,
-    session: &Session,
-    keyspace: &Arc<parking_lot::Mutex<Option<String>>>,
     tx: &mpsc::Sender<Out>,
-    in_flight: &Arc<Semaphore>,
     header: FrameHeader,
     body: Bytes,
 ) -> bool {
@@ -404,7 +402,7 @@ async fn dispatch(
                 return true;
             }
             // Backpressure: wait for a slot before reading more.
-            let Ok(permit) = Arc::clone(in_flight).acquire_owned().await else {
+            let Ok(permit) = Arc::clone(&st.in_flight).acquire_owned().await else {
                 return false;
             };
             let blocking = shared.config.storage.sync == crate::storage::SyncMode::Fsync;
@@ -415,14 +413,14 @@ async fn dispatch(
                 request: req,
                 ..env
             };
-            let mut sess = session.clone();
-            sess.keyspace = keyspace.lock().clone();
+            let mut sess = st.session.clone();
+            sess.keyspace = st.keyspace.lock().clone();
             let run = move || {
                 let mut sess = sess;
                 let (resp, new_ks) = execute(&shared, &mut sess, &env, version);
                 (shared, resp, new_ks, sess)
             };
-            let keyspace_cell = Arc::clone(keyspace);
+            let keyspace_cell = Arc::clone(&st.keyspace);
             tokio::spawn(async move {
                 let (shared, resp, new_ks, _sess) = if blocking {
                     match tokio::task::spawn_blocking(run).await {
@@ -603,12 +601,10 @@ fn spawn_event_forwarder(
 }
 
 /// Writes responses, batching whatever is queued into one write.
-async fn write_loop<W: AsyncWrite + Send + 'static>(
+async fn write_loop<W: AsyncRead + AsyncWrite + Send + 'static>(
     mut wr: tokio::io::WriteHalf<W>,
     mut rx: mpsc::Receiver<Out>,
-) where
-    W: AsyncRead,
-{
+) {
     let mut segments: Option<bool> = None;
     let mut out = BytesMut::with_capacity(64 * 1024);
     let mut pending = BytesMut::new();
