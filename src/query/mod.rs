@@ -101,9 +101,52 @@ pub enum Binds {
     Named(Vec<(String, BoundValue)>),
 }
 
+/// What a request accumulates while it runs, besides its outcome: warnings for the client and
+/// the request units it consumed. Reported on success and on error alike.
+#[derive(Debug, Default)]
+pub struct RequestCtx {
+    warnings: Mutex<Vec<String>>,
+    /// Request units consumed so far (f64 bits).
+    charge: std::sync::atomic::AtomicU64,
+}
+
+impl Clone for RequestCtx {
+    fn clone(&self) -> Self {
+        let c = RequestCtx::default();
+        *c.warnings.lock() = self.warnings.lock().clone();
+        c.add_charge(self.charge());
+        c
+    }
+}
+
+impl RequestCtx {
+    /// Adds a warning for the client (sent with the response's WARNING flag).
+    pub fn warn(&self, msg: impl Into<String>) {
+        self.warnings.lock().push(msg.into());
+    }
+    pub fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *self.warnings.lock())
+    }
+    /// Adds request units to the charge of this request.
+    pub fn add_charge(&self, ru: f64) {
+        use std::sync::atomic::Ordering;
+        let _ = self
+            .charge
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |bits| {
+                Some((f64::from_bits(bits) + ru).to_bits())
+            });
+    }
+    /// Request units consumed so far.
+    pub fn charge(&self) -> f64 {
+        f64::from_bits(self.charge.load(std::sync::atomic::Ordering::Acquire))
+    }
+}
+
 /// Per-request options from the protocol.
 #[derive(Debug, Clone, Default)]
 pub struct QueryOptions {
+    /// Warnings and request charge gathered while the request runs.
+    pub ctx: RequestCtx,
     pub binds: Binds,
     pub page_size: Option<i32>,
     pub paging_state: Option<Bytes>,

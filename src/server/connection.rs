@@ -417,12 +417,11 @@ async fn dispatch(
             sess.keyspace = st.keyspace.lock().clone();
             let run = move || {
                 let mut sess = sess;
-                let (resp, new_ks) = execute(&shared, &mut sess, &env, version);
-                (shared, resp, new_ks, sess)
+                execute(&shared, &mut sess, &env, version)
             };
             let keyspace_cell = Arc::clone(&st.keyspace);
             tokio::spawn(async move {
-                let (shared, resp, new_ks, _sess) = if blocking {
+                let produced = if blocking {
                     match tokio::task::spawn_blocking(run).await {
                         Ok(r) => r,
                         Err(_) => return,
@@ -430,16 +429,15 @@ async fn dispatch(
                 } else {
                     run()
                 };
-                if let Some(ks) = new_ks {
+                if let Some(ks) = produced.keyspace {
                     *keyspace_cell.lock() = Some(ks);
                 }
-                let _ = &shared;
                 let _ = tx
                     .send(Out::Frame(encode(
                         version,
                         stream,
-                        &resp,
-                        &ResponseExtras::NONE,
+                        &produced.response,
+                        &produced.extras,
                         compression,
                     )))
                     .await;
@@ -471,21 +469,34 @@ fn options(p: &QueryParams) -> QueryOptions {
         timestamp: p.timestamp,
         serial: false,
         keyspace: p.keyspace.clone(),
+        ..Default::default()
     }
 }
 
-/// Runs a QUERY/PREPARE/EXECUTE/BATCH; returns the response and a new keyspace after USE.
-fn execute(
-    shared: &Shared,
-    session: &mut Session,
-    env: &RequestEnvelope,
-    version: u8,
-) -> (Response, Option<String>) {
+/// What a request produced besides its response body.
+struct Produced {
+    response: Response,
+    /// The keyspace a USE switched to.
+    keyspace: Option<String>,
+    extras: ResponseExtras,
+}
+
+/// Runs a QUERY/PREPARE/EXECUTE/BATCH.
+fn execute(shared: &Shared, session: &mut Session, env: &RequestEnvelope, version: u8) -> Produced {
     let engine = &shared.engine;
+    let opts = match &env.request {
+        Request::Query(q) => options(&q.params),
+        Request::Execute(e) => options(&e.params),
+        Request::Batch(b) => QueryOptions {
+            timestamp: b.timestamp,
+            keyspace: b.keyspace.clone(),
+            ..Default::default()
+        },
+        _ => QueryOptions::default(),
+    };
     let result: Result<(ResultBody, Option<String>), crate::query::QueryError> = (|| {
         match &env.request {
             Request::Query(q) => {
-                let opts = options(&q.params);
                 let out = engine.query(session, &q.query, &opts)?;
                 Ok(finish(shared, out, q.params.skip_metadata))
             }
@@ -495,7 +506,6 @@ fn execute(
             }
             Request::Execute(e) => {
                 let prepared = engine.get_prepared(&e.id)?;
-                let opts = options(&e.params);
                 let out = engine.execute(session, &prepared, &opts)?;
                 Ok(finish(shared, out, e.params.skip_metadata))
             }
@@ -539,11 +549,6 @@ fn execute(
                         }
                     }
                 }
-                let opts = QueryOptions {
-                    timestamp: b.timestamp,
-                    keyspace: b.keyspace.clone(),
-                    ..Default::default()
-                };
                 let out = engine.batch(session, &items, &opts)?;
                 Ok(finish(shared, out, false))
             }
@@ -552,9 +557,27 @@ fn execute(
             )),
         }
     })();
-    match result {
+    let (response, keyspace) = match result {
         Ok((body, ks)) => (Response::Result(body), ks),
         Err(e) => (Response::Error(convert::error(&e)), None),
+    };
+    let charge = opts.ctx.charge();
+    let extras = ResponseExtras {
+        tracing_id: None,
+        warnings: opts.ctx.take_warnings(),
+        custom_payload: if charge > 0.0 {
+            vec![(
+                "RequestCharge".to_string(),
+                Bytes::copy_from_slice(&charge.to_be_bytes()),
+            )]
+        } else {
+            Vec::new()
+        },
+    };
+    Produced {
+        response,
+        keyspace,
+        extras,
     }
 }
 
