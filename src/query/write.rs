@@ -46,9 +46,19 @@ pub struct Mutation {
     pub update: RowData,
 }
 
-/// The token of a partition key (serialized as Cassandra hashes it).
-pub fn table_token(_table: &TableDef, pk: &[u8]) -> Token {
-    token_of(pk)
+/// The token of a partition key (serialized as Cassandra hashes it): Murmur3 of the whole key,
+/// or for hierarchical (MultiHash) tables the concatenated per-level hashes.
+pub fn table_token(table: &TableDef, pk: &[u8]) -> Token {
+    match table.options.partition_key_kind {
+        crate::schema::PartitionKeyKind::Hash => token_of(pk),
+        crate::schema::PartitionKeyKind::MultiHash => {
+            let n = table.partition_key.len();
+            match crate::partition::token::split_composite(pk, n) {
+                Some(parts) => crate::partition::token::multihash_token(&parts),
+                None => token_of(pk),
+            }
+        }
+    }
 }
 
 /// Values of the partition key or clustering columns restricted by `=` / `IN` in a WHERE clause:
