@@ -1,6 +1,7 @@
 //! Query planning and execution: binds values, routes every read and write to physical
 //! partitions, executes, and pages results.
 
+pub mod aggregate;
 pub mod bind;
 pub mod eval;
 pub mod row;
