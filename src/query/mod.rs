@@ -4,6 +4,7 @@
 pub mod aggregate;
 pub mod bind;
 pub mod eval;
+pub mod index;
 pub mod row;
 pub mod select;
 pub mod trace;
