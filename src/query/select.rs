@@ -18,7 +18,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 /// A range of storage keys.
-type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+pub(crate) type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
 /// One output column.
 #[derive(Debug, Clone)]
@@ -498,7 +498,7 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
 }
 
 /// Clustering key ranges (relative to a partition's row prefix) for = / IN prefixes and a slice.
-fn clustering_slices(
+pub(crate) fn clustering_slices(
     t: &TableDef,
     prefix_vals: &[Vec<Bytes>],
     slice: Option<&(usize, Vec<(Operator, Bytes)>)>,
@@ -821,10 +821,18 @@ fn passes(
 /// Removes what a partition deletion shadows.
 fn shadow(row: &mut RowData, partition_deletion: Option<(i64, i32)>) {
     if let Some((dts, _)) = partition_deletion {
-        if row.marker.is_some_and(|m| m.ts <= dts) {
-            row.marker = None;
+        row.shadow_at(dts);
+    }
+}
+
+/// Removes what the partition deletion and the range tombstones of the header shadow in a row
+/// stored under `key` (a full row key; its clustering bytes start at `ck_start`).
+fn shadow_row(row: &mut RowData, header: &RowData, key: &[u8], ck_start: usize) {
+    shadow(row, header.deletion);
+    if !header.ranges.is_empty() {
+        if let Some(dts) = header.range_deletion(key.get(ck_start..).unwrap_or(&[])) {
+            row.shadow_at(dts);
         }
-        row.cells.retain(|c| c.ts > dts);
     }
 }
 
@@ -1033,7 +1041,7 @@ fn read_stored(
                         let (k, v) = item?;
                         let dk = row::decode_key(&k, &ck_types)?;
                         let mut data = RowData::decode(&v)?;
-                        shadow(&mut data, pdel);
+                        shadow_row(&mut data, &header, &k, rows_prefix.len());
                         if !data.is_live(out.now) {
                             continue;
                         }
@@ -1166,7 +1174,8 @@ fn read_stored(
                         continue;
                     }
                     let mut data = RowData::decode(&v)?;
-                    shadow(&mut data, header.deletion);
+                    let ck_start = row::partition_prefix(sid, dk.token, &dk.pk).len() + 1;
+                    shadow_row(&mut data, &header, &k, ck_start);
                     if !data.is_live(out.now) {
                         continue;
                     }

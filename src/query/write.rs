@@ -392,6 +392,7 @@ fn insert_mutations(
                 }),
                 deletion: None,
                 cells: cells.clone(),
+                ranges: Vec::new(),
             },
         });
         if !static_cells.is_empty() {
@@ -574,6 +575,50 @@ fn delete_mutations(
             table.columns[table.clustering[ck_vals.iter().rposition(|v| v.is_some()).unwrap_or(0)]].name
         )));
     }
+    // A slice (< <= > >=) on the clustering column after the = / IN prefix.
+    let mut slice: Option<(usize, Vec<(Operator, Bytes)>)> = None;
+    for r in &del.where_clause {
+        let RelationLhs::Column(name) = &r.lhs else {
+            continue;
+        };
+        if !matches!(
+            r.op,
+            Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge
+        ) {
+            continue;
+        }
+        let Some(col) = table.column(name) else {
+            continue;
+        };
+        if col.kind != ColumnKind::Clustering {
+            continue;
+        }
+        if col.position != given {
+            return Err(invalid(format!(
+                "PRIMARY KEY column \"{name}\" cannot be restricted as preceding column \"{}\" is not restricted",
+                table.columns[table.clustering[given.min(table.clustering.len() - 1)]].name
+            )));
+        }
+        let v = match eval(&r.rhs, &col.ty, name, ctx)? {
+            Val::Value(b) => b,
+            Val::Null => {
+                return Err(invalid(format!(
+                    "Invalid null value in condition for column {name}"
+                )))
+            }
+            Val::Unset => return Err(invalid(format!("Invalid unset value for column {name}"))),
+        };
+        let ci = table.clustering[given];
+        slice
+            .get_or_insert_with(|| (ci, Vec::new()))
+            .1
+            .push((r.op, v));
+    }
+    if slice.is_some() && !del.targets.is_empty() {
+        return Err(invalid(
+            "Range deletions are not supported for specific columns",
+        ));
+    }
     let mut cells = Vec::new();
     let mut static_cells = Vec::new();
     for t in &del.targets {
@@ -611,7 +656,49 @@ fn delete_mutations(
     static_cells.sort_by_key(|c| c.col);
     let mut out = Vec::new();
     for pk in pks {
-        if given == table.clustering.len() && (del.targets.is_empty() || !cells.is_empty()) {
+        if slice.is_some()
+            || (given > 0 && given < table.clustering.len() && del.targets.is_empty())
+        {
+            // A clustering range or prefix: range tombstones in the partition header.
+            let prefix_vals: Vec<Vec<Bytes>> = ck_vals
+                .iter()
+                .take(given)
+                .map(|v| v.clone().unwrap_or_default())
+                .collect();
+            let ranges = super::select::clustering_slices(table, &prefix_vals, slice.as_ref())
+                .into_iter()
+                .filter_map(|(lo, hi)| {
+                    let lo = match lo {
+                        std::ops::Bound::Included(k) => k,
+                        std::ops::Bound::Excluded(k) => row::prefix_successor_or_empty(k)?,
+                        std::ops::Bound::Unbounded => Vec::new(),
+                    };
+                    let hi = match hi {
+                        std::ops::Bound::Excluded(k) => Some(k),
+                        std::ops::Bound::Included(k) => row::prefix_successor_or_empty(k),
+                        std::ops::Bound::Unbounded => None,
+                    };
+                    if hi.as_ref().is_some_and(|h| *h <= lo) {
+                        return None;
+                    }
+                    Some(row::RangeTombstone {
+                        lo,
+                        hi,
+                        ts: p.ts,
+                        local_deletion: now,
+                    })
+                })
+                .collect();
+            out.push(Mutation {
+                table: Arc::clone(table),
+                key: header_key(table, &pk),
+                pk: pk.clone(),
+                update: RowData {
+                    ranges,
+                    ..Default::default()
+                },
+            });
+        } else if given == table.clustering.len() && (del.targets.is_empty() || !cells.is_empty()) {
             let cks = combinations(
                 &ck_vals
                     .iter()
