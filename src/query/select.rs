@@ -778,7 +778,7 @@ fn cell_of<'r>(
     src.cell(col.id).filter(|c| c.is_live(now))
 }
 
-fn column_value<'r>(
+pub(crate) fn column_value<'r>(
     t: &TableDef,
     i: usize,
     pk_parts: &[&'r [u8]],
