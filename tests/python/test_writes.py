@@ -155,3 +155,229 @@ def test_random_timestamps_match_model(session, ks):
             model.delete_partition(k, ts)
     got = {(r.k, r.c): (r.v, r.w) for r in session.execute(f"SELECT k, c, v, w FROM {ks}.t")}
     assert got == model.state()
+
+
+# ------------------------------------------------------------------ lightweight transactions
+
+
+def test_insert_if_not_exists(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int, c int, v text, w int, PRIMARY KEY (k, c))")
+    r = session.execute(f"INSERT INTO {ks}.t (k, c, v) VALUES (1, 1, 'a') IF NOT EXISTS")
+    assert r.column_names == ["[applied]"] and r.one()[0] is True
+    assert r.was_applied
+    r = session.execute(f"INSERT INTO {ks}.t (k, c, v) VALUES (1, 1, 'b') IF NOT EXISTS")
+    assert r.column_names == ["[applied]", "k", "c", "v", "w"]
+    assert tuple(r.one()) == (False, 1, 1, "a", None)
+    assert not r.was_applied
+    assert rows(session, f"SELECT v FROM {ks}.t WHERE k = 1 AND c = 1") == [("a",)]
+    # prepared: no result metadata at PREPARE, full metadata with the result
+    ps = session.prepare(f"INSERT INTO {ks}.t (k, c, v) VALUES (?, ?, ?) IF NOT EXISTS")
+    assert tuple(session.execute(ps, (1, 1, "z")).one()) == (False, 1, 1, "a", None)
+    assert session.execute(ps, (1, 2, "z")).one()[0] is True
+    with pytest.raises(InvalidRequest, match="Cannot provide custom timestamp for conditional updates"):
+        session.execute(f"INSERT INTO {ks}.t (k, c) VALUES (9, 9) IF NOT EXISTS USING TIMESTAMP 5")
+
+
+def test_update_delete_if_exists(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v int)")
+    r = session.execute(f"UPDATE {ks}.t SET v = 1 WHERE k = 1 IF EXISTS")
+    assert r.column_names == ["[applied]"] and tuple(r.one()) == (False,)
+    assert rows(session, f"SELECT * FROM {ks}.t") == []
+    session.execute(f"INSERT INTO {ks}.t (k, v) VALUES (1, 0)")
+    assert session.execute(f"UPDATE {ks}.t SET v = 1 WHERE k = 1 IF EXISTS").one()[0] is True
+    assert rows(session, f"SELECT v FROM {ks}.t WHERE k = 1") == [(1,)]
+    assert session.execute(f"DELETE FROM {ks}.t WHERE k = 1 IF EXISTS").one()[0] is True
+    r = session.execute(f"DELETE FROM {ks}.t WHERE k = 1 IF EXISTS")
+    assert tuple(r.one()) == (False,)
+    with pytest.raises(InvalidRequest, match="IN on the partition key is not supported with conditional updates"):
+        session.execute(f"UPDATE {ks}.t SET v = 1 WHERE k IN (1, 2) IF EXISTS")
+
+
+@pytest.mark.parametrize("cond,applies", [
+    ("v = 5", True), ("v = 4", False), ("v != 4", True), ("v != 5", False),
+    ("v < 6", True), ("v < 5", False), ("v <= 5", True), ("v <= 4", False),
+    ("v > 4", True), ("v > 5", False), ("v >= 5", True), ("v >= 6", False),
+    ("v IN (1, 5)", True), ("v IN (1, 2)", False), ("v IN (null, 5)", True),
+    ("v = 5 AND w = 'x'", True), ("v = 5 AND w = 'y'", False), ("w = null", False),
+    ("s = 7", True), ("s > 7", False),
+])
+def test_column_conditions(session, ks, cond, applies):
+    session.execute(f"CREATE TABLE IF NOT EXISTS {ks}.t (k int, c int, s int STATIC, v int, w text, "
+                    f"PRIMARY KEY (k, c))")
+    session.execute(f"INSERT INTO {ks}.t (k, c, s, v, w) VALUES (0, 0, 7, 5, 'x')")
+    r = session.execute(f"UPDATE {ks}.t SET v = 100 WHERE k = 0 AND c = 0 IF {cond}")
+    assert r.one()[0] is applies
+    if not applies:
+        cols = []
+        for part in cond.split(" AND "):
+            col = part.split()[0]
+            if col not in cols:
+                cols.append(col)
+        assert r.column_names == ["[applied]"] + cols
+        current = {"v": 5, "w": "x", "s": 7}
+        assert tuple(r.one())[1:] == tuple(current[c] for c in cols)
+    expected = 100 if applies else 5
+    assert rows(session, f"SELECT v FROM {ks}.t WHERE k = 0 AND c = 0") == [(expected,)]
+
+
+def test_conditions_on_missing_row_and_errors(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v int, m map<int, int>)")
+    assert session.execute(f"UPDATE {ks}.t SET v = 1 WHERE k = 1 IF v = null").one()[0] is True
+    r = session.execute(f"UPDATE {ks}.t SET v = 1 WHERE k = 2 IF v = 3")
+    assert r.column_names == ["[applied]"] and tuple(r.one()) == (False,)
+    with pytest.raises(InvalidRequest, match="Invalid comparison with null"):
+        session.execute(f"UPDATE {ks}.t SET v = 1 WHERE k = 1 IF v > null")
+    with pytest.raises(InvalidRequest, match="PRIMARY KEY column 'k' cannot have IF conditions"):
+        session.execute(f"UPDATE {ks}.t SET v = 1 WHERE k = 1 IF k = 1")
+    with pytest.raises(InvalidRequest, match="not supported yet"):
+        session.execute(f"UPDATE {ks}.t SET v = 1 WHERE k = 1 IF m[1] = 2")
+
+
+def test_serial_read_sees_last_applied_write(session, ks):
+    from cassandra import ConsistencyLevel
+    from cassandra.query import SimpleStatement
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v int)")
+    session.execute(f"INSERT INTO {ks}.t (k, v) VALUES (1, 1) IF NOT EXISTS")
+    session.execute(f"UPDATE {ks}.t SET v = 2 WHERE k = 1 IF v = 1")
+    for cl in (ConsistencyLevel.SERIAL, ConsistencyLevel.LOCAL_SERIAL):
+        st = SimpleStatement(f"SELECT v FROM {ks}.t WHERE k = 1", consistency_level=cl)
+        assert session.execute(st).one().v == 2
+
+
+def test_concurrent_cas_increments(server, cluster_factory, session, ks):
+    import threading
+    session.execute(f"CREATE TABLE {ks}.counter (k int PRIMARY KEY, n int)")
+    session.execute(f"INSERT INTO {ks}.counter (k, n) VALUES (0, 0)")
+    successes = []
+    errors = []
+    deadline = time.monotonic() + 10
+
+    def worker():
+        c = cluster_factory()
+        s = c.connect(ks)
+        read = s.prepare("SELECT n FROM counter WHERE k = 0")
+        cas = s.prepare("UPDATE counter SET n = ? WHERE k = 0 IF n = ?")
+        ok = 0
+        try:
+            while time.monotonic() < deadline:
+                n = s.execute(read).one().n
+                if s.execute(cas, (n + 1, n)).one()[0]:
+                    ok += 1
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+        successes.append(ok)
+
+    threads = [threading.Thread(target=worker) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(successes) == 16
+    total = sum(successes)
+    assert total > 0
+    assert session.execute(f"SELECT n FROM {ks}.counter WHERE k = 0").one().n == total
+
+
+# ------------------------------------------------------------------ batches
+
+
+def test_batch_kinds_and_timestamp(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int, c int, v int, PRIMARY KEY (k, c))")
+    session.execute(f"BEGIN BATCH USING TIMESTAMP 100 "
+                    f"INSERT INTO {ks}.t (k, c, v) VALUES (1, 1, 1); "
+                    f"INSERT INTO {ks}.t (k, c, v) VALUES (2, 1, 1); APPLY BATCH")
+    assert rows(session, f"SELECT writetime(v) FROM {ks}.t WHERE k = 1 AND c = 1") == [(100,)]
+    session.execute(f"BEGIN UNLOGGED BATCH "
+                    f"UPDATE {ks}.t USING TIMESTAMP 99 SET v = 2 WHERE k = 1 AND c = 1; "
+                    f"UPDATE {ks}.t SET v = 3 WHERE k = 2 AND c = 1; APPLY BATCH")
+    assert rows(session, f"SELECT k, v FROM {ks}.t") == [(1, 1), (2, 3)]
+    with pytest.raises(InvalidRequest, match="Timestamp must be set either on BATCH or individual statements"):
+        session.execute(f"BEGIN BATCH USING TIMESTAMP 5 "
+                        f"INSERT INTO {ks}.t (k, c, v) VALUES (1, 1, 1) USING TIMESTAMP 6; APPLY BATCH")
+    # a protocol BATCH with prepared statements
+    from cassandra.query import BatchStatement, BatchType
+    ins = session.prepare(f"INSERT INTO {ks}.t (k, c, v) VALUES (?, ?, ?)")
+    b = BatchStatement(batch_type=BatchType.UNLOGGED)
+    for i in range(5):
+        b.add(ins, (3, i, i))
+    session.execute(b)
+    assert len(rows(session, f"SELECT * FROM {ks}.t WHERE k = 3")) == 5
+
+
+def test_batch_counter_mixing_errors(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v int)")
+    session.execute(f"CREATE TABLE {ks}.cnt (k int PRIMARY KEY, n counter)")
+    with pytest.raises(InvalidRequest, match="Cannot include non-counter statement in a counter batch"):
+        session.execute(f"BEGIN COUNTER BATCH INSERT INTO {ks}.t (k, v) VALUES (1, 1); APPLY BATCH")
+    with pytest.raises(InvalidRequest, match="Cannot include a counter statement in a logged batch"):
+        session.execute(f"BEGIN BATCH UPDATE {ks}.cnt SET n = n + 1 WHERE k = 1; APPLY BATCH")
+    with pytest.raises(InvalidRequest, match="Counter and non-counter mutations cannot exist in the same batch"):
+        session.execute(f"BEGIN UNLOGGED BATCH UPDATE {ks}.cnt SET n = n + 1 WHERE k = 1; "
+                        f"INSERT INTO {ks}.t (k, v) VALUES (1, 1); APPLY BATCH")
+    with pytest.raises(InvalidRequest, match="Cannot provide custom timestamp for counter BATCH"):
+        session.execute(f"BEGIN COUNTER BATCH USING TIMESTAMP 5 UPDATE {ks}.cnt SET n = n + 1 WHERE k = 1; "
+                        f"APPLY BATCH")
+
+
+def test_conditional_batch(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int, c int, v int, PRIMARY KEY (k, c))")
+    session.execute(f"CREATE TABLE {ks}.u (k int PRIMARY KEY, v int)")
+    r = session.execute(f"BEGIN BATCH "
+                        f"INSERT INTO {ks}.t (k, c, v) VALUES (1, 1, 1) IF NOT EXISTS; "
+                        f"INSERT INTO {ks}.t (k, c, v) VALUES (1, 2, 2); APPLY BATCH")
+    assert r.one()[0] is True
+    r = session.execute(f"BEGIN BATCH "
+                        f"UPDATE {ks}.t SET v = 10 WHERE k = 1 AND c = 1 IF v = 5; "
+                        f"UPDATE {ks}.t SET v = 20 WHERE k = 1 AND c = 2; APPLY BATCH")
+    assert r.column_names == ["[applied]", "k", "c", "v"]
+    assert tuple(r.one()) == (False, 1, 1, 1)
+    assert rows(session, f"SELECT c, v FROM {ks}.t WHERE k = 1") == [(1, 1), (2, 2)]
+    r = session.execute(f"BEGIN BATCH "
+                        f"UPDATE {ks}.t SET v = 10 WHERE k = 1 AND c = 1 IF v = 1; "
+                        f"UPDATE {ks}.t SET v = 20 WHERE k = 1 AND c = 2 IF v = 2; APPLY BATCH")
+    assert r.one()[0] is True
+    assert rows(session, f"SELECT c, v FROM {ks}.t WHERE k = 1") == [(1, 10), (2, 20)]
+    with pytest.raises(InvalidRequest, match="Batch with conditions cannot span multiple partitions"):
+        session.execute(f"BEGIN BATCH UPDATE {ks}.t SET v = 1 WHERE k = 1 AND c = 1 IF v = 10; "
+                        f"UPDATE {ks}.t SET v = 1 WHERE k = 2 AND c = 1; APPLY BATCH")
+    with pytest.raises(InvalidRequest, match="Batch with conditions cannot span multiple tables"):
+        session.execute(f"BEGIN BATCH UPDATE {ks}.t SET v = 1 WHERE k = 1 AND c = 1 IF v = 10; "
+                        f"UPDATE {ks}.u SET v = 1 WHERE k = 1; APPLY BATCH")
+    with pytest.raises(InvalidRequest, match="Cannot provide custom timestamp for conditional BATCH"):
+        session.execute(f"BEGIN BATCH USING TIMESTAMP 3 UPDATE {ks}.t SET v = 1 WHERE k = 1 AND c = 1 IF v = 10; "
+                        f"APPLY BATCH")
+
+
+def test_batch_size_warn_and_fail(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v text)")
+    small = f"BEGIN BATCH INSERT INTO {ks}.t (k, v) VALUES (1, 'a'); INSERT INTO {ks}.t (k, v) VALUES (2, 'b'); APPLY BATCH"
+    assert not session.execute(small).response_future.warnings
+    big = "x" * 3000
+    warn = (f"BEGIN BATCH INSERT INTO {ks}.t (k, v) VALUES (1, '{big}'); "
+            f"INSERT INTO {ks}.t (k, v) VALUES (2, '{big}'); APPLY BATCH")
+    warnings = session.execute(warn).response_future.warnings
+    assert warnings and f"Batch for [{ks}.t] is of size" in warnings[0]
+    assert "exceeding specified threshold of 5120" in warnings[0]
+    # one partition: no warning however large
+    one = f"BEGIN BATCH INSERT INTO {ks}.t (k, v) VALUES (1, '{big * 3}'); APPLY BATCH"
+    assert not session.execute(one).response_future.warnings
+    huge = "x" * 30000
+    with pytest.raises(InvalidRequest, match="Batch too large"):
+        session.execute(f"BEGIN BATCH INSERT INTO {ks}.t (k, v) VALUES (3, '{huge}'); "
+                        f"INSERT INTO {ks}.t (k, v) VALUES (4, '{huge}'); APPLY BATCH")
+    assert rows(session, f"SELECT * FROM {ks}.t WHERE k = 3") == []
+
+
+def test_batch_thresholds_are_settings(server_factory, cluster_factory):
+    srv = server_factory(settings={"batch.size_warn_threshold": "1KiB", "batch.size_fail_threshold": "2KiB"})
+    s = cluster_factory(srv).connect()
+    create_keyspace(s, "bt")
+    s.execute("CREATE TABLE bt.t (k int PRIMARY KEY, v text)")
+    v = "x" * 700
+    r = s.execute(f"BEGIN BATCH INSERT INTO bt.t (k, v) VALUES (1, '{v}'); "
+                  f"INSERT INTO bt.t (k, v) VALUES (2, '{v}'); APPLY BATCH")
+    assert r.response_future.warnings
+    with pytest.raises(InvalidRequest, match="Batch too large"):
+        s.execute(f"BEGIN BATCH INSERT INTO bt.t (k, v) VALUES (1, '{v * 2}'); "
+                  f"INSERT INTO bt.t (k, v) VALUES (2, '{v}'); APPLY BATCH")
