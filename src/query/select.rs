@@ -722,8 +722,9 @@ impl Output<'_> {
                     let c = cell_of(t, *i, row, statics, self.now);
                     match c {
                         Some(c) if c.expiry != 0 => {
-                            self.rows
-                                .push_cell(Some(&(c.expiry - self.now).to_be_bytes()));
+                            // Expiry is rounded up to a whole second: never report more than the TTL.
+                            let left = (c.expiry - self.now).min(c.ttl);
+                            self.rows.push_cell(Some(&left.to_be_bytes()));
                             continue;
                         }
                         _ => None,

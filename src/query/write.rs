@@ -260,10 +260,14 @@ fn using_params(
             "ttl is too large. requested ({ttl}) maximum ({MAX_TTL})"
         )));
     }
+    // Expiry has second resolution: round the deadline up so that a cell is never gone before
+    // its TTL has fully elapsed (it is gone at the first whole second at or after the deadline).
     let expiry = if ttl == 0 {
         0
     } else {
-        (super::now_secs() as i64 + ttl).min(i32::MAX as i64) as i32
+        let deadline_us = super::now_micros() + ttl * 1_000_000;
+        (deadline_us.div_euclid(1_000_000) + i64::from(deadline_us.rem_euclid(1_000_000) != 0))
+            .min(i32::MAX as i64) as i32
     };
     Ok(WriteParams {
         ts,

@@ -381,3 +381,124 @@ def test_batch_thresholds_are_settings(server_factory, cluster_factory):
     with pytest.raises(InvalidRequest, match="Batch too large"):
         s.execute(f"BEGIN BATCH INSERT INTO bt.t (k, v) VALUES (1, '{v * 2}'); "
                   f"INSERT INTO bt.t (k, v) VALUES (2, '{v}'); APPLY BATCH")
+
+
+# ------------------------------------------------------------------ TTL
+
+
+def test_ttl_expires_at_deadline_not_before(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v int)")
+    ins = session.prepare(f"INSERT INTO {ks}.t (k, v) VALUES (1, 1) USING TTL 2")
+    sel = session.prepare(f"SELECT v FROM {ks}.t WHERE k = 1")
+    session.execute(ins)
+    start = time.monotonic()
+    # the write happened at or before `start`; it must still be there until 2 s after the write
+    while True:
+        present = session.execute(sel).one() is not None
+        elapsed = time.monotonic() - start
+        if not present:
+            break
+        assert elapsed < 3.2, "a row with TTL 2 must be gone within the second after its deadline"
+        time.sleep(0.02)
+    assert elapsed >= 1.95, f"row with TTL 2 was gone after {elapsed:.2f} s"
+
+
+def test_ttl_and_writetime_selectors(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v int, w int)")
+    session.execute(f"INSERT INTO {ks}.t (k, v, w) VALUES (1, 1, 1) USING TTL 100 AND TIMESTAMP 1234")
+    session.execute(f"UPDATE {ks}.t USING TTL 0 SET w = 2 WHERE k = 1")
+    r = session.execute(f"SELECT ttl(v), writetime(v), ttl(w), writetime(w) FROM {ks}.t WHERE k = 1").one()
+    assert 98 <= r[0] <= 100 and r[1] == 1234
+    assert r[2] is None and r[3] > 1234
+    # TTL 0 means no expiry, also over a table default
+    session.execute(f"CREATE TABLE {ks}.d (k int PRIMARY KEY, v int) WITH default_time_to_live = 50")
+    session.execute(f"INSERT INTO {ks}.d (k, v) VALUES (1, 1)")
+    session.execute(f"INSERT INTO {ks}.d (k, v) VALUES (2, 2) USING TTL 0")
+    session.execute(f"INSERT INTO {ks}.d (k, v) VALUES (3, 3) USING TTL 7")
+    got = dict(rows(session, f"SELECT k, ttl(v) FROM {ks}.d"))
+    assert 48 <= got[1] <= 50 and got[2] is None and 5 <= got[3] <= 7
+
+
+def test_ttl_limits(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v int)")
+    session.execute(f"INSERT INTO {ks}.t (k, v) VALUES (1, 1) USING TTL 630720000")
+    with pytest.raises(InvalidRequest, match=r"ttl is too large. requested \(630720001\) maximum \(630720000\)"):
+        session.execute(f"INSERT INTO {ks}.t (k, v) VALUES (1, 1) USING TTL 630720001")
+    with pytest.raises(InvalidRequest, match="A TTL must be greater or equal to 0, but was -1"):
+        session.execute(f"INSERT INTO {ks}.t (k, v) VALUES (1, 1) USING TTL -1")
+    from cassandra.protocol import ConfigurationException
+    with pytest.raises(ConfigurationException, match="default_time_to_live must be greater than or equal to 0"):
+        session.execute(f"CREATE TABLE {ks}.bad (k int PRIMARY KEY) WITH default_time_to_live = -1")
+    from cassandra.protocol import SyntaxException
+    with pytest.raises(SyntaxException, match="expecting K_TIMESTAMP"):
+        session.execute(f"DELETE FROM {ks}.t USING TTL 5 WHERE k = 1")
+
+
+def test_expired_row_marker_and_cells(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v int, w int)")
+    session.execute(f"INSERT INTO {ks}.t (k, v) VALUES (1, 1) USING TTL 1")
+    session.execute(f"UPDATE {ks}.t SET w = 5 WHERE k = 1")
+    time.sleep(2.05)
+    # the marker and v expired; w (no TTL) keeps the row alive
+    assert rows(session, f"SELECT k, v, w FROM {ks}.t WHERE k = 1") == [(1, None, 5)]
+
+
+# ------------------------------------------------------------------ durability
+
+
+def test_logged_batch_across_partitions_survives_kill9_atomically(server_factory, cluster_factory):
+    import threading
+    srv = server_factory()
+    c = cluster_factory(srv)
+    s = c.connect()
+    create_keyspace(s, "kb")
+    s.execute("CREATE TABLE kb.a (k int PRIMARY KEY, v int)")
+    s.execute("CREATE TABLE kb.b (k int PRIMARY KEY, v int)")
+    stop = threading.Event()
+    sent = []
+
+    def writer(i):
+        while not stop.is_set():
+            try:
+                s.execute(f"BEGIN BATCH INSERT INTO kb.a (k, v) VALUES ({i}, {i}); "
+                          f"INSERT INTO kb.b (k, v) VALUES ({i + 1000000}, {i}); APPLY BATCH")
+                sent.append(i)
+            except Exception:  # noqa: BLE001 - the server dies mid-request
+                return
+            i += 1
+
+    threads = [threading.Thread(target=writer, args=(n * 100000,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(1.5)
+    srv.kill9()
+    stop.set()
+    for t in threads:
+        t.join()
+    c.shutdown()
+    srv.start()
+    s2 = cluster_factory(srv).connect()
+    a = {r.k: r.v for r in s2.execute("SELECT k, v FROM kb.a")}
+    b = {r.k - 1000000: r.v for r in s2.execute("SELECT k, v FROM kb.b")}
+    assert a == b, "every logged batch is fully visible or not at all"
+    assert set(sent) <= set(a), "acknowledged batches survive"
+
+
+def test_truncate_is_durable(server_factory, cluster_factory):
+    srv = server_factory()
+    s = cluster_factory(srv).connect()
+    create_keyspace(s, "tr")
+    s.execute("CREATE TABLE tr.t (k int PRIMARY KEY, v text)")
+    ins = s.prepare("INSERT INTO tr.t (k, v) VALUES (?, ?)")
+    for i in range(500):
+        s.execute(ins, (i, "x" * 100))
+    s.execute("TRUNCATE tr.t")
+    assert rows(s, "SELECT * FROM tr.t") == []
+    s.execute(ins, (7, "after"))
+    srv.kill9()
+    srv.start()
+    s = cluster_factory(srv).connect()
+    assert rows(s, "SELECT k, v FROM tr.t") == [(7, "after")]
+    srv.restart(kill9=False)
+    s = cluster_factory(srv).connect()
+    assert rows(s, "SELECT k, v FROM tr.t") == [(7, "after")]
