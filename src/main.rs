@@ -105,6 +105,8 @@ fn serve(cfg: Config) -> Result<(), String> {
         let limits = EngineLimits {
             max_value_bytes: cfg.limits.max_value_bytes.0 as usize,
             max_page_bytes: cfg.limits.max_page_bytes.0 as usize,
+            batch_warn_bytes: cfg.batch.size_warn_threshold.0 as usize,
+            batch_fail_bytes: cfg.batch.size_fail_threshold.0 as usize,
             ..EngineLimits::default()
         };
         let engine = Arc::new(Engine::new(Arc::clone(&store), node, limits)?);

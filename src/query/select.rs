@@ -18,7 +18,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 /// A range of storage keys.
-type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+pub(crate) type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
 /// One output column.
 #[derive(Debug, Clone)]
@@ -783,7 +783,7 @@ fn use_index(
 }
 
 /// Clustering key ranges (relative to a partition's row prefix) for = / IN prefixes and a slice.
-fn clustering_slices(
+pub(crate) fn clustering_slices(
     t: &TableDef,
     prefix_vals: &[Vec<Bytes>],
     slice: Option<&(usize, Vec<(Operator, Bytes)>)>,
@@ -1030,8 +1030,9 @@ impl Output<'_> {
                     let c = cell_of(t, *i, row, statics, self.now);
                     match c {
                         Some(c) if c.expiry != 0 => {
-                            self.rows
-                                .push_cell(Some(&(c.expiry - self.now).to_be_bytes()));
+                            // Expiry is rounded up to a whole second: never report more than the TTL.
+                            let left = (c.expiry - self.now).min(c.ttl);
+                            self.rows.push_cell(Some(&left.to_be_bytes()));
                             continue;
                         }
                         _ => None,
@@ -1086,7 +1087,7 @@ fn cell_of<'r>(
     src.cell(col.id).filter(|c| c.is_live(now))
 }
 
-fn column_value<'r>(
+pub(crate) fn column_value<'r>(
     t: &TableDef,
     i: usize,
     pk_parts: &[&'r [u8]],
@@ -1136,10 +1137,18 @@ fn passes(
 /// Removes what a partition deletion shadows.
 fn shadow(row: &mut RowData, partition_deletion: Option<(i64, i32)>) {
     if let Some((dts, _)) = partition_deletion {
-        if row.marker.is_some_and(|m| m.ts <= dts) {
-            row.marker = None;
+        row.shadow_at(dts);
+    }
+}
+
+/// Removes what the partition deletion and the range tombstones of the header shadow in a row
+/// stored under `key` (a full row key; its clustering bytes start at `ck_start`).
+fn shadow_row(row: &mut RowData, header: &RowData, key: &[u8], ck_start: usize) {
+    shadow(row, header.deletion);
+    if !header.ranges.is_empty() {
+        if let Some(dts) = header.range_deletion(key.get(ck_start..).unwrap_or(&[])) {
+            row.shadow_at(dts);
         }
-        row.cells.retain(|c| c.ts > dts);
     }
 }
 
@@ -1364,7 +1373,7 @@ fn read_stored(
                         let (k, v) = item?;
                         let dk = row::decode_key(&k, &ck_types)?;
                         let mut data = RowData::decode(&v)?;
-                        shadow(&mut data, pdel);
+                        shadow_row(&mut data, &header, &k, rows_prefix.len());
                         if !data.is_live(out.now) {
                             continue;
                         }
@@ -1506,7 +1515,8 @@ fn read_stored(
                         continue;
                     }
                     let mut data = RowData::decode(&v)?;
-                    shadow(&mut data, header.deletion);
+                    let ck_start = row::partition_prefix(sid, dk.token, &dk.pk).len() + 1;
+                    shadow_row(&mut data, &header, &k, ck_start);
                     if !data.is_live(out.now) {
                         continue;
                     }
