@@ -274,6 +274,8 @@ pub struct EngineLimits {
     pub default_page_rows: usize,
     /// Stop a page after this many bytes of rows.
     pub max_page_bytes: usize,
+    /// Physical partition split size, logical partition and row limits.
+    pub partitions: crate::partition::sizes::PartitionLimits,
 }
 
 impl Default for EngineLimits {
@@ -282,6 +284,7 @@ impl Default for EngineLimits {
             max_value_bytes: 256 << 20,
             default_page_rows: 5000,
             max_page_bytes: 8 << 20,
+            partitions: Default::default(),
         }
     }
 }
@@ -291,7 +294,9 @@ const LOCK_STRIPES: usize = 4096;
 /// The query engine shared by all connections.
 pub struct Engine {
     pub catalog: Catalog,
-    pub maps: PartitionMaps,
+    pub maps: Arc<PartitionMaps>,
+    /// Queues storage-driven splits for the background splitter.
+    pub splitter: crate::partition::split::Splitter,
     pub store: Arc<dyn Store>,
     pub node: NodeInfo,
     pub limits: EngineLimits,
@@ -307,10 +312,16 @@ impl Engine {
         limits: EngineLimits,
     ) -> std::result::Result<Engine, String> {
         let catalog = Catalog::open(Arc::clone(&store)).map_err(|e| e.to_string())?;
-        let maps = PartitionMaps::open(Arc::clone(&store)).map_err(|e| e.to_string())?;
+        let maps = Arc::new(PartitionMaps::open(Arc::clone(&store)).map_err(|e| e.to_string())?);
+        let splitter = crate::partition::split::Splitter::start(
+            Arc::clone(&maps),
+            Arc::clone(&store),
+            limits.partitions.physical_split_bytes,
+        );
         let engine = Engine {
             catalog,
             maps,
+            splitter,
             store,
             node,
             limits,
@@ -320,6 +331,9 @@ impl Engine {
             locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
         };
         engine.ensure_maps().map_err(|e| e.to_string())?;
+        crate::partition::sizes::rebuild(&*engine.store, &engine.maps)
+            .map_err(|e| e.to_string())?;
+        engine.splitter.check_all(&engine.maps);
         Ok(engine)
     }
 
@@ -451,7 +465,7 @@ impl Engine {
                 ts,
             )?);
         }
-        write::apply(self, muts)?;
+        write::apply_with(self, muts, Some(&opts.ctx))?;
         Ok(Outcome::Void)
     }
 
@@ -469,11 +483,11 @@ impl Engine {
             }
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
                 let ts = write::statement_timestamp(session, opts);
-                write::execute_single(self, keyspace, &parsed.statement, &binds, ts)
+                write::execute_single(self, keyspace, &parsed.statement, &binds, ts, &opts.ctx)
             }
             Statement::Batch(b) => {
                 let ts = write::statement_timestamp(session, opts);
-                write::execute_batch(self, keyspace, b, &binds, ts)
+                write::execute_batch(self, keyspace, b, &binds, ts, &opts.ctx)
             }
             Statement::Use(name) => {
                 self.schema().require_keyspace(name)?;

@@ -907,7 +907,9 @@ fn read_virtual(
     out: &mut Output,
     paging: Option<PagingState>,
 ) -> Result<()> {
-    let rows = crate::schema::system::virtual_rows(schema, &engine.node, t).unwrap_or_default();
+    let rows = crate::partition::views::rows(&engine.maps, &*engine.store, schema, t)
+        .or_else(|| crate::schema::system::virtual_rows(schema, &engine.node, t))
+        .unwrap_or_default();
     let start = paging.map_or(0, |p| p.partition as usize);
     let mut idx = 0usize;
     for r in rows.iter() {

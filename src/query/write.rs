@@ -38,6 +38,18 @@ pub fn table_throughput(_schema: &Schema, t: &TableDef) -> Option<i64> {
         .or(t.options.cosmosdb_autoscale_max_throughput)
 }
 
+/// Splits a table's physical partitions until there are enough for its throughput
+/// (ceil(RU / 10,000)); called after ALTER TABLE.
+fn ensure_throughput_layout(engine: &Engine, ks: &str, table: &str) -> Result<()> {
+    let schema = engine.schema();
+    let Some(t) = schema.keyspace(ks).and_then(|k| k.tables.get(table)) else {
+        return Ok(());
+    };
+    let n = crate::partition::map::partitions_for_throughput(table_throughput(&schema, t));
+    crate::partition::split::ensure_partitions(&engine.maps, &*engine.store, t.storage_id, n)?;
+    Ok(())
+}
+
 /// One write to one storage key.
 pub struct Mutation {
     pub table: Arc<TableDef>,
@@ -729,6 +741,7 @@ pub fn execute_single(
     st: &Statement,
     binds: &BoundValues,
     ts: i64,
+    rctx: &super::RequestCtx,
 ) -> Result<Outcome> {
     let schema = engine.schema();
     let ctx = Ctx {
@@ -736,7 +749,7 @@ pub fn execute_single(
         max_value_bytes: engine.limits.max_value_bytes,
     };
     let muts = mutations_for(engine, &schema, keyspace, st, &ctx, ts)?;
-    apply(engine, muts)?;
+    apply_with(engine, muts, Some(rctx))?;
     Ok(Outcome::Void)
 }
 
@@ -746,6 +759,7 @@ pub fn execute_batch(
     b: &Batch,
     binds: &BoundValues,
     ts: i64,
+    rctx: &super::RequestCtx,
 ) -> Result<Outcome> {
     let schema = engine.schema();
     let ctx = Ctx {
@@ -763,12 +777,21 @@ pub fn execute_batch(
     for st in &b.statements {
         all.extend(mutations_for(engine, &schema, keyspace, st, &ctx, ts)?);
     }
-    apply(engine, all)?;
+    apply_with(engine, all, Some(rctx))?;
     Ok(Outcome::Void)
 }
 
 /// Applies mutations atomically: locks their partitions, merges with stored rows, commits.
 pub fn apply(engine: &Engine, muts: Vec<Mutation>) -> Result<()> {
+    apply_with(engine, muts, None)
+}
+
+/// `apply`, reporting warnings (logical partitions near their size limit) to the request.
+pub fn apply_with(
+    engine: &Engine,
+    muts: Vec<Mutation>,
+    rctx: Option<&super::RequestCtx>,
+) -> Result<()> {
     if muts.is_empty() {
         return Ok(());
     }
@@ -782,24 +805,46 @@ pub fn apply(engine: &Engine, muts: Vec<Mutation>) -> Result<()> {
     let mut batch = WriteBatch::default();
     // Several mutations of one batch may hit the same key: merge them in order.
     let mut merged: Vec<(Vec<u8>, RowData)> = Vec::with_capacity(muts.len());
+    // Per merged key: (storage id, partition key, stored bytes before) for size accounting.
+    let mut owners: Vec<(u64, Bytes, usize)> = Vec::with_capacity(muts.len());
     for m in muts {
         if let Some((_, row)) = merged.iter_mut().find(|(k, _)| *k == m.key) {
             row.merge(m.update);
             continue;
         }
-        let mut current = match engine.store.get(Space::Data, &m.key)? {
+        let stored = engine.store.get(Space::Data, &m.key)?;
+        owners.push((
+            m.table.storage_id,
+            m.pk.clone(),
+            stored.as_ref().map_or(0, |b| m.key.len() + b.len()),
+        ));
+        let mut current = match stored {
             Some(b) => RowData::decode(&b)?,
             None => RowData::default(),
         };
         current.merge(m.update);
         merged.push((m.key, current));
     }
-    for (k, row) in merged {
+    let mut sizes = crate::partition::sizes::Accounting::default();
+    let limits = &engine.limits.partitions;
+    for ((k, row), (sid, pk, old_len)) in merged.into_iter().zip(owners) {
         let mut buf = Vec::with_capacity(row.encoded_len());
         row.encode(&mut buf);
+        sizes.key_change(
+            limits,
+            sid,
+            token_of(&pk),
+            &pk,
+            old_len,
+            k.len() + buf.len(),
+        )?;
         batch.put(Space::Data, k, buf);
     }
-    engine.store.commit(batch)?;
+    sizes.prepare(&*engine.store, limits, &mut batch, rctx)?;
+    let touched = sizes.commit(&engine.maps, || engine.store.commit(batch))?;
+    for (sid, p) in &touched {
+        engine.splitter.check(*sid, p);
+    }
     Ok(())
 }
 
@@ -882,6 +927,7 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
             };
             let c = cat
                 .update(|s, _| ddl::alter_table(s, ks, name, flags, action, super::now_micros()))?;
+            ensure_throughput_layout(engine, ks, &name.name)?;
             Ok(done(c.map(|r| r.0)))
         }
         Statement::DropTable { name, if_exists } => {
@@ -995,6 +1041,7 @@ fn purge(store: &dyn crate::storage::Store, storage_id: u64) -> crate::storage::
             break;
         }
     }
+    crate::partition::sizes::purge(store, storage_id)?;
     let mut batch = WriteBatch::default();
     batch.delete(Space::Meta, purge_key(storage_id));
     store.commit(batch)
