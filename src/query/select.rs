@@ -907,9 +907,15 @@ fn read_virtual(
     out: &mut Output,
     paging: Option<PagingState>,
 ) -> Result<()> {
-    let rows = crate::partition::views::rows(&engine.maps, &*engine.store, schema, t)
-        .or_else(|| crate::schema::system::virtual_rows(schema, &engine.node, t))
-        .unwrap_or_default();
+    let rows = if t.keyspace == "system_traces" {
+        engine
+            .traces
+            .rows(t, engine.node.listen.ip(), engine.node.listen.port())
+    } else {
+        crate::partition::views::rows(&engine.maps, &*engine.store, schema, t)
+            .or_else(|| crate::schema::system::virtual_rows(schema, &engine.node, t))
+            .unwrap_or_default()
+    };
     let start = paging.map_or(0, |p| p.partition as usize);
     let mut idx = 0usize;
     for r in rows.iter() {

@@ -58,9 +58,19 @@ pub struct Mutation {
     pub update: RowData,
 }
 
-/// The token of a partition key (serialized as Cassandra hashes it).
-pub fn table_token(_table: &TableDef, pk: &[u8]) -> Token {
-    token_of(pk)
+/// The token of a partition key (serialized as Cassandra hashes it): Murmur3 of the whole key,
+/// or for hierarchical (MultiHash) tables the concatenated per-level hashes.
+pub fn table_token(table: &TableDef, pk: &[u8]) -> Token {
+    match table.options.partition_key_kind {
+        crate::schema::PartitionKeyKind::Hash => token_of(pk),
+        crate::schema::PartitionKeyKind::MultiHash => {
+            let n = table.partition_key.len();
+            match crate::partition::token::split_composite(pk, n) {
+                Some(parts) => crate::partition::token::multihash_token(&parts),
+                None => token_of(pk),
+            }
+        }
+    }
 }
 
 /// Values of the partition key or clustering columns restricted by `=` / `IN` in a WHERE clause:
@@ -805,8 +815,8 @@ pub fn apply_with(
     let mut batch = WriteBatch::default();
     // Several mutations of one batch may hit the same key: merge them in order.
     let mut merged: Vec<(Vec<u8>, RowData)> = Vec::with_capacity(muts.len());
-    // Per merged key: (storage id, partition key, stored bytes before) for size accounting.
-    let mut owners: Vec<(u64, Bytes, usize)> = Vec::with_capacity(muts.len());
+    // Per merged key: (storage id, token, partition key, stored bytes before) for size accounting.
+    let mut owners: Vec<(u64, Token, Bytes, usize)> = Vec::with_capacity(muts.len());
     for m in muts {
         if let Some((_, row)) = merged.iter_mut().find(|(k, _)| *k == m.key) {
             row.merge(m.update);
@@ -815,6 +825,7 @@ pub fn apply_with(
         let stored = engine.store.get(Space::Data, &m.key)?;
         owners.push((
             m.table.storage_id,
+            table_token(&m.table, &m.pk),
             m.pk.clone(),
             stored.as_ref().map_or(0, |b| m.key.len() + b.len()),
         ));
@@ -827,17 +838,10 @@ pub fn apply_with(
     }
     let mut sizes = crate::partition::sizes::Accounting::default();
     let limits = &engine.limits.partitions;
-    for ((k, row), (sid, pk, old_len)) in merged.into_iter().zip(owners) {
+    for ((k, row), (sid, token, pk, old_len)) in merged.into_iter().zip(owners) {
         let mut buf = Vec::with_capacity(row.encoded_len());
         row.encode(&mut buf);
-        sizes.key_change(
-            limits,
-            sid,
-            token_of(&pk),
-            &pk,
-            old_len,
-            k.len() + buf.len(),
-        )?;
+        sizes.key_change(limits, sid, token, &pk, old_len, k.len() + buf.len())?;
         batch.put(Space::Data, k, buf);
     }
     sizes.prepare(&*engine.store, limits, &mut batch, rctx)?;
