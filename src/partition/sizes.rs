@@ -61,6 +61,8 @@ pub struct PartStats {
     pub retired: AtomicBool,
     /// A split is queued or was found impossible (one logical partition).
     pub split_queued: AtomicBool,
+    /// Request units consumed.
+    pub consumed: super::ru::Consumption,
 }
 
 pub const SIZE_PREFIX: &[u8] = b"lsize/";
@@ -198,6 +200,8 @@ struct PkChange {
     pk: Bytes,
     old: i64,
     new: i64,
+    /// Request units of this partition's writes.
+    ru: f64,
 }
 
 /// What a write changes in the logical partition sizes, checked against the limits.
@@ -242,21 +246,31 @@ impl Accounting {
             )));
         }
         let delta = new_len as i64 - old_len as i64;
+        let ru = super::ru::write_key_cost(old_len, new_len);
         match self
             .changes
             .iter_mut()
             .find(|c| c.storage_id == storage_id && c.pk == *pk)
         {
-            Some(c) => c.new += delta,
+            Some(c) => {
+                c.new += delta;
+                c.ru += ru;
+            }
             None => self.changes.push(PkChange {
                 storage_id,
                 token,
                 pk: pk.clone(),
                 old: 0,
                 new: delta,
+                ru,
             }),
         }
         Ok(())
+    }
+
+    /// Request units of the whole write.
+    pub fn request_units(&self) -> f64 {
+        self.changes.iter().map(|c| c.ru).sum()
     }
 
     /// Reads the current sizes (the caller holds the partitions' write stripes), checks the
@@ -364,6 +378,7 @@ impl Accounting {
                     continue;
                 };
                 p.stats.bytes.fetch_add(c.new - c.old, Ordering::SeqCst);
+                p.stats.consumed.add(c.ru);
                 let dl = (c.new > 0) as i64 - (c.old > 0) as i64;
                 if dl != 0 {
                     p.stats.logical.fetch_add(dl, Ordering::SeqCst);

@@ -516,11 +516,13 @@ impl Engine {
                 write::execute_batch(self, keyspace, b, &binds, ts, &opts.ctx)
             }
             Statement::Use(name) => {
+                opts.ctx.add_charge(crate::partition::ru::FIXED_RU);
                 self.schema().require_keyspace(name)?;
                 session.keyspace = Some(name.clone());
                 Ok(Outcome::SetKeyspace(name.clone()))
             }
             Statement::Describe(d) => {
+                opts.ctx.add_charge(crate::partition::ru::FIXED_RU);
                 let schema = self.schema();
                 let res = crate::schema::describe::describe(&schema, keyspace, d, &self.node)?;
                 let cols: Vec<ResultColumn> = res
@@ -542,7 +544,10 @@ impl Engine {
                 }
                 Ok(Outcome::Rows(rows))
             }
-            other => write::execute_ddl(self, keyspace, other),
+            other => {
+                opts.ctx.add_charge(crate::partition::ru::FIXED_RU);
+                write::execute_ddl(self, keyspace, other)
+            }
         }
     }
 }

@@ -846,6 +846,9 @@ pub fn apply_with(
     }
     sizes.prepare(&*engine.store, limits, &mut batch, rctx)?;
     let touched = sizes.commit(&engine.maps, || engine.store.commit(batch))?;
+    if let Some(c) = rctx {
+        c.add_charge(sizes.request_units());
+    }
     for (sid, p) in &touched {
         engine.splitter.check(*sid, p);
     }
