@@ -340,3 +340,121 @@ def test_duration_cannot_be_clustering(session, keyspace):
     with pytest.raises(InvalidRequest) as e:
         session.execute(f"CREATE TABLE {keyspace}.d (p int, c duration, PRIMARY KEY (p, c))")
     assert "duration type is not supported for PRIMARY KEY column 'c'" in error_text(e.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Clustering order: an independent model of Cassandra 5.0's comparators (AbstractType.compare
+# of each marshal type), written from their definitions, not from the server's code.
+
+def _f32(x):
+    return struct.unpack(">f", struct.pack(">f", x))[0]
+
+
+def _float_key(x):
+    # Float.compare / Double.compare: -0.0 < 0.0, NaN above +Infinity
+    if math.isnan(x):
+        return (1, 0.0, 0)
+    return (0, x, math.copysign(1, x))
+
+
+def _inet_bytes(s):
+    return ipaddress.ip_address(s).packed
+
+
+def _v1_time(b):
+    return ((b[6] & 0x0F) << 56) | (b[7] << 48) | (b[4] << 40) | (b[5] << 32) | int.from_bytes(b[0:4], "big")
+
+
+def _uuid_key(u):
+    # UUIDType: version; for version 1 the timestamp, else the msb unsigned; then lsb unsigned
+    b = u.bytes
+    v = b[6] >> 4
+    return (v, _v1_time(b) if v == 1 else int.from_bytes(b[:8], "big"), int.from_bytes(b[8:], "big"))
+
+
+def _timeuuid_key(u):
+    # TimeUUIDType: the timestamp, then clock sequence and node as *signed* bytes
+    b = u.bytes
+    return (_v1_time(b), tuple(x - 256 if x > 127 else x for x in b[8:]))
+
+
+def _rand_v1(rng):
+    t = rng.randrange(0, 1 << 60)
+    return uuid.UUID(fields=(t & 0xFFFFFFFF, (t >> 32) & 0xFFFF, ((t >> 48) & 0x0FFF) | 0x1000,
+                             0x80 | rng.randrange(64), rng.randrange(256), rng.randrange(1 << 48)))
+
+
+def _rand_text(rng, alphabet):
+    return "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 6)))
+
+
+def _order_cases(rng):
+    ints = lambda lo, hi: [lo, hi, 0, -1, 1] + [rng.randrange(lo, hi + 1) for _ in range(30)]
+    decimals = {Decimal(rng.randrange(-10**12, 10**12)).scaleb(rng.randrange(-15, 15)) for _ in range(30)}
+    decimals |= {Decimal("0"), Decimal("-0.001"), Decimal("0.001"), Decimal("1E+30"), Decimal("-1E+30")}
+    by_value = {}
+    for d in decimals:
+        by_value.setdefault(d.normalize() if d else Decimal(0), d)
+    doubles = [0.0, -0.0, math.inf, -math.inf, math.nan, 5e-324, -5e-324, 1.7976931348623157e308] + \
+        [rng.uniform(-1e6, 1e6) * 10 ** rng.randrange(-30, 30) for _ in range(30)]
+    floats = list({_f32(x) if not math.isnan(x) else x: None for x in doubles if abs(x) < 3e38 or math.isinf(x)})
+    v1s = [_rand_v1(rng) for _ in range(20)]
+    base = _rand_v1(rng)  # same timestamp, different clock/node: the signed-byte tie-break
+    same_time = [uuid.UUID(bytes=base.bytes[:8] + bytes([b]) + base.bytes[9:]) for b in (0x80, 0x81, 0xBF, 0xC0, 0xFF)]
+    ascii_alpha = "azAZ09 ~!\x00\x7f"
+    text_alpha = "aZ0 éü✓日本😀\x00"
+    return {
+        "tinyint": (ints(-128, 127), int),
+        "smallint": (ints(-32768, 32767), int),
+        "int": (ints(-2**31, 2**31 - 1), int),
+        "bigint": (ints(-2**63, 2**63 - 1), int),
+        "varint": ([0, -1, 1, 127, 128, -128, -129, 255, 256, -2**70, 2**70] +
+                   [rng.randrange(-2**100, 2**100) >> rng.randrange(0, 100) for _ in range(30)], int),
+        "decimal": (list(by_value.values()), lambda d: d),
+        "float": (floats, _float_key),
+        "double": (doubles, _float_key),
+        "boolean": ([True, False], lambda b: b),
+        "ascii": (list({_rand_text(rng, ascii_alpha) for _ in range(40)}), lambda s: s.encode()),
+        "text": (list({_rand_text(rng, text_alpha) for _ in range(40)}), lambda s: s.encode("utf-8")),
+        "varchar": (["b", "a", "ab", "", "é"], lambda s: s.encode("utf-8")),
+        "blob": (list({rng.randbytes(rng.randrange(0, 5)) for _ in range(40)}), lambda b: b),
+        "inet": (list({"127.0.0.1", "10.0.0.1", "255.255.255.255", "0.0.0.0", "::1", "::", "fe80::1",
+                       "2001:db8::1", "ffff::"} |
+                      {str(ipaddress.IPv4Address(rng.randrange(1 << 32))) for _ in range(10)} |
+                      {str(ipaddress.IPv6Address(rng.randrange(1 << 128))) for _ in range(10)}), _inet_bytes),
+        "date": ([Date(d) for d in {-2**31, 2**31 - 1, 0, -1, 1} | {rng.randrange(-2**31, 2**31) for _ in range(30)}],
+                 lambda d: d.days_from_epoch),
+        "time": ([Time(n) for n in {0, 1, 86399999999999} | {rng.randrange(0, 86400 * 10**9) for _ in range(30)}],
+                 lambda t: t.nanosecond_time),
+        "timestamp": (list({datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=rng.randrange(-2**41, 2**41))
+                            for _ in range(30)} | {datetime.datetime(1970, 1, 1), datetime.datetime(1969, 12, 31, 23, 59, 59, 999000)}),
+                      lambda d: d),
+        "uuid": (list({uuid.UUID(int=0), uuid.UUID(int=2**128 - 1)} | {uuid.uuid4() for _ in range(15)} |
+                      {uuid.uuid3(uuid.NAMESPACE_DNS, str(i)) for i in range(5)} |
+                      {uuid.uuid5(uuid.NAMESPACE_DNS, str(i)) for i in range(5)} | set(v1s[:10])), _uuid_key),
+        "timeuuid": (list(set(v1s) | set(same_time)), _timeuuid_key),
+    }
+
+
+@pytest.mark.parametrize("typ", sorted(_order_cases(random.Random(0))))
+def test_clustering_order_matches_cassandra_comparators(session, keyspace, typ):
+    rng = random.Random(f"order-{typ}")
+    values, key = _order_cases(rng)[typ]
+    values = list({key(v): v for v in values}.values())  # distinct clustering values
+    for direction in ("ASC", "DESC"):
+        t = f"{keyspace}.o_{typ}_{direction.lower()}"
+        session.execute(f"CREATE TABLE {t} (p int, c {typ}, v int, PRIMARY KEY (p, c)) "
+                        f"WITH CLUSTERING ORDER BY (c {direction})")
+        ins = session.prepare(f"INSERT INTO {t} (p, c, v) VALUES (0, ?, ?)")
+        shuffled = list(values)
+        rng.shuffle(shuffled)
+        for i, v in enumerate(shuffled):
+            session.execute(ins, [v, i])
+        got = [r.c for r in session.execute(f"SELECT c FROM {t} WHERE p = 0")]
+        want = sorted(values, key=key, reverse=direction == "DESC")
+        assert [key(g) for g in got] == [key(w) for w in want], f"{typ} {direction}"
+        # a slice from the middle value on: the key encoding agrees with the comparator
+        mid = sorted(values, key=key)[len(values) // 2]
+        got = [r.c for r in session.execute(session.prepare(f"SELECT c FROM {t} WHERE p = 0 AND c >= ?"), [mid])]
+        want = [w for w in want if key(w) >= key(mid)]
+        assert [key(g) for g in got] == [key(w) for w in want], f"{typ} {direction} c >= {mid!r}"
