@@ -55,13 +55,14 @@ pub fn eval(term: &Term, ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val>
         },
         Term::TypeHint(_, inner) => return eval(inner, ty, receiver, ctx),
         Term::List(items) | Term::Set(items) => {
+            let set_literal = matches!(term, Term::Set(_));
             let (elem, is_set) = match ty.unfrozen() {
-                CqlType::List(e) => (e, false),
-                CqlType::Set(e) => (e, true),
+                CqlType::List(e) if !set_literal => (e, false),
+                CqlType::Set(e) if set_literal || items.is_empty() => (e, true),
                 CqlType::Map(_, _) if items.is_empty() => {
                     return Ok(Val::Value(Bytes::from_static(&[0, 0, 0, 0])))
                 }
-                CqlType::Vector(e, n) => {
+                CqlType::Vector(e, n) if !set_literal => {
                     if items.len() != *n as usize {
                         return Err(invalid(format!(
                             "Invalid vector literal for {receiver} of type {ty}; expected {n} elements, but given {}",

@@ -2,6 +2,7 @@
 //! partitions, executes, and pages results.
 
 pub mod bind;
+pub mod complex;
 pub mod eval;
 pub mod row;
 pub mod select;

@@ -2,6 +2,7 @@
 //! physical partitions, reading, projecting and paging.
 
 use super::bind::BoundValues;
+use super::complex;
 use super::eval::{eval, Ctx, Val};
 use super::row::{self, RowData, KIND_HEADER, KIND_ROW};
 use super::write::{in_values, key_values, table_token};
@@ -984,10 +985,11 @@ fn read_stored(
                 let prefix = row::partition_prefix(sid, token, pk);
                 let mut header_key = prefix.clone();
                 header_key.push(KIND_HEADER);
-                let header = match engine.store.get(Space::Data, &header_key)? {
+                let mut header = match engine.store.get(Space::Data, &header_key)? {
                     Some(b) => RowData::decode(&b)?,
                     None => RowData::default(),
                 };
+                complex::materialize(&mut header, t, None, out.now);
                 let pdel = header.deletion;
                 let resume = paging
                     .as_ref()
@@ -1033,6 +1035,7 @@ fn read_stored(
                         let (k, v) = item?;
                         let dk = row::decode_key(&k, &ck_types)?;
                         let mut data = RowData::decode(&v)?;
+                        complex::materialize(&mut data, t, pdel, out.now);
                         shadow(&mut data, pdel);
                         if !data.is_live(out.now) {
                             continue;
@@ -1158,14 +1161,17 @@ fn read_stored(
                             hk.push(KIND_HEADER);
                             if let Some(h) = engine.store.get(Space::Data, &hk)? {
                                 header = RowData::decode(&h)?;
+                                complex::materialize(&mut header, t, None, out.now);
                             }
                         }
                     }
                     if dk.kind == KIND_HEADER {
                         header = RowData::decode(&v)?;
+                        complex::materialize(&mut header, t, None, out.now);
                         continue;
                     }
                     let mut data = RowData::decode(&v)?;
+                    complex::materialize(&mut data, t, header.deletion, out.now);
                     shadow(&mut data, header.deletion);
                     if !data.is_live(out.now) {
                         continue;
