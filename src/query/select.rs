@@ -217,6 +217,14 @@ fn all_filters(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Vec<Filter>> {
 enum Target {
     Partitions(Vec<Bytes>),
     Range(i128, i128),
+    /// The rows a secondary index lists for one value, within a token range.
+    Index {
+        index: crate::schema::IndexDef,
+        ty: CqlType,
+        value: Bytes,
+        lo: i128,
+        hi: i128,
+    },
 }
 
 struct Plan {
@@ -454,6 +462,15 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
     if !single_partition && used_ck > 0 {
         need_filtering = true;
     }
+    let (target, need_filtering) = use_index(
+        t,
+        target,
+        &filters,
+        need_filtering,
+        single_partition,
+        used_ck + pk_given,
+        sel.allow_filtering,
+    );
     if need_filtering && !sel.allow_filtering {
         return Err(invalid(FILTERING_MSG));
     }
@@ -496,6 +513,66 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
         limit,
         reversed,
     })
+}
+
+/// A secondary index on a column restricted by `=` serves the query: a scan becomes an index
+/// lookup, and within one partition the restriction needs no ALLOW FILTERING. Returns the target
+/// and whether the query still filters.
+fn use_index(
+    t: &TableDef,
+    target: Target,
+    filters: &[Filter],
+    need_filtering: bool,
+    single_partition: bool,
+    key_restrictions: usize,
+    allow_filtering: bool,
+) -> (Target, bool) {
+    use crate::schema::IndexKind;
+    if !need_filtering || t.indexes.is_empty() {
+        return (target, need_filtering);
+    }
+    let indexed = |f: &Filter| {
+        f.op == Operator::Eq
+            && t.indexes.iter().any(|x| {
+                x.column == t.columns[f.col].name
+                    && matches!(x.kind, IndexKind::Value | IndexKind::Full)
+            })
+    };
+    if single_partition {
+        // Filtering only on indexed columns is what the index is for.
+        let still = filters
+            .iter()
+            .any(|f| !indexed(f) && t.columns[f.col].kind != ColumnKind::PartitionKey);
+        return (target, still);
+    }
+    let Target::Range(lo, hi) = target else {
+        return (target, need_filtering);
+    };
+    let Some(f) = filters.iter().find(|f| indexed(f)) else {
+        return (Target::Range(lo, hi), need_filtering);
+    };
+    let others = filters.len() > 1 || key_restrictions > 0;
+    if others && !allow_filtering {
+        return (Target::Range(lo, hi), need_filtering);
+    }
+    let col = &t.columns[f.col];
+    let index = t
+        .indexes
+        .iter()
+        .find(|x| x.column == col.name && matches!(x.kind, IndexKind::Value | IndexKind::Full))
+        .expect("checked above")
+        .clone();
+    let ty = super::index::indexed_type(&index, &col.ty);
+    (
+        Target::Index {
+            index,
+            ty,
+            value: f.values[0].clone(),
+            lo,
+            hi,
+        },
+        others,
+    )
 }
 
 /// Clustering key ranges (relative to a partition's row prefix) for = / IN prefixes and a slice.
@@ -908,7 +985,13 @@ fn read_virtual(
     out: &mut Output,
     paging: Option<PagingState>,
 ) -> Result<()> {
-    let rows = crate::schema::system::virtual_rows(schema, &engine.node, t).unwrap_or_default();
+    let rows = if t.keyspace == "system_traces" {
+        engine
+            .traces
+            .rows(t, engine.node.listen.ip(), engine.node.listen.port())
+    } else {
+        crate::schema::system::virtual_rows(schema, &engine.node, t).unwrap_or_default()
+    };
     let start = paging.map_or(0, |p| p.partition as usize);
     let mut idx = 0usize;
     for r in rows.iter() {
@@ -1104,6 +1187,13 @@ fn read_stored(
             }
             Ok(())
         }
+        Target::Index {
+            index,
+            ty,
+            value,
+            lo,
+            hi,
+        } => read_index(engine, t, plan, out, paging, (index, ty, value), (*lo, *hi)),
         Target::Range(lo, hi) => {
             if lo >= hi {
                 return Ok(());
@@ -1207,6 +1297,95 @@ fn read_stored(
             Ok(())
         }
     }
+}
+
+/// Reads the rows an index lists for one value, in token order, re-checking each row.
+fn read_index(
+    engine: &Engine,
+    t: &TableDef,
+    plan: &Plan,
+    out: &mut Output,
+    paging: Option<PagingState>,
+    (index, ty, value): (&crate::schema::IndexDef, &CqlType, &Bytes),
+    (lo, hi): (i128, i128),
+) -> Result<()> {
+    if lo >= hi {
+        return Ok(());
+    }
+    let ck_types: Vec<(&CqlType, bool)> = t.clustering_columns().map(|c| (&c.ty, c.desc)).collect();
+    let prefix = super::index::value_prefix(index, ty, value);
+    let mut lo_key = prefix.clone();
+    if lo >= MIN_TOKEN as i128 {
+        lo_key.extend_from_slice(&row::token_bytes((lo + 1) as i64));
+    }
+    let hi_key: Bound<Vec<u8>> = if hi >= MAX_TOKEN as i128 {
+        prefix_successor(&prefix)
+            .map(Bound::Excluded)
+            .unwrap_or(Bound::Unbounded)
+    } else {
+        let mut k = prefix.clone();
+        k.extend_from_slice(&row::token_bytes((hi + 1) as i64));
+        Bound::Excluded(k)
+    };
+    let mut lo_b = Bound::Included(lo_key);
+    if let Some(p) = paging.as_ref().filter(|p| !p.last_key.is_empty()) {
+        lo_b = max_lo(lo_b, Bound::Excluded(p.last_key.clone()));
+    }
+    let mut cur_pk: Option<Bytes> = None;
+    let mut header = RowData::default();
+    for item in engine
+        .store
+        .scan(Space::Data, as_ref(&lo_b), as_ref(&hi_key), false)
+    {
+        let (entry, _) = item?;
+        let Some(row_key) = super::index::row_key_of_entry(t, index, ty, &entry) else {
+            continue;
+        };
+        let Some(v) = engine.store.get(Space::Data, &row_key)? else {
+            continue;
+        };
+        let dk = row::decode_key(&row_key, &ck_types)?;
+        if cur_pk.as_ref() != Some(&dk.pk) {
+            cur_pk = Some(dk.pk.clone());
+            let mut hk = row::partition_prefix(t.storage_id, dk.token, &dk.pk);
+            hk.push(KIND_HEADER);
+            header = match engine.store.get(Space::Data, &hk)? {
+                Some(h) => RowData::decode(&h)?,
+                None => RowData::default(),
+            };
+            complex::materialize(&mut header, t, None, out.now);
+        }
+        let mut data = RowData::decode(&v)?;
+        complex::materialize(&mut data, t, header.deletion, out.now);
+        shadow(&mut data, header.deletion);
+        if !data.is_live(out.now)
+            || !passes(
+                t,
+                &plan.filters,
+                &dk.pk,
+                &dk.clustering,
+                &data,
+                &header,
+                out.now,
+            )
+        {
+            continue;
+        }
+        if let Flow::Stop(more) = out.emit(dk.token, &dk.pk, &dk.clustering, &data, &header) {
+            if more {
+                out.rows.paging_state = Some(
+                    PagingState {
+                        partition: 0,
+                        last_key: entry.to_vec(),
+                        remaining: out.remaining.map(|r| r as u32),
+                    }
+                    .encode(),
+                );
+            }
+            return Ok(());
+        }
+    }
+    Ok(())
 }
 
 fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
