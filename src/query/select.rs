@@ -132,8 +132,46 @@ fn plan_selector(t: &TableDef, e: &SelectorExpr) -> Result<(Proj, String, CqlTyp
     })
 }
 
+/// The `[json]` text of one row whose cells (`[int len][bytes]` each) are `cells`.
+fn row_json(proj: &[(Proj, String, CqlType)], mut cells: &[u8]) -> String {
+    let mut out = String::from("{");
+    for (i, (_, name, ty)) in proj.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        let key = if name.contains('(') {
+            name.clone()
+        } else {
+            crate::cql::types::quote_ident(name)
+        };
+        out.push_str(&serde_json::Value::String(key).to_string());
+        out.push_str(": ");
+        let len = cells
+            .get(..4)
+            .map_or(-1, |b| i32::from_be_bytes(b.try_into().expect("4 bytes")));
+        cells = cells.get(4..).unwrap_or_default();
+        if len < 0 {
+            out.push_str("null");
+        } else {
+            let (v, rest) = cells.split_at((len as usize).min(cells.len()));
+            cells = rest;
+            out.push_str(&value::to_json(ty, v));
+        }
+    }
+    out.push('}');
+    out
+}
+
 /// The result columns of a SELECT (for PREPARE and for the rows' metadata).
 pub fn result_columns(t: &TableDef, sel: &Select) -> Result<Vec<ResultColumn>> {
+    if sel.json {
+        return Ok(vec![ResultColumn {
+            keyspace: t.keyspace.clone(),
+            table: t.name.clone(),
+            name: "[json]".into(),
+            ty: CqlType::Text,
+        }]);
+    }
     Ok(plan_projection(t, sel)?
         .into_iter()
         .map(|(_, name, ty)| ResultColumn {
@@ -748,6 +786,8 @@ struct Output<'a> {
     remaining: Option<usize>,
     now: i32,
     count_only: bool,
+    /// SELECT JSON: each row becomes one `[json]` text cell.
+    json: bool,
     count: i64,
 }
 
@@ -776,6 +816,7 @@ impl Output<'_> {
         } else {
             split_composite(pk, t.partition_key.len()).unwrap_or_default()
         };
+        let row_start = self.rows.content.len();
         for (p, _, _) in self.proj {
             let tok_bytes;
             let v: Option<&[u8]> = match p {
@@ -824,6 +865,11 @@ impl Output<'_> {
                 Proj::CountAll => None,
             };
             self.rows.push_cell(v);
+        }
+        if self.json {
+            let json = row_json(self.proj, &self.rows.content[row_start..]);
+            self.rows.content.truncate(row_start);
+            self.rows.push_cell(Some(json.as_bytes()));
         }
         self.rows.count += 1;
         if let Some(r) = &mut self.remaining {
@@ -915,10 +961,13 @@ pub fn execute(
 ) -> Result<Rows> {
     let schema = engine.schema();
     let t = resolve_table(&schema, keyspace, &sel.table)?;
-    if sel.json || sel.distinct || !sel.group_by.is_empty() || sel.per_partition_limit.is_some() {
+    if sel.distinct || !sel.group_by.is_empty() || sel.per_partition_limit.is_some() {
         return Err(invalid(
-            "SELECT JSON, DISTINCT, GROUP BY and PER PARTITION LIMIT are not supported yet",
+            "DISTINCT, GROUP BY and PER PARTITION LIMIT are not supported yet",
         ));
+    }
+    if sel.json && t.virtual_table {
+        return Err(invalid("SELECT JSON is not supported on system tables"));
     }
     let proj = plan_projection(t, sel)?;
     let count_only = proj.iter().any(|(p, _, _)| matches!(p, Proj::CountAll));
@@ -962,6 +1011,7 @@ pub fn execute(
         now: super::now_secs(),
         count_only,
         count: 0,
+        json: sel.json,
     };
     if t.virtual_table {
         read_virtual(engine, &schema, t, &plan, &mut out, paging)?;
