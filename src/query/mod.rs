@@ -5,6 +5,7 @@ pub mod aggregate;
 pub mod bind;
 pub mod complex;
 pub mod eval;
+pub mod functions;
 pub mod index;
 pub mod row;
 pub mod select;

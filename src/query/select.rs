@@ -30,6 +30,179 @@ enum Proj {
     Ttl(usize),
     ToJson(Box<Proj>, CqlType),
     CountAll,
+    /// Functions, CAST, field and element selection.
+    Expr(Box<SExpr>),
+}
+
+/// A computed selector.
+#[derive(Debug, Clone)]
+enum SExpr {
+    Col(usize),
+    Const(Option<Bytes>),
+    Call(String, Vec<SExpr>, Vec<CqlType>),
+    Field(Box<SExpr>, usize),
+    /// A map value or set element by key.
+    Element(Box<SExpr>, CqlType, Bytes),
+    Cast(Box<SExpr>, CqlType, CqlType),
+}
+
+struct RowCtx<'a, 'r> {
+    t: &'a TableDef,
+    pk_parts: &'a [&'r [u8]],
+    ck: &'r [Bytes],
+    row: &'r RowData,
+    statics: &'r RowData,
+    now: i32,
+}
+
+fn eval_sexpr(e: &SExpr, rc: &RowCtx) -> Option<Vec<u8>> {
+    match e {
+        SExpr::Col(i) => column_value(rc.t, *i, rc.pk_parts, rc.ck, rc.row, rc.statics, rc.now)
+            .map(|v| v.to_vec()),
+        SExpr::Const(v) => v.as_ref().map(|b| b.to_vec()),
+        SExpr::Call(name, args, types) => {
+            let vals: Vec<Option<Vec<u8>>> = args.iter().map(|a| eval_sexpr(a, rc)).collect();
+            let refs: Vec<Option<&[u8]>> = vals.iter().map(|v| v.as_deref()).collect();
+            super::functions::call(name, types, &refs).ok().flatten()
+        }
+        SExpr::Field(inner, i) => {
+            let v = eval_sexpr(inner, rc)?;
+            let comps = value::tuple_components(&v).ok()?;
+            comps.get(*i).copied().flatten().map(|f| f.to_vec())
+        }
+        SExpr::Element(inner, ty, key) => {
+            let v = eval_sexpr(inner, rc)?;
+            match ty.unfrozen() {
+                CqlType::Map(kt, _) => value::map_entries(&v)
+                    .ok()?
+                    .into_iter()
+                    .find(|(k, _)| value::compare(kt, k, key) == Ordering::Equal)
+                    .map(|(_, x)| x.to_vec()),
+                CqlType::Set(et) => value::collection_elements(&v)
+                    .ok()?
+                    .filter_map(|r| r.ok().flatten())
+                    .find(|x| value::compare(et, x, key) == Ordering::Equal)
+                    .map(|x| x.to_vec()),
+                _ => None,
+            }
+        }
+        SExpr::Cast(inner, from, to) => {
+            let v = eval_sexpr(inner, rc)?;
+            super::functions::cast(from, to, &v)
+        }
+    }
+}
+
+/// Plans a selector as a computed expression.
+fn plan_sexpr(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)> {
+    Ok(match e {
+        SelectorExpr::Column(c) => {
+            let i = column_index(t, c)?;
+            (SExpr::Col(i), c.clone(), t.columns[i].ty.clone())
+        }
+        SelectorExpr::Function { name, args, .. } => {
+            let mut planned = Vec::with_capacity(args.len());
+            let mut types = Vec::with_capacity(args.len());
+            let mut names = Vec::with_capacity(args.len());
+            for a in args {
+                let (x, n, ty) = match a {
+                    SelectorExpr::Term(Term::Literal(l)) => {
+                        let ty = if name.starts_with("blobas") {
+                            CqlType::Blob
+                        } else if let Some(t) = name
+                            .strip_suffix("asblob")
+                            .and_then(CqlType::native_from_name)
+                        {
+                            t
+                        } else {
+                            CqlType::Timestamp
+                        };
+                        let v = match l {
+                            crate::cql::ast::Literal::Null => None,
+                            l => Some(Bytes::from(
+                                value::literal_to_bytes(&ty, l)
+                                    .map_err(|e| invalid(e.for_column(name)))?,
+                            )),
+                        };
+                        let text = v
+                            .as_ref()
+                            .map_or("null".into(), |b| value::to_cql_literal(&ty, b));
+                        (SExpr::Const(v), text, ty)
+                    }
+                    other => plan_sexpr(t, other)?,
+                };
+                planned.push(x);
+                types.push(ty);
+                names.push(n);
+            }
+            let ret = super::functions::return_type(name, &types).map_err(invalid)?;
+            (
+                SExpr::Call(name.clone(), planned, types),
+                format!("system.{name}({})", names.join(", ")),
+                ret,
+            )
+        }
+        SelectorExpr::Cast(inner, to) => {
+            let (x, n, from) = plan_sexpr(t, inner)?;
+            let to_ty = match to {
+                crate::cql::ast::TypeExpr::Native(name) => CqlType::native_from_name(name),
+                _ => None,
+            }
+            .ok_or_else(|| invalid(format!("{to:?} is not a valid target type for CAST")))?;
+            if !super::functions::cast_allowed(&from, &to_ty) {
+                return Err(invalid(format!("{from} cannot be cast to {to_ty}")));
+            }
+            (
+                SExpr::Cast(Box::new(x), from, to_ty.clone()),
+                format!("cast({n} as {to_ty})"),
+                to_ty,
+            )
+        }
+        SelectorExpr::Field(inner, f) => {
+            let (x, n, ty) = plan_sexpr(t, inner)?;
+            let CqlType::Udt(u) = ty.unfrozen() else {
+                return Err(invalid(format!(
+                    "Invalid field selection: {n} of type {ty} is not a user type"
+                )));
+            };
+            let Some(i) = u.fields.iter().position(|(name, _)| name == f) else {
+                return Err(invalid(format!("{} has no field {f}", u.name)));
+            };
+            let fty = u.fields[i].1.clone();
+            (SExpr::Field(Box::new(x), i), format!("{n}.{f}"), fty)
+        }
+        SelectorExpr::Element(inner, key) => {
+            let (x, n, ty) = plan_sexpr(t, inner)?;
+            let (kt, rt) = match ty.unfrozen() {
+                CqlType::Map(k, v) => ((**k).clone(), (**v).clone()),
+                CqlType::Set(e) => ((**e).clone(), (**e).clone()),
+                _ => {
+                    return Err(invalid(format!(
+                        "Element selection is only allowed on sets and maps, but {n} is a {}",
+                        match ty.unfrozen() {
+                            CqlType::List(_) => "list",
+                            _ => "non-collection",
+                        }
+                    )))
+                }
+            };
+            let Term::Literal(l) = key else {
+                return Err(invalid("Only constants are supported as element selectors"));
+            };
+            let k = value::literal_to_bytes(&kt, l).map_err(|e| invalid(e.for_column(&n)))?;
+            let text = value::to_cql_literal(&kt, &k);
+            (
+                SExpr::Element(Box::new(x), ty.clone(), Bytes::from(k)),
+                format!("{n}[{text}]"),
+                rt,
+            )
+        }
+        other => {
+            return Err(invalid(format!(
+                "This selector is not supported yet: {other:?}"
+            )))
+        }
+    })
 }
 
 const FILTERING_MSG: &str = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
@@ -125,9 +298,8 @@ fn plan_selector(t: &TableDef, e: &SelectorExpr) -> Result<(Proj, String, CqlTyp
             (Proj::CountAll, "count".into(), CqlType::Bigint)
         }
         other => {
-            return Err(invalid(format!(
-                "This selector is not supported yet: {other:?}"
-            )))
+            let (x, n, ty) = plan_sexpr(t, other)?;
+            (Proj::Expr(Box::new(x)), n, ty)
         }
     })
 }
@@ -863,6 +1035,19 @@ impl Output<'_> {
                     continue;
                 }
                 Proj::CountAll => None,
+                Proj::Expr(e) => {
+                    let rc = RowCtx {
+                        t,
+                        pk_parts: &pk_parts,
+                        ck,
+                        row,
+                        statics,
+                        now: self.now,
+                    };
+                    let v = eval_sexpr(e, &rc);
+                    self.rows.push_cell(v.as_deref());
+                    continue;
+                }
             };
             self.rows.push_cell(v);
         }
