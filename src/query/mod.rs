@@ -7,6 +7,7 @@ pub mod complex;
 pub mod eval;
 pub mod functions;
 pub mod index;
+pub mod lwt;
 pub mod row;
 pub mod select;
 pub mod trace;
@@ -179,6 +180,8 @@ pub struct QueryOptions {
     pub timestamp: Option<i64>,
     pub serial: bool,
     pub keyspace: Option<String>,
+    /// The type of a protocol BATCH.
+    pub batch_kind: Option<ast::BatchKind>,
 }
 
 /// Per-connection state.
@@ -299,6 +302,12 @@ pub struct EngineLimits {
     pub default_page_rows: usize,
     /// Stop a page after this many bytes of rows.
     pub max_page_bytes: usize,
+    /// Warn the client about batches (spanning partitions) above this many bytes.
+    pub batch_warn_bytes: usize,
+    /// Reject batches (spanning partitions) above this many bytes.
+    pub batch_fail_bytes: usize,
+    /// Physical partition split size, logical partition and row limits.
+    pub partitions: crate::partition::sizes::PartitionLimits,
 }
 
 impl Default for EngineLimits {
@@ -307,6 +316,9 @@ impl Default for EngineLimits {
             max_value_bytes: 256 << 20,
             default_page_rows: 5000,
             max_page_bytes: 8 << 20,
+            batch_warn_bytes: 5 << 10,
+            batch_fail_bytes: 50 << 10,
+            partitions: Default::default(),
         }
     }
 }
@@ -316,7 +328,9 @@ const LOCK_STRIPES: usize = 4096;
 /// The query engine shared by all connections.
 pub struct Engine {
     pub catalog: Catalog,
-    pub maps: PartitionMaps,
+    pub maps: Arc<PartitionMaps>,
+    /// Queues storage-driven splits for the background splitter.
+    pub splitter: crate::partition::split::Splitter,
     pub store: Arc<dyn Store>,
     pub node: NodeInfo,
     pub limits: EngineLimits,
@@ -334,10 +348,16 @@ impl Engine {
         limits: EngineLimits,
     ) -> std::result::Result<Engine, String> {
         let catalog = Catalog::open(Arc::clone(&store)).map_err(|e| e.to_string())?;
-        let maps = PartitionMaps::open(Arc::clone(&store)).map_err(|e| e.to_string())?;
+        let maps = Arc::new(PartitionMaps::open(Arc::clone(&store)).map_err(|e| e.to_string())?);
+        let splitter = crate::partition::split::Splitter::start(
+            Arc::clone(&maps),
+            Arc::clone(&store),
+            limits.partitions.physical_split_bytes,
+        );
         let engine = Engine {
             catalog,
             maps,
+            splitter,
             store,
             node,
             limits,
@@ -348,6 +368,9 @@ impl Engine {
             locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
         };
         engine.ensure_maps().map_err(|e| e.to_string())?;
+        crate::partition::sizes::rebuild(&*engine.store, &engine.maps)
+            .map_err(|e| e.to_string())?;
+        engine.splitter.check_all(&engine.maps);
         Ok(engine)
     }
 
@@ -463,25 +486,41 @@ impl Engine {
     ) -> Result<Outcome> {
         let ts = write::statement_timestamp(session, opts);
         let schema = self.schema();
-        let mut muts = Vec::new();
+        let mut binds = Vec::with_capacity(items.len());
+        let mut keyspaces = Vec::with_capacity(items.len());
         for item in items {
             let ks = item
                 .keyspace
                 .clone()
                 .or_else(|| opts.keyspace.clone())
                 .or_else(|| session.keyspace.clone());
-            let binds = bind::BoundValues::new(&item.binds, item.parsed, &schema, ks.as_deref())?;
-            muts.extend(write::statement_mutations(
-                self,
+            binds.push(bind::BoundValues::new(
+                &item.binds,
+                item.parsed,
                 &schema,
                 ks.as_deref(),
-                &item.parsed.statement,
-                &binds,
-                ts,
             )?);
+            keyspaces.push(ks);
         }
-        write::apply(self, muts)?;
-        Ok(Outcome::Void)
+        let ctxs: Vec<eval::Ctx> = binds
+            .iter()
+            .map(|b| eval::Ctx {
+                binds: b,
+                max_value_bytes: self.limits.max_value_bytes,
+            })
+            .collect();
+        let stmts: Vec<write::BatchStmt> = items
+            .iter()
+            .zip(&ctxs)
+            .zip(&keyspaces)
+            .map(|((item, ctx), ks)| write::BatchStmt {
+                st: &item.parsed.statement,
+                ctx,
+                keyspace: ks.as_deref(),
+            })
+            .collect();
+        let kind = opts.batch_kind.unwrap_or(ast::BatchKind::Logged);
+        write::run_batch(self, &schema, kind, None, &stmts, ts, &opts.ctx)
     }
 
     fn execute_statement(
@@ -498,18 +537,20 @@ impl Engine {
             }
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
                 let ts = write::statement_timestamp(session, opts);
-                write::execute_single(self, keyspace, &parsed.statement, &binds, ts)
+                write::execute_single(self, keyspace, &parsed.statement, &binds, ts, &opts.ctx)
             }
             Statement::Batch(b) => {
                 let ts = write::statement_timestamp(session, opts);
-                write::execute_batch(self, keyspace, b, &binds, ts)
+                write::execute_batch(self, keyspace, b, &binds, ts, &opts.ctx)
             }
             Statement::Use(name) => {
+                opts.ctx.add_charge(crate::partition::ru::FIXED_RU);
                 self.schema().require_keyspace(name)?;
                 session.keyspace = Some(name.clone());
                 Ok(Outcome::SetKeyspace(name.clone()))
             }
             Statement::Describe(d) => {
+                opts.ctx.add_charge(crate::partition::ru::FIXED_RU);
                 let schema = self.schema();
                 let res = crate::schema::describe::describe(&schema, keyspace, d, &self.node)?;
                 let cols: Vec<ResultColumn> = res
@@ -531,7 +572,10 @@ impl Engine {
                 }
                 Ok(Outcome::Rows(rows))
             }
-            other => write::execute_ddl(self, keyspace, other),
+            other => {
+                opts.ctx.add_charge(crate::partition::ru::FIXED_RU);
+                write::execute_ddl(self, keyspace, other)
+            }
         }
     }
 }

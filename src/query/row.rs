@@ -117,6 +117,19 @@ pub fn encode_clustering_prefix(types: &[(&CqlType, bool)], values: &[&[u8]], ou
     out.truncate(start + order);
 }
 
+/// The smallest key greater than every key starting with `k` (None: there is none).
+pub fn prefix_successor_or_empty(mut k: Vec<u8>) -> Option<Vec<u8>> {
+    while let Some(&last) = k.last() {
+        if last == 0xff {
+            k.pop();
+        } else {
+            *k.last_mut().expect("non-empty") += 1;
+            return Some(k);
+        }
+    }
+    None
+}
+
 /// A decoded row key.
 #[derive(Debug)]
 pub struct DecodedKey {
@@ -183,6 +196,8 @@ pub struct RowData {
     pub deletion: Option<(i64, i32)>,
     /// Sorted by column id.
     pub cells: Vec<Cell>,
+    /// Range tombstones (partition headers only): clustering key ranges deleted at a timestamp.
+    pub ranges: Vec<RangeTombstone>,
     /// Non-frozen collections and UDTs, sorted by column id.
     pub complex: Vec<ComplexCell>,
     /// Read-before-write operations of an update (never stored): applied to the current row
@@ -299,6 +314,24 @@ pub enum Pending {
         values: Vec<Bytes>,
         ts: i64,
     },
+}
+
+/// A deleted range of clustering keys: every row whose clustering key bytes (the part of the row
+/// key after the kind byte) fall in `[lo, hi)` (`hi` None: to the end) loses what is written at or
+/// below `ts`. Stored after the cells of a partition header (absent in older values).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeTombstone {
+    pub lo: Vec<u8>,
+    pub hi: Option<Vec<u8>>,
+    pub ts: i64,
+    /// When it was written (seconds), for purging after gc_grace_seconds.
+    pub local_deletion: i32,
+}
+
+impl RangeTombstone {
+    pub fn covers(&self, clustering: &[u8]) -> bool {
+        clustering >= &self.lo[..] && self.hi.as_ref().is_none_or(|h| clustering < &h[..])
+    }
 }
 
 impl RowData {
@@ -483,6 +516,17 @@ impl RowData {
             }
             self.cells = merged;
         }
+        for r in update.ranges {
+            match self
+                .ranges
+                .iter_mut()
+                .find(|x| x.lo == r.lo && x.hi == r.hi)
+            {
+                Some(x) if x.ts >= r.ts => {}
+                Some(x) => *x = r,
+                None => self.ranges.push(r),
+            }
+        }
         for c in update.complex {
             match self.complex.binary_search_by_key(&c.col, |x| x.col) {
                 Ok(i) => self.complex[i].merge(c),
@@ -491,6 +535,29 @@ impl RowData {
         }
         self.pending.extend(update.pending);
         self.apply_deletion();
+    }
+
+    /// Removes what a deletion at `dts` shadows (a partition deletion or a range tombstone).
+    pub fn shadow_at(&mut self, dts: i64) {
+        if self.marker.is_some_and(|m| m.ts <= dts) {
+            self.marker = None;
+        }
+        self.cells.retain(|c| c.ts > dts);
+        if self.deletion.is_some_and(|(ts, _)| ts <= dts) {
+            self.deletion = None;
+        }
+        for c in &mut self.complex {
+            c.shadow(Some(dts));
+        }
+    }
+
+    /// The newest range tombstone timestamp covering a row's clustering key bytes.
+    pub fn range_deletion(&self, clustering: &[u8]) -> Option<i64> {
+        self.ranges
+            .iter()
+            .filter(|r| r.covers(clustering))
+            .map(|r| r.ts)
+            .max()
     }
 
     /// Drops what the row deletion shadows.
@@ -546,10 +613,9 @@ impl RowData {
                 None => out.put_i32(c.local_deletion),
             }
         }
-        if self.complex.is_empty() {
-            return;
+        if !self.complex.is_empty() {
+            put_varint(out, self.complex.len() as u64);
         }
-        put_varint(out, self.complex.len() as u64);
         for c in &self.complex {
             put_varint(out, c.col as u64);
             out.push(u8::from(c.deletion.is_some()));
@@ -575,6 +641,22 @@ impl RowData {
                     }
                     None => out.put_i32(e.local_deletion),
                 }
+            }
+        }
+        if !self.ranges.is_empty() {
+            put_varint(out, self.ranges.len() as u64);
+            for r in &self.ranges {
+                put_varint(out, r.lo.len() as u64);
+                out.extend_from_slice(&r.lo);
+                match &r.hi {
+                    Some(h) => {
+                        put_varint(out, h.len() as u64 + 1);
+                        out.extend_from_slice(h);
+                    }
+                    None => put_varint(out, 0),
+                }
+                out.put_i64(r.ts);
+                out.put_i32(r.local_deletion);
             }
         }
     }
@@ -698,6 +780,31 @@ impl RowData {
                 });
             }
         }
+        if b.has_remaining() {
+            let n = get_varint(&mut b)?;
+            if n > b.remaining() as u64 {
+                return Err(CorruptRow("range tombstone count"));
+            }
+            for _ in 0..n {
+                let len = get_varint(&mut b)? as usize;
+                need(&b, len)?;
+                let lo = b.split_to(len).to_vec();
+                let hlen = get_varint(&mut b)? as usize;
+                let hi = if hlen == 0 {
+                    None
+                } else {
+                    need(&b, hlen - 1)?;
+                    Some(b.split_to(hlen - 1).to_vec())
+                };
+                need(&b, 12)?;
+                row.ranges.push(RangeTombstone {
+                    lo,
+                    hi,
+                    ts: b.get_i64(),
+                    local_deletion: b.get_i32(),
+                });
+            }
+        }
         Ok(row)
     }
 }
@@ -761,8 +868,28 @@ mod tests {
             }),
             deletion: Some((3, 7)),
             cells: vec![cell(1, 4, Some(b"abc")), cell(9, 6, None)],
+            ranges: vec![
+                RangeTombstone {
+                    lo: vec![1, 2],
+                    hi: None,
+                    ts: 8,
+                    local_deletion: 9,
+                },
+                RangeTombstone {
+                    lo: vec![],
+                    hi: Some(vec![0]),
+                    ts: 10,
+                    local_deletion: 11,
+                },
+            ],
             ..Default::default()
         };
+        let mut base = Vec::new();
+        RowData {
+            ranges: Vec::new(),
+            ..row.clone()
+        }
+        .encode(&mut base);
         let mut buf = Vec::new();
         row.encode(&mut buf);
         assert_eq!(
@@ -770,7 +897,7 @@ mod tests {
             "rows without complex cells keep format version 1"
         );
         assert_eq!(RowData::decode(&Bytes::from(buf.clone())).unwrap(), row);
-        for i in 0..buf.len() {
+        for i in (0..buf.len()).filter(|&i| i != base.len()) {
             assert!(RowData::decode(&Bytes::from(buf[..i].to_vec())).is_err());
         }
     }

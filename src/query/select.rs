@@ -19,7 +19,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 /// A range of storage keys.
-type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+pub(crate) type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
 /// One output column.
 #[derive(Debug, Clone)]
@@ -360,9 +360,43 @@ struct Filter {
     col: usize,
     op: Operator,
     values: Vec<Bytes>,
+    /// A multi-column restriction `(c1, c2) op (v1, v2)`: the columns (the first is `col`) and
+    /// one tuple per value (several for IN).
+    tuple: Option<(Vec<usize>, Vec<Vec<Bytes>>)>,
+}
+
+/// Lexicographic comparison of a row's values with a tuple, column by column.
+fn compare_tuple(
+    t: &TableDef,
+    cols: &[usize],
+    row: &[Option<&[u8]>],
+    tuple: &[Bytes],
+) -> Option<Ordering> {
+    for ((&ci, v), x) in cols.iter().zip(row).zip(tuple) {
+        let o = value::compare(&t.columns[ci].ty, (*v)?, x);
+        if o != Ordering::Equal {
+            return Some(o);
+        }
+    }
+    Some(Ordering::Equal)
 }
 
 impl Filter {
+    fn matches_tuple(&self, t: &TableDef, row: &[Option<&[u8]>]) -> bool {
+        let Some((cols, tuples)) = &self.tuple else {
+            return false;
+        };
+        let cmp = |tuple: &Vec<Bytes>| compare_tuple(t, cols, row, tuple);
+        match self.op {
+            Operator::Eq | Operator::In => tuples.iter().any(|x| cmp(x) == Some(Ordering::Equal)),
+            Operator::Lt => cmp(&tuples[0]) == Some(Ordering::Less),
+            Operator::Le => matches!(cmp(&tuples[0]), Some(Ordering::Less | Ordering::Equal)),
+            Operator::Gt => cmp(&tuples[0]) == Some(Ordering::Greater),
+            Operator::Ge => matches!(cmp(&tuples[0]), Some(Ordering::Greater | Ordering::Equal)),
+            _ => false,
+        }
+    }
+
     fn matches(&self, ty: &CqlType, v: Option<&[u8]>) -> bool {
         let Some(v) = v else { return false };
         match self.op {
@@ -418,9 +452,173 @@ fn all_filters(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Vec<Filter>> {
             col: ci,
             op: r.op,
             values,
+            tuple: None,
         });
     }
     Ok(out)
+}
+
+/// A multi-column restriction `(c1, c2) op (v1, v2)` on consecutive clustering columns.
+fn tuple_filter(t: &TableDef, cols: &[String], r: &Relation, ctx: &Ctx) -> Result<Filter> {
+    let idx: Vec<usize> = cols
+        .iter()
+        .map(|c| column_index(t, c))
+        .collect::<Result<_>>()?;
+    for (n, &ci) in idx.iter().enumerate() {
+        let c = &t.columns[ci];
+        if c.kind != ColumnKind::Clustering {
+            return Err(invalid(format!(
+                "Multi-column relations can only be applied to clustering columns but was applied to: {}",
+                c.name
+            )));
+        }
+        if n > 0 && c.position != t.columns[idx[n - 1]].position + 1 {
+            return Err(invalid(
+                "Clustering columns must appear in the PRIMARY KEY order in multi-column relations",
+            ));
+        }
+    }
+    let types: Vec<CqlType> = idx.iter().map(|&i| t.columns[i].ty.clone()).collect();
+    let tuple_ty = CqlType::Tuple(types.clone());
+    let name = format!("({})", cols.join(","));
+    let one = |term: &Term| -> Result<Vec<Bytes>> {
+        match term {
+            Term::Tuple(items) if items.len() == types.len() => items
+                .iter()
+                .zip(&types)
+                .zip(cols)
+                .map(|((it, ty), c)| eval_one(it, ty, c, ctx))
+                .collect(),
+            Term::Tuple(items) => Err(invalid(format!(
+                "Expected {} elements in value tuple, but got {}: {name}",
+                types.len(),
+                items.len()
+            ))),
+            other => {
+                let b = eval_one(other, &tuple_ty, &name, ctx)?;
+                let parts = value::tuple_components(&b)
+                    .map_err(|e| invalid(format!("Invalid tuple value for {name}: {e}")))?;
+                if parts.len() != types.len() {
+                    return Err(invalid(format!("Invalid tuple value for {name}")));
+                }
+                parts
+                    .into_iter()
+                    .map(|p| {
+                        p.map(Bytes::copy_from_slice).ok_or_else(|| {
+                            invalid(format!("Invalid null value in tuple for {name}"))
+                        })
+                    })
+                    .collect()
+            }
+        }
+    };
+    let tuples = match (r.op, &r.rhs) {
+        (Operator::In, Term::List(items)) => items.iter().map(one).collect::<Result<Vec<_>>>()?,
+        (Operator::In, other) => {
+            let list_ty = CqlType::List(Box::new(tuple_ty.clone()));
+            let b = eval_one(other, &list_ty, &name, ctx)?;
+            let elems = super::write::split_list(&b)
+                .ok_or_else(|| invalid(format!("Invalid list value for IN on {name}")))?;
+            elems
+                .iter()
+                .map(|e| {
+                    value::tuple_components(e)
+                        .map_err(|x| invalid(format!("Invalid tuple value for {name}: {x}")))?
+                        .into_iter()
+                        .map(|p| {
+                            p.map(Bytes::copy_from_slice).ok_or_else(|| {
+                                invalid(format!("Invalid null value in tuple for {name}"))
+                            })
+                        })
+                        .collect::<Result<Vec<_>>>()
+                })
+                .collect::<Result<Vec<_>>>()?
+        }
+        (Operator::Eq | Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge, term) => {
+            vec![one(term)?]
+        }
+        (op, _) => {
+            return Err(invalid(format!(
+                "Unsupported operator {} in a multi-column relation",
+                op.as_str()
+            )))
+        }
+    };
+    Ok(Filter {
+        col: idx[0],
+        op: r.op,
+        values: Vec::new(),
+        tuple: Some((idx, tuples)),
+    })
+}
+
+/// The per-partition row limit: PER PARTITION LIMIT n, or one row per partition for DISTINCT
+/// (which may select only partition key and static columns).
+fn per_partition_limit(
+    t: &TableDef,
+    sel: &Select,
+    proj: &[(Proj, String, CqlType)],
+    ctx: &Ctx,
+) -> Result<Option<usize>> {
+    if sel.distinct {
+        for (p, name, _) in proj {
+            let ok = match p {
+                Proj::Column(i) => {
+                    matches!(
+                        t.columns[*i].kind,
+                        ColumnKind::PartitionKey | ColumnKind::Static
+                    )
+                }
+                Proj::Token | Proj::CountAll => true,
+                _ => false,
+            };
+            if !ok {
+                return Err(invalid(format!(
+                    "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {name})"
+                )));
+            }
+        }
+        let selected: Vec<usize> = proj
+            .iter()
+            .filter_map(|(p, _, _)| match p {
+                Proj::Column(i) => Some(*i),
+                _ => None,
+            })
+            .collect();
+        let missing: Vec<&str> = t
+            .partition_key
+            .iter()
+            .filter(|i| !selected.contains(i))
+            .map(|&i| t.columns[i].name.as_str())
+            .collect();
+        if !missing.is_empty() && !matches!(sel.selection, Selection::All) {
+            return Err(invalid(format!(
+                "SELECT DISTINCT queries must request all the partition key columns (missing {})",
+                missing.join(", ")
+            )));
+        }
+        if sel.per_partition_limit.is_some() {
+            return Err(invalid(
+                "PER PARTITION LIMIT is not allowed with SELECT DISTINCT queries",
+            ));
+        }
+        return Ok(Some(1));
+    }
+    match &sel.per_partition_limit {
+        Some(term) => {
+            let v = eval_one(term, &CqlType::Int, "[per_partition_limit]", ctx)?;
+            let n = i32::from_be_bytes(
+                v[..]
+                    .try_into()
+                    .map_err(|_| invalid("Invalid per partition limit"))?,
+            );
+            if n <= 0 {
+                return Err(invalid("PER PARTITION LIMIT must be strictly positive"));
+            }
+            Ok(Some(n as usize))
+        }
+        None => Ok(None),
+    }
 }
 
 /// Where to read: named partitions, or a token range (lo exclusive, hi inclusive).
@@ -462,6 +660,7 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
     let mut token_lo: i128 = MIN_TOKEN as i128 - 1;
     let mut token_hi: i128 = MAX_TOKEN as i128;
     let mut has_token = false;
+    let mut tuple_filters: Vec<Filter> = Vec::new();
     // Validate every relation first.
     for r in &sel.where_clause {
         match &r.lhs {
@@ -505,10 +704,9 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
                     }
                 }
             }
-            RelationLhs::Tuple(_) | RelationLhs::Element(..) => {
-                return Err(invalid(
-                    "Multi-column and element restrictions are not supported yet",
-                ))
+            RelationLhs::Tuple(cols) => tuple_filters.push(tuple_filter(t, cols, r, ctx)?),
+            RelationLhs::Element(..) => {
+                return Err(invalid("Element restrictions are not supported yet"))
             }
         }
     }
@@ -667,11 +865,20 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
             col: ci,
             op: r.op,
             values,
+            tuple: None,
         });
     }
-    if !single_partition && used_ck > 0 {
+    if !single_partition && (used_ck > 0 || !tuple_filters.is_empty()) {
         need_filtering = true;
     }
+    if let Some(f) = tuple_filters.first() {
+        // A multi-column restriction must follow the clustering columns restricted before it.
+        let first = t.columns[f.col].position;
+        if first > used_ck {
+            need_filtering = true;
+        }
+    }
+    filters.extend(tuple_filters);
     let (target, need_filtering) = use_index(
         t,
         target,
@@ -743,6 +950,7 @@ fn use_index(
     }
     let indexed = |f: &Filter| {
         f.op == Operator::Eq
+            && f.tuple.is_none()
             && t.indexes.iter().any(|x| {
                 x.column == t.columns[f.col].name
                     && matches!(x.kind, IndexKind::Value | IndexKind::Full)
@@ -786,7 +994,7 @@ fn use_index(
 }
 
 /// Clustering key ranges (relative to a partition's row prefix) for = / IN prefixes and a slice.
-fn clustering_slices(
+pub(crate) fn clustering_slices(
     t: &TableDef,
     prefix_vals: &[Vec<Bytes>],
     slice: Option<&(usize, Vec<(Operator, Bytes)>)>,
@@ -915,9 +1123,11 @@ struct PagingState {
     last_key: Vec<u8>,
     /// Rows still allowed by LIMIT.
     remaining: Option<u32>,
+    /// Rows already returned from the partition of `last_key` (PER PARTITION LIMIT).
+    partition_rows: u32,
 }
 
-const PAGING_VERSION: u8 = 1;
+const PAGING_VERSION: u8 = 2;
 
 impl PagingState {
     fn encode(&self) -> Bytes {
@@ -925,25 +1135,31 @@ impl PagingState {
         b.put_u8(PAGING_VERSION);
         b.put_u32(self.partition);
         b.put_u32(self.remaining.map_or(u32::MAX, |r| r));
+        b.put_u32(self.partition_rows);
         b.put_u32(self.last_key.len() as u32);
         b.extend_from_slice(&self.last_key);
         b.freeze()
     }
     fn decode(b: &[u8]) -> Result<PagingState> {
         let bad = || invalid("Invalid value for the paging state");
-        if b.len() < 13 || b[0] != PAGING_VERSION {
+        if b.len() < 17 || b[0] != PAGING_VERSION {
             return Err(bad());
         }
-        let partition = u32::from_be_bytes(b[1..5].try_into().map_err(|_| bad())?);
-        let remaining = u32::from_be_bytes(b[5..9].try_into().map_err(|_| bad())?);
-        let len = u32::from_be_bytes(b[9..13].try_into().map_err(|_| bad())?) as usize;
-        if b.len() != 13 + len {
+        let int = |at: usize| -> Result<u32> {
+            Ok(u32::from_be_bytes(
+                b[at..at + 4].try_into().map_err(|_| bad())?,
+            ))
+        };
+        let (partition, remaining, partition_rows) = (int(1)?, int(5)?, int(9)?);
+        let len = int(13)? as usize;
+        if b.len() != 17 + len {
             return Err(bad());
         }
         Ok(PagingState {
             partition,
             remaining: (remaining != u32::MAX).then_some(remaining),
-            last_key: b[13..].to_vec(),
+            partition_rows,
+            last_key: b[17..].to_vec(),
         })
     }
 }
@@ -961,6 +1177,14 @@ struct Output<'a> {
     /// SELECT JSON: each row becomes one `[json]` text cell.
     json: bool,
     count: i64,
+    /// PER PARTITION LIMIT (DISTINCT is a limit of one).
+    per_partition: Option<usize>,
+    /// The partition the per-partition count is for, and its count.
+    cur_pk: Option<Bytes>,
+    cur_count: usize,
+    /// The table's partition map and what the scan read per physical partition (for RU).
+    map: Option<Arc<crate::partition::map::PartitionMap>>,
+    meter: Vec<(Arc<crate::partition::map::PhysicalPartition>, u64, u64)>,
 }
 
 enum Flow {
@@ -970,6 +1194,22 @@ enum Flow {
 }
 
 impl Output<'_> {
+    /// Counts one stored row read (RU are charged for what is read, not only returned).
+    fn scanned(&mut self, token: Token, bytes: usize) {
+        let Some(map) = &self.map else {
+            return;
+        };
+        match self.meter.last_mut() {
+            Some((p, rows, b)) if p.contains(token) => {
+                *rows += 1;
+                *b += bytes as u64;
+            }
+            _ => self
+                .meter
+                .push((Arc::clone(map.route(token)), 1, bytes as u64)),
+        }
+    }
+
     fn emit(
         &mut self,
         token: Token,
@@ -978,6 +1218,16 @@ impl Output<'_> {
         row: &RowData,
         statics: &RowData,
     ) -> Flow {
+        if let Some(limit) = self.per_partition {
+            if self.cur_pk.as_deref() != Some(pk) {
+                self.cur_pk = Some(Bytes::copy_from_slice(pk));
+                self.cur_count = 0;
+            }
+            if self.cur_count >= limit {
+                return Flow::Continue;
+            }
+            self.cur_count += 1;
+        }
         if self.count_only {
             self.count += 1;
             return Flow::Continue;
@@ -1013,8 +1263,9 @@ impl Output<'_> {
                     let c = cell_of(t, *i, row, statics, self.now);
                     match c {
                         Some(c) if c.expiry != 0 => {
-                            self.rows
-                                .push_cell(Some(&(c.expiry - self.now).to_be_bytes()));
+                            // Expiry is rounded up to a whole second: never report more than the TTL.
+                            let left = (c.expiry - self.now).min(c.ttl);
+                            self.rows.push_cell(Some(&left.to_be_bytes()));
                             continue;
                         }
                         _ => None,
@@ -1087,7 +1338,7 @@ fn cell_of<'r>(
     src.cell(col.id).filter(|c| c.is_live(now))
 }
 
-fn column_value<'r>(
+pub(crate) fn column_value<'r>(
     t: &TableDef,
     i: usize,
     pk_parts: &[&'r [u8]],
@@ -1122,6 +1373,13 @@ fn passes(
         split_composite(pk, t.partition_key.len()).unwrap_or_default()
     };
     filters.iter().all(|f| {
+        if let Some((cols, _)) = &f.tuple {
+            let vals: Vec<Option<&[u8]>> = cols
+                .iter()
+                .map(|&c| column_value(t, c, &pk_parts, ck, row, statics, now))
+                .collect();
+            return f.matches_tuple(t, &vals);
+        }
         let v = column_value(t, f.col, &pk_parts, ck, row, statics, now);
         f.matches(&t.columns[f.col].ty, v)
     })
@@ -1130,10 +1388,18 @@ fn passes(
 /// Removes what a partition deletion shadows.
 fn shadow(row: &mut RowData, partition_deletion: Option<(i64, i32)>) {
     if let Some((dts, _)) = partition_deletion {
-        if row.marker.is_some_and(|m| m.ts <= dts) {
-            row.marker = None;
+        row.shadow_at(dts);
+    }
+}
+
+/// Removes what the partition deletion and the range tombstones of the header shadow in a row
+/// stored under `key` (a full row key; its clustering bytes start at `ck_start`).
+fn shadow_row(row: &mut RowData, header: &RowData, key: &[u8], ck_start: usize) {
+    shadow(row, header.deletion);
+    if !header.ranges.is_empty() {
+        if let Some(dts) = header.range_deletion(key.get(ck_start..).unwrap_or(&[])) {
+            row.shadow_at(dts);
         }
-        row.cells.retain(|c| c.ts > dts);
     }
 }
 
@@ -1146,10 +1412,8 @@ pub fn execute(
 ) -> Result<Rows> {
     let schema = engine.schema();
     let t = resolve_table(&schema, keyspace, &sel.table)?;
-    if sel.distinct || !sel.group_by.is_empty() || sel.per_partition_limit.is_some() {
-        return Err(invalid(
-            "DISTINCT, GROUP BY and PER PARTITION LIMIT are not supported yet",
-        ));
+    if !sel.group_by.is_empty() {
+        return Err(invalid("GROUP BY is not supported yet"));
     }
     if sel.json && t.virtual_table {
         return Err(invalid("SELECT JSON is not supported on system tables"));
@@ -1170,6 +1434,7 @@ pub fn execute(
     if t.virtual_table {
         plan.filters = all_filters(t, sel, &ctx)?;
     }
+    let per_partition = per_partition_limit(t, sel, &proj, &ctx)?;
     let paging = match &opts.paging_state {
         Some(b) if !count_only => Some(PagingState::decode(b)?),
         _ => None,
@@ -1197,11 +1462,32 @@ pub fn execute(
         count_only,
         count: 0,
         json: sel.json,
+        per_partition,
+        cur_pk: None,
+        cur_count: 0,
+        map: engine.maps.get(t.storage_id),
+        meter: Vec::new(),
     };
+    if let (Some(_), Some(p)) = (out.per_partition, &paging) {
+        // Resuming inside a partition: the rows it already returned count against its limit.
+        if let Ok(dk) = row::decode_key(&p.last_key, &[]) {
+            out.cur_pk = Some(dk.pk);
+            out.cur_count = p.partition_rows as usize;
+        }
+    }
     if t.virtual_table {
+        opts.ctx.add_charge(crate::partition::ru::FIXED_RU);
         read_virtual(engine, &schema, t, &plan, &mut out, paging)?;
     } else {
-        read_stored(engine, t, &plan, &mut out, paging)?;
+        let res = read_stored(engine, t, &plan, &mut out, paging);
+        let (rows, bytes) = out
+            .meter
+            .iter()
+            .fold((0, 0), |(r, b), (_, r2, b2)| (r + r2, b + b2));
+        opts.ctx
+            .add_charge(crate::partition::ru::read_cost(rows, bytes));
+        crate::partition::ru::charge_partitions(&out.meter);
+        res?;
     }
     if count_only {
         let mut rows = Rows::new(Arc::clone(&out.rows.columns));
@@ -1225,7 +1511,9 @@ fn read_virtual(
             .traces
             .rows(t, engine.node.listen.ip(), engine.node.listen.port())
     } else {
-        crate::schema::system::virtual_rows(schema, &engine.node, t).unwrap_or_default()
+        crate::partition::views::rows(&engine.maps, &*engine.store, schema, t)
+            .or_else(|| crate::schema::system::virtual_rows(schema, &engine.node, t))
+            .unwrap_or_default()
     };
     let start = paging.map_or(0, |p| p.partition as usize);
     let mut idx = 0usize;
@@ -1274,6 +1562,7 @@ fn read_virtual(
                     partition: idx as u32,
                     last_key: Vec::new(),
                     remaining: out.remaining.map(|r| r as u32),
+                    partition_rows: out.cur_count as u32,
                 }
                 .encode(),
             );
@@ -1351,10 +1640,11 @@ fn read_stored(
                             .scan(Space::Data, as_ref(&lo), as_ref(&hi), plan.reversed);
                     for item in iter {
                         let (k, v) = item?;
+                        out.scanned(token, k.len() + v.len());
                         let dk = row::decode_key(&k, &ck_types)?;
                         let mut data = RowData::decode(&v)?;
-                        complex::materialize(&mut data, t, pdel, out.now);
-                        shadow(&mut data, pdel);
+                        shadow_row(&mut data, &header, &k, rows_prefix.len());
+                        complex::materialize(&mut data, t, None, out.now);
                         if !data.is_live(out.now) {
                             continue;
                         }
@@ -1379,6 +1669,7 @@ fn read_stored(
                                         partition: i as u32,
                                         last_key: k.to_vec(),
                                         remaining: out.remaining.map(|r| r as u32),
+                                        partition_rows: out.cur_count as u32,
                                     }
                                     .encode(),
                                 );
@@ -1411,6 +1702,7 @@ fn read_stored(
                                         partition: i as u32 + 1,
                                         last_key: Vec::new(),
                                         remaining: out.remaining.map(|r| r as u32),
+                                        partition_rows: out.cur_count as u32,
                                     }
                                     .encode(),
                                 );
@@ -1477,6 +1769,7 @@ fn read_stored(
                 {
                     let (k, v) = item?;
                     let dk = row::decode_key(&k, &ck_types)?;
+                    out.scanned(dk.token, k.len() + v.len());
                     if cur_pk.as_ref() != Some(&dk.pk) {
                         cur_pk = Some(dk.pk.clone());
                         header = RowData::default();
@@ -1496,8 +1789,9 @@ fn read_stored(
                         continue;
                     }
                     let mut data = RowData::decode(&v)?;
-                    complex::materialize(&mut data, t, header.deletion, out.now);
-                    shadow(&mut data, header.deletion);
+                    let ck_start = row::partition_prefix(sid, dk.token, &dk.pk).len() + 1;
+                    shadow_row(&mut data, &header, &k, ck_start);
+                    complex::materialize(&mut data, t, None, out.now);
                     if !data.is_live(out.now) {
                         continue;
                     }
@@ -1521,6 +1815,7 @@ fn read_stored(
                                     partition: 0,
                                     last_key: k.to_vec(),
                                     remaining: out.remaining.map(|r| r as u32),
+                                    partition_rows: out.cur_count as u32,
                                 }
                                 .encode(),
                             );
@@ -1613,6 +1908,7 @@ fn read_index(
                         partition: 0,
                         last_key: entry.to_vec(),
                         remaining: out.remaining.map(|r| r as u32),
+                        partition_rows: out.cur_count as u32,
                     }
                     .encode(),
                 );

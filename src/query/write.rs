@@ -40,6 +40,18 @@ pub fn table_throughput(_schema: &Schema, t: &TableDef) -> Option<i64> {
         .or(t.options.cosmosdb_autoscale_max_throughput)
 }
 
+/// Splits a table's physical partitions until there are enough for its throughput
+/// (ceil(RU / 10,000)); called after ALTER TABLE.
+fn ensure_throughput_layout(engine: &Engine, ks: &str, table: &str) -> Result<()> {
+    let schema = engine.schema();
+    let Some(t) = schema.keyspace(ks).and_then(|k| k.tables.get(table)) else {
+        return Ok(());
+    };
+    let n = crate::partition::map::partitions_for_throughput(table_throughput(&schema, t));
+    crate::partition::split::ensure_partitions(&engine.maps, &*engine.store, t.storage_id, n)?;
+    Ok(())
+}
+
 /// One write to one storage key.
 pub struct Mutation {
     pub table: Arc<TableDef>,
@@ -219,14 +231,14 @@ fn clustering_types(table: &TableDef) -> Vec<(&CqlType, bool)> {
         .collect()
 }
 
-fn row_key(table: &TableDef, pk: &[u8], clustering: &[Bytes]) -> Vec<u8> {
+pub(crate) fn row_key(table: &TableDef, pk: &[u8], clustering: &[Bytes]) -> Vec<u8> {
     let mut k = row::partition_prefix(table.storage_id, table_token(table, pk), pk);
     k.push(KIND_ROW);
     row::encode_clustering(&clustering_types(table), clustering, &mut k);
     k
 }
 
-fn header_key(table: &TableDef, pk: &[u8]) -> Vec<u8> {
+pub(crate) fn header_key(table: &TableDef, pk: &[u8]) -> Vec<u8> {
     let mut k = row::partition_prefix(table.storage_id, table_token(table, pk), pk);
     k.push(KIND_HEADER);
     k
@@ -272,10 +284,14 @@ fn using_params(
             "ttl is too large. requested ({ttl}) maximum ({MAX_TTL})"
         )));
     }
+    // Expiry has second resolution: round the deadline up so that a cell is never gone before
+    // its TTL has fully elapsed (it is gone at the first whole second at or after the deadline).
     let expiry = if ttl == 0 {
         0
     } else {
-        (super::now_secs() as i64 + ttl).min(i32::MAX as i64) as i32
+        let deadline_us = super::now_micros() + ttl * 1_000_000;
+        (deadline_us.div_euclid(1_000_000) + i64::from(deadline_us.rem_euclid(1_000_000) != 0))
+            .min(i32::MAX as i64) as i32
     };
     Ok(WriteParams {
         ts,
@@ -936,6 +952,50 @@ fn delete_mutations(
             table.columns[table.clustering[ck_vals.iter().rposition(|v| v.is_some()).unwrap_or(0)]].name
         )));
     }
+    // A slice (< <= > >=) on the clustering column after the = / IN prefix.
+    let mut slice: Option<(usize, Vec<(Operator, Bytes)>)> = None;
+    for r in &del.where_clause {
+        let RelationLhs::Column(name) = &r.lhs else {
+            continue;
+        };
+        if !matches!(
+            r.op,
+            Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge
+        ) {
+            continue;
+        }
+        let Some(col) = table.column(name) else {
+            continue;
+        };
+        if col.kind != ColumnKind::Clustering {
+            continue;
+        }
+        if col.position != given {
+            return Err(invalid(format!(
+                "PRIMARY KEY column \"{name}\" cannot be restricted as preceding column \"{}\" is not restricted",
+                table.columns[table.clustering[given.min(table.clustering.len() - 1)]].name
+            )));
+        }
+        let v = match eval(&r.rhs, &col.ty, name, ctx)? {
+            Val::Value(b) => b,
+            Val::Null => {
+                return Err(invalid(format!(
+                    "Invalid null value in condition for column {name}"
+                )))
+            }
+            Val::Unset => return Err(invalid(format!("Invalid unset value for column {name}"))),
+        };
+        let ci = table.clustering[given];
+        slice
+            .get_or_insert_with(|| (ci, Vec::new()))
+            .1
+            .push((r.op, v));
+    }
+    if slice.is_some() && !del.targets.is_empty() {
+        return Err(invalid(
+            "Range deletions are not supported for specific columns",
+        ));
+    }
     let mut cells = RowData::default();
     let mut static_cells = RowData::default();
     for t in &del.targets {
@@ -971,7 +1031,49 @@ fn delete_mutations(
         || !static_cells.pending.is_empty();
     let mut out = Vec::new();
     for pk in pks {
-        if given == table.clustering.len() && (del.targets.is_empty() || has_cells) {
+        if slice.is_some()
+            || (given > 0 && given < table.clustering.len() && del.targets.is_empty())
+        {
+            // A clustering range or prefix: range tombstones in the partition header.
+            let prefix_vals: Vec<Vec<Bytes>> = ck_vals
+                .iter()
+                .take(given)
+                .map(|v| v.clone().unwrap_or_default())
+                .collect();
+            let ranges = super::select::clustering_slices(table, &prefix_vals, slice.as_ref())
+                .into_iter()
+                .filter_map(|(lo, hi)| {
+                    let lo = match lo {
+                        std::ops::Bound::Included(k) => k,
+                        std::ops::Bound::Excluded(k) => row::prefix_successor_or_empty(k)?,
+                        std::ops::Bound::Unbounded => Vec::new(),
+                    };
+                    let hi = match hi {
+                        std::ops::Bound::Excluded(k) => Some(k),
+                        std::ops::Bound::Included(k) => row::prefix_successor_or_empty(k),
+                        std::ops::Bound::Unbounded => None,
+                    };
+                    if hi.as_ref().is_some_and(|h| *h <= lo) {
+                        return None;
+                    }
+                    Some(row::RangeTombstone {
+                        lo,
+                        hi,
+                        ts: p.ts,
+                        local_deletion: now,
+                    })
+                })
+                .collect();
+            out.push(Mutation {
+                table: Arc::clone(table),
+                key: header_key(table, &pk),
+                pk: pk.clone(),
+                update: RowData {
+                    ranges,
+                    ..Default::default()
+                },
+            });
+        } else if given == table.clustering.len() && (del.targets.is_empty() || has_cells) {
             let cks = combinations(
                 &ck_vals
                     .iter()
@@ -1124,7 +1226,7 @@ fn delete_target(
     Ok(())
 }
 
-fn mutations_for(
+pub(crate) fn mutations_for(
     engine: &Engine,
     schema: &Schema,
     keyspace: Option<&str>,
@@ -1154,7 +1256,7 @@ fn mutations_for(
     }
 }
 
-fn check_writable(t: &TableDef) -> Result<()> {
+pub(crate) fn check_writable(t: &TableDef) -> Result<()> {
     if t.virtual_table {
         return Err(invalid(format!(
             "Modification on table {}.{} is not allowed: it is a system table",
@@ -1186,56 +1288,249 @@ pub fn execute_single(
     st: &Statement,
     binds: &BoundValues,
     ts: i64,
+    rctx: &super::RequestCtx,
 ) -> Result<Outcome> {
     let schema = engine.schema();
     let ctx = Ctx {
         binds,
         max_value_bytes: engine.limits.max_value_bytes,
     };
+    if super::lwt::conditions(st).is_some() {
+        let item = super::lwt::Item {
+            st,
+            ctx: &ctx,
+            keyspace,
+        };
+        return super::lwt::execute(engine, &schema, &[item], ts, false);
+    }
     let muts = mutations_for(engine, &schema, keyspace, st, &ctx, ts)?;
-    apply(engine, muts)?;
+    apply_with(engine, muts, Some(rctx))?;
     Ok(Outcome::Void)
 }
 
+/// A BATCH given as CQL text (`BEGIN ... APPLY BATCH`).
 pub fn execute_batch(
     engine: &Engine,
     keyspace: Option<&str>,
     b: &Batch,
     binds: &BoundValues,
     ts: i64,
+    rctx: &super::RequestCtx,
 ) -> Result<Outcome> {
     let schema = engine.schema();
     let ctx = Ctx {
         binds,
         max_value_bytes: engine.limits.max_value_bytes,
     };
-    let ts = match &b.using.timestamp {
-        Some(t) => match eval(t, &CqlType::Bigint, "[timestamp]", &ctx)? {
-            Val::Value(v) if v.len() == 8 => i64::from_be_bytes(v[..].try_into().expect("8")),
-            _ => ts,
-        },
-        None => ts,
-    };
-    let mut all = Vec::new();
-    for st in &b.statements {
-        all.extend(mutations_for(engine, &schema, keyspace, st, &ctx, ts)?);
+    if b.using.ttl.is_some() {
+        return Err(invalid(
+            "Global TTL on the BATCH statement is not supported.",
+        ));
     }
-    apply(engine, all)?;
+    let batch_ts = match &b.using.timestamp {
+        Some(t) => match eval(t, &CqlType::Bigint, "[timestamp]", &ctx)? {
+            Val::Value(v) if v.len() == 8 => Some(i64::from_be_bytes(v[..].try_into().expect("8"))),
+            Val::Unset => None,
+            _ => return Err(invalid("Invalid null value of timestamp")),
+        },
+        None => None,
+    };
+    let stmts: Vec<BatchStmt> = b
+        .statements
+        .iter()
+        .map(|st| BatchStmt {
+            st,
+            ctx: &ctx,
+            keyspace,
+        })
+        .collect();
+    run_batch(engine, &schema, b.kind, batch_ts, &stmts, ts, rctx)
+}
+
+/// One statement of a batch with its bound values and keyspace.
+pub struct BatchStmt<'a> {
+    pub st: &'a Statement,
+    pub ctx: &'a Ctx<'a>,
+    pub keyspace: Option<&'a str>,
+}
+
+fn has_own_timestamp(st: &Statement) -> bool {
+    match st {
+        Statement::Insert(i) => i.using.timestamp.is_some(),
+        Statement::Update(u) => u.using.timestamp.is_some(),
+        Statement::Delete(d) => d.using.timestamp.is_some(),
+        _ => false,
+    }
+}
+
+/// Validates and runs a batch (CQL text or protocol BATCH) as Cassandra does: counter rules,
+/// timestamps, conditions on one partition, size thresholds; then one atomic commit.
+pub fn run_batch(
+    engine: &Engine,
+    schema: &Schema,
+    kind: crate::cql::ast::BatchKind,
+    batch_ts: Option<i64>,
+    stmts: &[BatchStmt],
+    ts: i64,
+    rctx: &super::RequestCtx,
+) -> Result<Outcome> {
+    use crate::cql::ast::BatchKind;
+    let has_conditions = stmts.iter().any(|s| super::lwt::conditions(s.st).is_some());
+    if batch_ts.is_some() {
+        if has_conditions {
+            return Err(invalid(
+                "Cannot provide custom timestamp for conditional BATCH",
+            ));
+        }
+        if kind == BatchKind::Counter {
+            return Err(invalid("Cannot provide custom timestamp for counter BATCH"));
+        }
+    }
+    let (mut counters, mut non_counters) = (false, false);
+    for s in stmts {
+        if batch_ts.is_some() && has_own_timestamp(s.st) {
+            return Err(invalid(
+                "Timestamp must be set either on BATCH or individual statements",
+            ));
+        }
+        let tname = match s.st {
+            Statement::Insert(i) => &i.table,
+            Statement::Update(u) => &u.table,
+            Statement::Delete(d) => &d.table,
+            _ => {
+                return Err(invalid(
+                    "Only INSERT, UPDATE and DELETE statements are allowed in a BATCH",
+                ))
+            }
+        };
+        if resolve_table(schema, s.keyspace, tname)?.is_counter_table() {
+            counters = true;
+        } else {
+            non_counters = true;
+        }
+    }
+    if batch_ts.is_some() && counters {
+        return Err(invalid(
+            "Cannot provide custom timestamp for a BATCH containing counters",
+        ));
+    }
+    if kind == BatchKind::Counter && non_counters {
+        return Err(invalid(
+            "Cannot include non-counter statement in a counter batch",
+        ));
+    }
+    if counters && non_counters {
+        return Err(invalid(
+            "Counter and non-counter mutations cannot exist in the same batch",
+        ));
+    }
+    if kind == BatchKind::Logged && counters {
+        return Err(invalid(
+            "Cannot include a counter statement in a logged batch",
+        ));
+    }
+    let ts = batch_ts.unwrap_or(ts);
+    if has_conditions {
+        let items: Vec<super::lwt::Item> = stmts
+            .iter()
+            .map(|s| super::lwt::Item {
+                st: s.st,
+                ctx: s.ctx,
+                keyspace: s.keyspace,
+            })
+            .collect();
+        return super::lwt::execute(engine, schema, &items, ts, true);
+    }
+    let mut all = Vec::new();
+    for s in stmts {
+        all.extend(mutations_for(engine, schema, s.keyspace, s.st, s.ctx, ts)?);
+    }
+    check_batch_size(engine, &all, rctx)?;
+    apply_with(engine, all, Some(rctx))?;
     Ok(Outcome::Void)
+}
+
+/// Cassandra's batch size thresholds, for batches spanning more than one partition.
+fn check_batch_size(engine: &Engine, muts: &[Mutation], rctx: &super::RequestCtx) -> Result<()> {
+    let mut partitions: Vec<(u64, &Bytes)> =
+        muts.iter().map(|m| (m.table.storage_id, &m.pk)).collect();
+    partitions.sort_unstable();
+    partitions.dedup();
+    if partitions.len() <= 1 {
+        return Ok(());
+    }
+    let size: usize = muts
+        .iter()
+        .map(|m| {
+            m.update
+                .cells
+                .iter()
+                .map(|c| c.value.as_ref().map_or(0, |v| v.len()) + 8)
+                .sum::<usize>()
+        })
+        .sum();
+    let warn = engine.limits.batch_warn_bytes;
+    if size <= warn {
+        return Ok(());
+    }
+    let mut tables: Vec<String> = muts
+        .iter()
+        .map(|m| format!("{}.{}", m.table.keyspace, m.table.name))
+        .collect();
+    tables.sort();
+    tables.dedup();
+    let tables = format!("[{}]", tables.join(", "));
+    let fail = engine.limits.batch_fail_bytes;
+    if size > fail {
+        tracing::error!(
+            "Batch for {tables} is of size {size}, exceeding specified threshold of {fail} by {}. (see batch_size_fail_threshold)",
+            size - fail
+        );
+        return Err(invalid("Batch too large"));
+    }
+    rctx.warn(format!(
+        "Batch for {tables} is of size {size}, exceeding specified threshold of {warn} by {}.",
+        size - warn
+    ));
+    Ok(())
 }
 
 /// Applies mutations atomically: locks their partitions, merges with stored rows, commits.
 pub fn apply(engine: &Engine, muts: Vec<Mutation>) -> Result<()> {
+    apply_with(engine, muts, None)
+}
+
+/// `apply`, reporting warnings (logical partitions near their size limit) to the request.
+pub fn apply_with(
+    engine: &Engine,
+    muts: Vec<Mutation>,
+    rctx: Option<&super::RequestCtx>,
+) -> Result<()> {
     if muts.is_empty() {
         return Ok(());
     }
+    let stripes = stripes_of(engine, &muts);
+    let _guards: Vec<_> = stripes.iter().map(|&i| engine.stripe(i).lock()).collect();
+    apply_locked(engine, muts, rctx)
+}
+
+/// The lock stripes of the partitions mutations touch, sorted and distinct (lock them in order).
+pub(crate) fn stripes_of(engine: &Engine, muts: &[Mutation]) -> Vec<usize> {
     let mut stripes: Vec<usize> = muts
         .iter()
         .map(|m| engine.lock_stripe(m.table.storage_id, &m.pk))
         .collect();
     stripes.sort_unstable();
     stripes.dedup();
-    let _guards: Vec<_> = stripes.iter().map(|&i| engine.stripe(i).lock()).collect();
+    stripes
+}
+
+/// `apply` with the stripes of every mutation's partition already held by the caller.
+pub(crate) fn apply_locked(
+    engine: &Engine,
+    muts: Vec<Mutation>,
+    rctx: Option<&super::RequestCtx>,
+) -> Result<()> {
     let mut batch = WriteBatch::default();
     // Several mutations of one batch may hit the same key: merge them in order. The stored
     // version is kept for tables with secondary indexes, to update their entries.
@@ -1244,6 +1539,10 @@ pub fn apply(engine: &Engine, muts: Vec<Mutation>) -> Result<()> {
         table: Arc<TableDef>,
         old: Option<RowData>,
         row: RowData,
+        /// (token, stored bytes before) for size accounting.
+        token: Token,
+        old_len: usize,
+        pk: Bytes,
     }
     let mut merged: Vec<Merged> = Vec::with_capacity(muts.len());
     for m in muts {
@@ -1255,7 +1554,10 @@ pub fn apply(engine: &Engine, muts: Vec<Mutation>) -> Result<()> {
                 .map_err(invalid)?;
             continue;
         }
-        let mut current = match engine.store.get(Space::Data, &m.key)? {
+        let stored = engine.store.get(Space::Data, &m.key)?;
+        let token = table_token(&m.table, &m.pk);
+        let old_len = stored.as_ref().map_or(0, |b| m.key.len() + b.len());
+        let mut current = match stored {
             Some(b) => RowData::decode(&b)?,
             None => RowData::default(),
         };
@@ -1270,18 +1572,38 @@ pub fn apply(engine: &Engine, muts: Vec<Mutation>) -> Result<()> {
             table: m.table,
             old,
             row: current,
+            token,
+            old_len,
+            pk: m.pk,
         });
     }
     let now = super::now_secs();
+    let mut sizes = crate::partition::sizes::Accounting::default();
+    let limits = &engine.limits.partitions;
     for m in merged {
         if let Some(old) = &m.old {
             super::index::maintain(&m.table, &m.key, old, &m.row, now, &mut batch);
         }
         let mut buf = Vec::with_capacity(m.row.encoded_len());
         m.row.encode(&mut buf);
+        sizes.key_change(
+            limits,
+            m.table.storage_id,
+            m.token,
+            &m.pk,
+            m.old_len,
+            m.key.len() + buf.len(),
+        )?;
         batch.put(Space::Data, m.key, buf);
     }
-    engine.store.commit(batch)?;
+    sizes.prepare(&*engine.store, limits, &mut batch, rctx)?;
+    let touched = sizes.commit(&engine.maps, || engine.store.commit(batch))?;
+    if let Some(c) = rctx {
+        c.add_charge(sizes.request_units());
+    }
+    for (sid, p) in &touched {
+        engine.splitter.check(*sid, p);
+    }
     Ok(())
 }
 
@@ -1368,6 +1690,7 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
             };
             let c = cat
                 .update(|s, _| ddl::alter_table(s, ks, name, flags, action, super::now_micros()))?;
+            ensure_throughput_layout(engine, ks, &name.name)?;
             Ok(done(c.map(|r| r.0)))
         }
         Statement::DropTable { name, if_exists } => {
@@ -1543,6 +1866,7 @@ fn purge(store: &dyn crate::storage::Store, storage_id: u64) -> crate::storage::
             break;
         }
     }
+    crate::partition::sizes::purge(store, storage_id)?;
     let mut batch = WriteBatch::default();
     batch.delete(Space::Meta, purge_key(storage_id));
     store.commit(batch)
