@@ -3,7 +3,9 @@
 
 pub mod aggregate;
 pub mod bind;
+pub mod complex;
 pub mod eval;
+pub mod functions;
 pub mod index;
 pub mod lwt;
 pub mod row;

@@ -2,6 +2,7 @@
 //! physical partitions, reading, projecting and paging.
 
 use super::bind::BoundValues;
+use super::complex;
 use super::eval::{eval, Ctx, Val};
 use super::row::{self, RowData, KIND_HEADER, KIND_ROW};
 use super::write::{in_values, key_values, table_token};
@@ -29,6 +30,179 @@ enum Proj {
     Ttl(usize),
     ToJson(Box<Proj>, CqlType),
     CountAll,
+    /// Functions, CAST, field and element selection.
+    Expr(Box<SExpr>),
+}
+
+/// A computed selector.
+#[derive(Debug, Clone)]
+enum SExpr {
+    Col(usize),
+    Const(Option<Bytes>),
+    Call(String, Vec<SExpr>, Vec<CqlType>),
+    Field(Box<SExpr>, usize),
+    /// A map value or set element by key.
+    Element(Box<SExpr>, CqlType, Bytes),
+    Cast(Box<SExpr>, CqlType, CqlType),
+}
+
+struct RowCtx<'a, 'r> {
+    t: &'a TableDef,
+    pk_parts: &'a [&'r [u8]],
+    ck: &'r [Bytes],
+    row: &'r RowData,
+    statics: &'r RowData,
+    now: i32,
+}
+
+fn eval_sexpr(e: &SExpr, rc: &RowCtx) -> Option<Vec<u8>> {
+    match e {
+        SExpr::Col(i) => column_value(rc.t, *i, rc.pk_parts, rc.ck, rc.row, rc.statics, rc.now)
+            .map(|v| v.to_vec()),
+        SExpr::Const(v) => v.as_ref().map(|b| b.to_vec()),
+        SExpr::Call(name, args, types) => {
+            let vals: Vec<Option<Vec<u8>>> = args.iter().map(|a| eval_sexpr(a, rc)).collect();
+            let refs: Vec<Option<&[u8]>> = vals.iter().map(|v| v.as_deref()).collect();
+            super::functions::call(name, types, &refs).ok().flatten()
+        }
+        SExpr::Field(inner, i) => {
+            let v = eval_sexpr(inner, rc)?;
+            let comps = value::tuple_components(&v).ok()?;
+            comps.get(*i).copied().flatten().map(|f| f.to_vec())
+        }
+        SExpr::Element(inner, ty, key) => {
+            let v = eval_sexpr(inner, rc)?;
+            match ty.unfrozen() {
+                CqlType::Map(kt, _) => value::map_entries(&v)
+                    .ok()?
+                    .into_iter()
+                    .find(|(k, _)| value::compare(kt, k, key) == Ordering::Equal)
+                    .map(|(_, x)| x.to_vec()),
+                CqlType::Set(et) => value::collection_elements(&v)
+                    .ok()?
+                    .filter_map(|r| r.ok().flatten())
+                    .find(|x| value::compare(et, x, key) == Ordering::Equal)
+                    .map(|x| x.to_vec()),
+                _ => None,
+            }
+        }
+        SExpr::Cast(inner, from, to) => {
+            let v = eval_sexpr(inner, rc)?;
+            super::functions::cast(from, to, &v)
+        }
+    }
+}
+
+/// Plans a selector as a computed expression.
+fn plan_sexpr(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)> {
+    Ok(match e {
+        SelectorExpr::Column(c) => {
+            let i = column_index(t, c)?;
+            (SExpr::Col(i), c.clone(), t.columns[i].ty.clone())
+        }
+        SelectorExpr::Function { name, args, .. } => {
+            let mut planned = Vec::with_capacity(args.len());
+            let mut types = Vec::with_capacity(args.len());
+            let mut names = Vec::with_capacity(args.len());
+            for a in args {
+                let (x, n, ty) = match a {
+                    SelectorExpr::Term(Term::Literal(l)) => {
+                        let ty = if name.starts_with("blobas") {
+                            CqlType::Blob
+                        } else if let Some(t) = name
+                            .strip_suffix("asblob")
+                            .and_then(CqlType::native_from_name)
+                        {
+                            t
+                        } else {
+                            CqlType::Timestamp
+                        };
+                        let v = match l {
+                            crate::cql::ast::Literal::Null => None,
+                            l => Some(Bytes::from(
+                                value::literal_to_bytes(&ty, l)
+                                    .map_err(|e| invalid(e.for_column(name)))?,
+                            )),
+                        };
+                        let text = v
+                            .as_ref()
+                            .map_or("null".into(), |b| value::to_cql_literal(&ty, b));
+                        (SExpr::Const(v), text, ty)
+                    }
+                    other => plan_sexpr(t, other)?,
+                };
+                planned.push(x);
+                types.push(ty);
+                names.push(n);
+            }
+            let ret = super::functions::return_type(name, &types).map_err(invalid)?;
+            (
+                SExpr::Call(name.clone(), planned, types),
+                format!("system.{name}({})", names.join(", ")),
+                ret,
+            )
+        }
+        SelectorExpr::Cast(inner, to) => {
+            let (x, n, from) = plan_sexpr(t, inner)?;
+            let to_ty = match to {
+                crate::cql::ast::TypeExpr::Native(name) => CqlType::native_from_name(name),
+                _ => None,
+            }
+            .ok_or_else(|| invalid(format!("{to:?} is not a valid target type for CAST")))?;
+            if !super::functions::cast_allowed(&from, &to_ty) {
+                return Err(invalid(format!("{from} cannot be cast to {to_ty}")));
+            }
+            (
+                SExpr::Cast(Box::new(x), from, to_ty.clone()),
+                format!("cast({n} as {to_ty})"),
+                to_ty,
+            )
+        }
+        SelectorExpr::Field(inner, f) => {
+            let (x, n, ty) = plan_sexpr(t, inner)?;
+            let CqlType::Udt(u) = ty.unfrozen() else {
+                return Err(invalid(format!(
+                    "Invalid field selection: {n} of type {ty} is not a user type"
+                )));
+            };
+            let Some(i) = u.fields.iter().position(|(name, _)| name == f) else {
+                return Err(invalid(format!("{} has no field {f}", u.name)));
+            };
+            let fty = u.fields[i].1.clone();
+            (SExpr::Field(Box::new(x), i), format!("{n}.{f}"), fty)
+        }
+        SelectorExpr::Element(inner, key) => {
+            let (x, n, ty) = plan_sexpr(t, inner)?;
+            let (kt, rt) = match ty.unfrozen() {
+                CqlType::Map(k, v) => ((**k).clone(), (**v).clone()),
+                CqlType::Set(e) => ((**e).clone(), (**e).clone()),
+                _ => {
+                    return Err(invalid(format!(
+                        "Element selection is only allowed on sets and maps, but {n} is a {}",
+                        match ty.unfrozen() {
+                            CqlType::List(_) => "list",
+                            _ => "non-collection",
+                        }
+                    )))
+                }
+            };
+            let Term::Literal(l) = key else {
+                return Err(invalid("Only constants are supported as element selectors"));
+            };
+            let k = value::literal_to_bytes(&kt, l).map_err(|e| invalid(e.for_column(&n)))?;
+            let text = value::to_cql_literal(&kt, &k);
+            (
+                SExpr::Element(Box::new(x), ty.clone(), Bytes::from(k)),
+                format!("{n}[{text}]"),
+                rt,
+            )
+        }
+        other => {
+            return Err(invalid(format!(
+                "This selector is not supported yet: {other:?}"
+            )))
+        }
+    })
 }
 
 const FILTERING_MSG: &str = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
@@ -124,15 +298,52 @@ fn plan_selector(t: &TableDef, e: &SelectorExpr) -> Result<(Proj, String, CqlTyp
             (Proj::CountAll, "count".into(), CqlType::Bigint)
         }
         other => {
-            return Err(invalid(format!(
-                "This selector is not supported yet: {other:?}"
-            )))
+            let (x, n, ty) = plan_sexpr(t, other)?;
+            (Proj::Expr(Box::new(x)), n, ty)
         }
     })
 }
 
+/// The `[json]` text of one row whose cells (`[int len][bytes]` each) are `cells`.
+fn row_json(proj: &[(Proj, String, CqlType)], mut cells: &[u8]) -> String {
+    let mut out = String::from("{");
+    for (i, (_, name, ty)) in proj.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        let key = if name.contains('(') {
+            name.clone()
+        } else {
+            crate::cql::types::quote_ident(name)
+        };
+        out.push_str(&serde_json::Value::String(key).to_string());
+        out.push_str(": ");
+        let len = cells
+            .get(..4)
+            .map_or(-1, |b| i32::from_be_bytes(b.try_into().expect("4 bytes")));
+        cells = cells.get(4..).unwrap_or_default();
+        if len < 0 {
+            out.push_str("null");
+        } else {
+            let (v, rest) = cells.split_at((len as usize).min(cells.len()));
+            cells = rest;
+            out.push_str(&value::to_json(ty, v));
+        }
+    }
+    out.push('}');
+    out
+}
+
 /// The result columns of a SELECT (for PREPARE and for the rows' metadata).
 pub fn result_columns(t: &TableDef, sel: &Select) -> Result<Vec<ResultColumn>> {
+    if sel.json {
+        return Ok(vec![ResultColumn {
+            keyspace: t.keyspace.clone(),
+            table: t.name.clone(),
+            name: "[json]".into(),
+            ty: CqlType::Text,
+        }]);
+    }
     Ok(plan_projection(t, sel)?
         .into_iter()
         .map(|(_, name, ty)| ResultColumn {
@@ -963,6 +1174,8 @@ struct Output<'a> {
     remaining: Option<usize>,
     now: i32,
     count_only: bool,
+    /// SELECT JSON: each row becomes one `[json]` text cell.
+    json: bool,
     count: i64,
     /// PER PARTITION LIMIT (DISTINCT is a limit of one).
     per_partition: Option<usize>,
@@ -1025,6 +1238,7 @@ impl Output<'_> {
         } else {
             split_composite(pk, t.partition_key.len()).unwrap_or_default()
         };
+        let row_start = self.rows.content.len();
         for (p, _, _) in self.proj {
             let tok_bytes;
             let v: Option<&[u8]> = match p {
@@ -1072,8 +1286,26 @@ impl Output<'_> {
                     continue;
                 }
                 Proj::CountAll => None,
+                Proj::Expr(e) => {
+                    let rc = RowCtx {
+                        t,
+                        pk_parts: &pk_parts,
+                        ck,
+                        row,
+                        statics,
+                        now: self.now,
+                    };
+                    let v = eval_sexpr(e, &rc);
+                    self.rows.push_cell(v.as_deref());
+                    continue;
+                }
             };
             self.rows.push_cell(v);
+        }
+        if self.json {
+            let json = row_json(self.proj, &self.rows.content[row_start..]);
+            self.rows.content.truncate(row_start);
+            self.rows.push_cell(Some(json.as_bytes()));
         }
         self.rows.count += 1;
         if let Some(r) = &mut self.remaining {
@@ -1180,8 +1412,11 @@ pub fn execute(
 ) -> Result<Rows> {
     let schema = engine.schema();
     let t = resolve_table(&schema, keyspace, &sel.table)?;
-    if sel.json || !sel.group_by.is_empty() {
-        return Err(invalid("SELECT JSON and GROUP BY are not supported yet"));
+    if !sel.group_by.is_empty() {
+        return Err(invalid("GROUP BY is not supported yet"));
+    }
+    if sel.json && t.virtual_table {
+        return Err(invalid("SELECT JSON is not supported on system tables"));
     }
     let proj = plan_projection(t, sel)?;
     let count_only = proj.iter().any(|(p, _, _)| matches!(p, Proj::CountAll));
@@ -1226,6 +1461,7 @@ pub fn execute(
         now: super::now_secs(),
         count_only,
         count: 0,
+        json: sel.json,
         per_partition,
         cur_pk: None,
         cur_count: 0,
@@ -1356,10 +1592,11 @@ fn read_stored(
                 let prefix = row::partition_prefix(sid, token, pk);
                 let mut header_key = prefix.clone();
                 header_key.push(KIND_HEADER);
-                let header = match engine.store.get(Space::Data, &header_key)? {
+                let mut header = match engine.store.get(Space::Data, &header_key)? {
                     Some(b) => RowData::decode(&b)?,
                     None => RowData::default(),
                 };
+                complex::materialize(&mut header, t, None, out.now);
                 let pdel = header.deletion;
                 let resume = paging
                     .as_ref()
@@ -1407,6 +1644,7 @@ fn read_stored(
                         let dk = row::decode_key(&k, &ck_types)?;
                         let mut data = RowData::decode(&v)?;
                         shadow_row(&mut data, &header, &k, rows_prefix.len());
+                        complex::materialize(&mut data, t, None, out.now);
                         if !data.is_live(out.now) {
                             continue;
                         }
@@ -1541,16 +1779,19 @@ fn read_stored(
                             hk.push(KIND_HEADER);
                             if let Some(h) = engine.store.get(Space::Data, &hk)? {
                                 header = RowData::decode(&h)?;
+                                complex::materialize(&mut header, t, None, out.now);
                             }
                         }
                     }
                     if dk.kind == KIND_HEADER {
                         header = RowData::decode(&v)?;
+                        complex::materialize(&mut header, t, None, out.now);
                         continue;
                     }
                     let mut data = RowData::decode(&v)?;
                     let ck_start = row::partition_prefix(sid, dk.token, &dk.pk).len() + 1;
                     shadow_row(&mut data, &header, &k, ck_start);
+                    complex::materialize(&mut data, t, None, out.now);
                     if !data.is_live(out.now) {
                         continue;
                     }
@@ -1642,8 +1883,10 @@ fn read_index(
                 Some(h) => RowData::decode(&h)?,
                 None => RowData::default(),
             };
+            complex::materialize(&mut header, t, None, out.now);
         }
         let mut data = RowData::decode(&v)?;
+        complex::materialize(&mut data, t, header.deletion, out.now);
         shadow(&mut data, header.deletion);
         if !data.is_live(out.now)
             || !passes(

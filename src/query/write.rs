@@ -4,8 +4,9 @@
 //! them locks the logical partitions involved (striped locks, in order), reads the current rows,
 //! merges with last-write-wins, and commits everything as one atomic storage batch.
 
+use super::complex::{self, ElemParams};
 use super::eval::{eval, Ctx, Val};
-use super::row::{self, Cell, Marker, RowData, KIND_HEADER, KIND_ROW};
+use super::row::{self, Cell, ComplexCell, Elem, Marker, Pending, RowData, KIND_HEADER, KIND_ROW};
 use super::{
     invalid, resolve_keyspace, resolve_table, Engine, Outcome, QueryOptions, Result, Session,
 };
@@ -14,8 +15,9 @@ use crate::cql::ast::{
     Statement, Term, Using,
 };
 use crate::cql::types::CqlType;
+use crate::cql::value;
 use crate::partition::token::{partition_key_bytes, token_of, Token};
-use crate::schema::{ddl, ColumnKind, Schema, TableDef};
+use crate::schema::{ddl, ColumnDef, ColumnKind, Schema, TableDef};
 use crate::storage::{Space, WriteBatch};
 use bytes::Bytes;
 use std::sync::Arc;
@@ -320,6 +322,75 @@ fn cell_for(col: u32, v: Val, p: &WriteParams) -> Option<Cell> {
     }
 }
 
+fn elem_params(p: &WriteParams) -> ElemParams {
+    ElemParams {
+        ts: p.ts,
+        ttl: p.ttl,
+        expiry: p.expiry,
+        now: super::now_secs(),
+    }
+}
+
+/// Adds the write of a whole value of column `col` to `upd`: one cell, or for a non-frozen
+/// collection or UDT a collection deletion just below the write and one cell per element.
+fn put_column(upd: &mut RowData, col: &ColumnDef, v: Val, p: &WriteParams) {
+    if !col.ty.is_multi_cell() {
+        upd.cells.extend(cell_for(col.id, v, p));
+        return;
+    }
+    let now = super::now_secs();
+    let (deletion_ts, elems) = match v {
+        Val::Unset => return,
+        Val::Null => (p.ts, Vec::new()),
+        Val::Value(b) => (
+            p.ts.saturating_sub(1),
+            complex::elems_of_value(&col.ty, &b, &elem_params(p)),
+        ),
+    };
+    upd.complex.push(ComplexCell {
+        col: col.id,
+        deletion: Some((deletion_ts, now)),
+        elems,
+    });
+}
+
+/// Adds elements (or element tombstones) to column `col`'s complex cell in `upd`.
+fn put_elems(upd: &mut RowData, col: u32, elems: Vec<Elem>) {
+    match upd.complex.iter_mut().find(|c| c.col == col) {
+        Some(c) => {
+            let merged = ComplexCell {
+                col,
+                deletion: None,
+                elems,
+            };
+            let mut cur = std::mem::take(c);
+            cur.col = col;
+            // later assignments of one statement win over earlier ones at the same timestamp
+            for e in merged.elems {
+                match cur.elems.binary_search_by(|x| x.path.cmp(&e.path)) {
+                    Ok(i) => cur.elems[i] = e,
+                    Err(i) => cur.elems.insert(i, e),
+                }
+            }
+            *c = cur;
+        }
+        None => {
+            let mut elems = elems;
+            elems.sort_by(|a, b| a.path.cmp(&b.path));
+            upd.complex.push(ComplexCell {
+                col,
+                deletion: None,
+                elems,
+            });
+        }
+    }
+}
+
+fn sort_update(upd: &mut RowData) {
+    upd.cells.sort_by_key(|c| c.col);
+    upd.complex.sort_by_key(|c| c.col);
+}
+
 fn reject_counter_table(table: &TableDef, what: &str) -> Result<()> {
     if table.is_counter_table() {
         return Err(invalid(format!(
@@ -342,34 +413,47 @@ fn insert_mutations(
             "Conditional updates (IF NOT EXISTS) are not supported yet",
         ));
     }
-    let InsertValues::Values { columns, values } = &ins.values else {
-        return Err(invalid("INSERT JSON is not supported yet"));
+    let pairs: Vec<(String, Val)> = match &ins.values {
+        InsertValues::Values { columns, values } => {
+            if columns.len() != values.len() {
+                return Err(invalid(format!(
+                    "Unmatched column names/values: {} columns but {} values",
+                    columns.len(),
+                    values.len()
+                )));
+            }
+            let mut pairs = Vec::with_capacity(columns.len());
+            for (i, (name, term)) in columns.iter().zip(values).enumerate() {
+                if columns[..i].contains(name) {
+                    return Err(invalid(format!(
+                        "Multiple definitions found for column {name}"
+                    )));
+                }
+                let col = table.column(name).ok_or_else(|| {
+                    invalid(format!(
+                        "Undefined column name {name} in table {}.{}",
+                        table.keyspace, table.name
+                    ))
+                })?;
+                pairs.push((name.clone(), eval(term, &col.ty, name, ctx)?));
+            }
+            pairs
+        }
+        InsertValues::Json {
+            value,
+            default_unset,
+        } => json_pairs(table, value, *default_unset, ctx)?,
     };
-    if columns.len() != values.len() {
-        return Err(invalid(format!(
-            "Unmatched column names/values: {} columns but {} values",
-            columns.len(),
-            values.len()
-        )));
-    }
     let p = using_params(table, &ins.using, ctx, ts)?;
     let mut pk_vals: Vec<Option<Vec<Bytes>>> = vec![None; table.partition_key.len()];
     let mut ck_vals: Vec<Option<Vec<Bytes>>> = vec![None; table.clustering.len()];
-    let mut cells: Vec<Cell> = Vec::new();
-    let mut static_cells: Vec<Cell> = Vec::new();
-    for (i, (name, term)) in columns.iter().zip(values).enumerate() {
-        if columns[..i].contains(name) {
-            return Err(invalid(format!(
-                "Multiple definitions found for column {name}"
-            )));
-        }
-        let col = table.column(name).ok_or_else(|| {
-            invalid(format!(
-                "Undefined column name {name} in table {}.{}",
-                table.keyspace, table.name
-            ))
-        })?;
-        let v = eval(term, &col.ty, name, ctx)?;
+    let mut cells = RowData::default();
+    let mut static_cells = RowData::default();
+    for (name, v) in pairs {
+        let name = &name;
+        let Some(col) = table.column(name) else {
+            continue;
+        };
         match col.kind {
             ColumnKind::PartitionKey => {
                 let v = match v {
@@ -385,8 +469,8 @@ fn insert_mutations(
             ColumnKind::Clustering => {
                 ck_vals[col.position] = Some(vec![key_value(v, col)?]);
             }
-            ColumnKind::Regular => cells.extend(cell_for(col.id, v, &p)),
-            ColumnKind::Static => static_cells.extend(cell_for(col.id, v, &p)),
+            ColumnKind::Regular => put_column(&mut cells, col, v, &p),
+            ColumnKind::Static => put_column(&mut static_cells, col, v, &p),
         }
     }
     let miss = missing(table, &table.clustering, &ck_vals);
@@ -401,8 +485,9 @@ fn insert_mutations(
         .into_iter()
         .map(|v| v.unwrap_or_default().remove(0))
         .collect();
-    cells.sort_by_key(|c| c.col);
-    static_cells.sort_by_key(|c| c.col);
+    sort_update(&mut cells);
+    sort_update(&mut static_cells);
+    let has_static = !static_cells.cells.is_empty() || !static_cells.complex.is_empty();
     let _ = engine;
     let mut out = Vec::new();
     for pk in pks {
@@ -417,23 +502,87 @@ fn insert_mutations(
                     expiry: p.expiry,
                 }),
                 deletion: None,
-                cells: cells.clone(),
-                ranges: Vec::new(),
+                ..cells.clone()
             },
         });
-        if !static_cells.is_empty() {
+        if has_static {
             out.push(Mutation {
                 table: Arc::clone(table),
                 key: header_key(table, &pk),
                 pk,
-                update: RowData {
-                    cells: static_cells.clone(),
-                    ..Default::default()
-                },
+                update: static_cells.clone(),
             });
         }
     }
     Ok(out)
+}
+
+/// The columns and values of `INSERT JSON`: every column of the table, those missing from the
+/// object null (DEFAULT NULL) or left alone (DEFAULT UNSET).
+fn json_pairs(
+    table: &TableDef,
+    value: &Term,
+    default_unset: bool,
+    ctx: &Ctx,
+) -> Result<Vec<(String, Val)>> {
+    let text = match eval(value, &CqlType::Text, "[json]", ctx)? {
+        Val::Value(b) => String::from_utf8(b.to_vec()).map_err(|_| invalid("Invalid JSON"))?,
+        _ => return Err(invalid("Got null for INSERT JSON values")),
+    };
+    let obj: serde_json::Map<String, serde_json::Value> = match serde_json::from_str(&text) {
+        Ok(serde_json::Value::Object(m)) => m,
+        Ok(_) => {
+            return Err(invalid(format!(
+                "Could not decode JSON string as a map: {text}"
+            )))
+        }
+        Err(e) => {
+            return Err(invalid(format!(
+                "Could not decode JSON string as a map: {e}. (String was: {text})"
+            )))
+        }
+    };
+    let mut given: Vec<(String, &serde_json::Value)> = Vec::with_capacity(obj.len());
+    for (k, v) in &obj {
+        let name = match k.strip_prefix('"').and_then(|x| x.strip_suffix('"')) {
+            Some(quoted) => quoted.replace("\"\"", "\""),
+            None => k.to_lowercase(),
+        };
+        if table.column(&name).is_none() {
+            return Err(invalid(format!(
+                "JSON values map contains unrecognized column: {k}"
+            )));
+        }
+        given.push((name, v));
+    }
+    let mut pairs = Vec::with_capacity(table.columns.len());
+    for col in &table.columns {
+        let v = match given.iter().find(|(n, _)| *n == col.name) {
+            Some((_, j)) => match value::from_json(&col.ty, j) {
+                Ok(b) => {
+                    value::validate(&col.ty, &b).map_err(|e| {
+                        invalid(format!("Error decoding JSON value for {}: {e}", col.name))
+                    })?;
+                    Val::Value(Bytes::from(b))
+                }
+                Err(value::ValueError::Null(_)) => Val::Null,
+                Err(e) => {
+                    return Err(invalid(format!(
+                        "Error decoding JSON value for {}: {}",
+                        col.name,
+                        e.for_column(&col.name)
+                    )))
+                }
+            },
+            None if default_unset => Val::Unset,
+            None => Val::Null,
+        };
+        if matches!(v, Val::Unset) && !matches!(col.kind, ColumnKind::PartitionKey) {
+            continue;
+        }
+        pairs.push((col.name.clone(), v));
+    }
+    Ok(pairs)
 }
 
 /// Checks that a WHERE clause of UPDATE/DELETE restricts only primary key columns with = / IN.
@@ -477,16 +626,26 @@ fn update_mutations(
     }
     check_write_where(table, &up.where_clause)?;
     let p = using_params(table, &up.using, ctx, ts)?;
-    let mut cells = Vec::new();
-    let mut static_cells = Vec::new();
+    let mut cells = RowData::default();
+    let mut static_cells = RowData::default();
+    if table.is_counter_table() {
+        if up.using.ttl.is_some() {
+            return Err(invalid("Cannot provide custom TTL for counter updates"));
+        }
+        if up.using.timestamp.is_some() {
+            return Err(invalid(
+                "Cannot provide custom timestamp for counter updates",
+            ));
+        }
+    }
     for a in &up.assignments {
-        let (column, value) = match a {
-            Assignment::Set { column, value } => (column, value),
-            other => {
-                return Err(invalid(format!(
-                    "This kind of assignment is not supported yet: {other:?}"
-                )))
-            }
+        let column = match a {
+            Assignment::Set { column, .. }
+            | Assignment::SetElement { column, .. }
+            | Assignment::SetField { column, .. }
+            | Assignment::Append { column, .. }
+            | Assignment::Prepend { column, .. }
+            | Assignment::Remove { column, .. } => column,
         };
         let col = table.column(column).ok_or_else(|| {
             invalid(format!(
@@ -499,28 +658,28 @@ fn update_mutations(
                 "PRIMARY KEY part {column} found in SET part"
             )));
         }
-        if col.ty.is_counter() {
-            return Err(invalid(format!(
-                "Cannot set the value of counter column {column} (counters can only be incremented/decremented, not set)"
-            )));
-        }
-        let v = eval(value, &col.ty, column, ctx)?;
         let target = if col.kind == ColumnKind::Static {
             &mut static_cells
         } else {
             &mut cells
         };
-        target.extend(cell_for(col.id, v, &p));
+        assign(target, col, a, ctx, &p)?;
     }
-    cells.sort_by_key(|c: &Cell| c.col);
-    static_cells.sort_by_key(|c: &Cell| c.col);
+    sort_update(&mut cells);
+    sort_update(&mut static_cells);
     let pks = partition_keys(
         table,
         key_values(table, &up.where_clause, ctx, &table.partition_key)?,
     )?;
     let ck_vals = key_values(table, &up.where_clause, ctx, &table.clustering)?;
     let mut out = Vec::new();
-    let need_rows = !cells.is_empty() || static_cells.is_empty();
+    let has_static = !static_cells.cells.is_empty()
+        || !static_cells.complex.is_empty()
+        || !static_cells.pending.is_empty();
+    let need_rows = !cells.cells.is_empty()
+        || !cells.complex.is_empty()
+        || !cells.pending.is_empty()
+        || !has_static;
     let cks = if need_rows {
         let miss = missing(table, &table.clustering, &ck_vals);
         if !miss.is_empty() {
@@ -544,25 +703,217 @@ fn update_mutations(
                 table: Arc::clone(table),
                 key: row_key(table, &pk, ck),
                 pk: pk.clone(),
-                update: RowData {
-                    cells: cells.clone(),
-                    ..Default::default()
-                },
+                update: cells.clone(),
             });
         }
-        if !static_cells.is_empty() {
+        if has_static {
             out.push(Mutation {
                 table: Arc::clone(table),
                 key: header_key(table, &pk),
                 pk: pk.clone(),
-                update: RowData {
-                    cells: static_cells.clone(),
-                    ..Default::default()
-                },
+                update: static_cells.clone(),
             });
         }
     }
     Ok(out)
+}
+
+/// The elements of a collection value `v` of type `ty` (list/set elements or map keys).
+fn items_of(v: &Bytes) -> Vec<Bytes> {
+    value::collection_elements(v)
+        .map(|it| {
+            it.filter_map(|r| r.ok().flatten())
+                .map(|e| v.slice_ref(e))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn op_text(a: &Assignment) -> String {
+    match a {
+        Assignment::Set { column, .. } => format!("{column} = ?"),
+        Assignment::SetElement { column, .. } => format!("{column}[?] = ?"),
+        Assignment::SetField { column, field, .. } => format!("{column}.{field} = ?"),
+        Assignment::Append { column, .. } => format!("{column} = {column} + ?"),
+        Assignment::Prepend { column, .. } => format!("{column} = ? + {column}"),
+        Assignment::Remove { column, .. } => format!("{column} = {column} - ?"),
+    }
+}
+
+/// Adds one assignment of UPDATE to `upd`.
+fn assign(
+    upd: &mut RowData,
+    col: &ColumnDef,
+    a: &Assignment,
+    ctx: &Ctx,
+    p: &WriteParams,
+) -> Result<()> {
+    let name = &col.name;
+    let ep = elem_params(p);
+    let multi = col.ty.is_multi_cell();
+    let bad_op = |what: &str| {
+        invalid(format!(
+            "Invalid operation ({}) for {what} column {name}",
+            op_text(a)
+        ))
+    };
+    match a {
+        Assignment::Set { value, .. } => {
+            if col.ty.is_counter() {
+                return Err(invalid(format!(
+                    "Cannot set the value of counter column {name} (counters can only be incremented/decremented, not set)"
+                )));
+            }
+            let v = eval(value, &col.ty, name, ctx)?;
+            put_column(upd, col, v, p);
+        }
+        Assignment::Append { value, .. } | Assignment::Remove { value, .. }
+            if col.ty.is_counter() =>
+        {
+            let delta = match eval(value, &CqlType::Bigint, name, ctx)? {
+                Val::Value(b) if b.len() == 8 => {
+                    i64::from_be_bytes(b[..].try_into().expect("8 bytes"))
+                }
+                Val::Unset => return Ok(()),
+                _ => return Err(invalid("Invalid null value for counter increment")),
+            };
+            let delta = if matches!(a, Assignment::Remove { .. }) {
+                delta.wrapping_neg()
+            } else {
+                delta
+            };
+            upd.pending.push(Pending::CounterAdd {
+                col: col.id,
+                delta,
+                ts: p.ts,
+            });
+        }
+        Assignment::Append { value, .. } | Assignment::Prepend { value, .. } => {
+            let prepend = matches!(a, Assignment::Prepend { .. });
+            if !multi || matches!(col.ty, CqlType::Udt(_)) {
+                return Err(bad_op(if col.ty.is_collection() {
+                    "frozen collection"
+                } else if prepend {
+                    "non list"
+                } else {
+                    "non counter"
+                }));
+            }
+            if prepend && !matches!(col.ty, CqlType::List(_)) {
+                return Err(bad_op("non list"));
+            }
+            let Val::Value(v) = eval(value, &col.ty, name, ctx)? else {
+                return Ok(());
+            };
+            let elems = match &col.ty {
+                CqlType::List(_) => complex::list_elems(items_of(&v), prepend, &ep),
+                _ => complex::elems_of_value(&col.ty, &v, &ep),
+            };
+            put_elems(upd, col.id, elems);
+        }
+        Assignment::Remove { value, .. } => {
+            if !multi || matches!(col.ty, CqlType::Udt(_)) {
+                return Err(bad_op(if col.ty.is_collection() {
+                    "frozen collection"
+                } else {
+                    "non counter"
+                }));
+            }
+            match &col.ty {
+                CqlType::List(_) => {
+                    if let Val::Value(v) = eval(value, &col.ty, name, ctx)? {
+                        upd.pending.push(Pending::ListRemove {
+                            col: col.id,
+                            values: items_of(&v),
+                            ts: p.ts,
+                        });
+                    }
+                }
+                CqlType::Set(et) | CqlType::Map(et, _) => {
+                    let set_ty = CqlType::Set(et.clone());
+                    if let Val::Value(v) = eval(value, &set_ty, name, ctx)? {
+                        let elems = items_of(&v)
+                            .iter()
+                            .map(|k| ep.elem(complex::key_path(et, k), None))
+                            .collect();
+                        put_elems(upd, col.id, elems);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Assignment::SetElement { key, value, .. } => match &col.ty {
+            CqlType::Map(kt, vt) => {
+                let k = match eval(key, kt, name, ctx)? {
+                    Val::Value(k) => k,
+                    _ => return Err(invalid("Invalid null value for map key")),
+                };
+                let v = match eval(value, vt, name, ctx)? {
+                    Val::Value(v) => Some(v),
+                    Val::Null => None,
+                    Val::Unset => return Ok(()),
+                };
+                put_elems(upd, col.id, vec![ep.elem(complex::key_path(kt, &k), v)]);
+            }
+            CqlType::List(et) => {
+                let index = match eval(key, &CqlType::Int, name, ctx)? {
+                    Val::Value(b) if b.len() == 4 => {
+                        i32::from_be_bytes(b[..].try_into().expect("4 bytes")) as i64
+                    }
+                    _ => return Err(invalid("Invalid null value for list index")),
+                };
+                let v = match eval(value, et, name, ctx)? {
+                    Val::Value(v) => Some(v),
+                    Val::Null => None,
+                    Val::Unset => return Ok(()),
+                };
+                upd.pending.push(Pending::ListSet {
+                    col: col.id,
+                    index,
+                    value: v,
+                    ts: p.ts,
+                    ttl: p.ttl,
+                    expiry: p.expiry,
+                });
+            }
+            _ => {
+                return Err(invalid(format!(
+                    "Invalid operation ({}) for {} column {name}",
+                    op_text(a),
+                    if col.ty.is_collection() {
+                        "frozen collection"
+                    } else {
+                        "non list/map"
+                    }
+                )))
+            }
+        },
+        Assignment::SetField { field, value, .. } => {
+            let CqlType::Udt(u) = &col.ty else {
+                return Err(invalid(format!(
+                    "Invalid operation ({}) for {} column {name}",
+                    op_text(a),
+                    if matches!(col.ty.unfrozen(), CqlType::Udt(_)) {
+                        "frozen UDT"
+                    } else {
+                        "non-UDT"
+                    }
+                )));
+            };
+            let Some(i) = u.fields.iter().position(|(n, _)| n == field) else {
+                return Err(invalid(format!(
+                    "UDT column {name} does not have a field named {field}"
+                )));
+            };
+            let v = match eval(value, &u.fields[i].1, name, ctx)? {
+                Val::Value(v) => Some(v),
+                Val::Null => None,
+                Val::Unset => return Ok(()),
+            };
+            put_elems(upd, col.id, vec![ep.elem(complex::field_path(i), v)]);
+        }
+    }
+    Ok(())
 }
 
 fn delete_mutations(
@@ -645,13 +996,13 @@ fn delete_mutations(
             "Range deletions are not supported for specific columns",
         ));
     }
-    let mut cells = Vec::new();
-    let mut static_cells = Vec::new();
+    let mut cells = RowData::default();
+    let mut static_cells = RowData::default();
     for t in &del.targets {
-        let DeleteTarget::Column(name) = t else {
-            return Err(invalid(
-                "Deleting collection elements or fields is not supported yet",
-            ));
+        let name = match t {
+            DeleteTarget::Column(name)
+            | DeleteTarget::Element(name, _)
+            | DeleteTarget::Field(name, _) => name,
         };
         let col = table.column(name).ok_or_else(|| {
             invalid(format!(
@@ -664,22 +1015,20 @@ fn delete_mutations(
                 "Invalid identifier {name} for deletion (should not be a PRIMARY KEY part)"
             )));
         }
-        let c = Cell {
-            col: col.id,
-            ts: p.ts,
-            ttl: 0,
-            expiry: 0,
-            value: None,
-            local_deletion: now,
-        };
-        if col.kind == ColumnKind::Static {
-            static_cells.push(c)
+        let upd = if col.kind == ColumnKind::Static {
+            &mut static_cells
         } else {
-            cells.push(c)
-        }
+            &mut cells
+        };
+        delete_target(upd, col, t, ctx, &p, now)?;
     }
-    cells.sort_by_key(|c| c.col);
-    static_cells.sort_by_key(|c| c.col);
+    sort_update(&mut cells);
+    sort_update(&mut static_cells);
+    let has_cells =
+        !cells.cells.is_empty() || !cells.complex.is_empty() || !cells.pending.is_empty();
+    let has_static = !static_cells.cells.is_empty()
+        || !static_cells.complex.is_empty()
+        || !static_cells.pending.is_empty();
     let mut out = Vec::new();
     for pk in pks {
         if slice.is_some()
@@ -724,7 +1073,7 @@ fn delete_mutations(
                     ..Default::default()
                 },
             });
-        } else if given == table.clustering.len() && (del.targets.is_empty() || !cells.is_empty()) {
+        } else if given == table.clustering.len() && (del.targets.is_empty() || has_cells) {
             let cks = combinations(
                 &ck_vals
                     .iter()
@@ -742,10 +1091,7 @@ fn delete_mutations(
                             ..Default::default()
                         }
                     } else {
-                        RowData {
-                            cells: cells.clone(),
-                            ..Default::default()
-                        }
+                        cells.clone()
                     },
                 });
             }
@@ -760,24 +1106,124 @@ fn delete_mutations(
                     ..Default::default()
                 },
             });
-        } else if del.targets.is_empty() || !cells.is_empty() {
+        } else if del.targets.is_empty() || has_cells {
             return Err(invalid(
                 "Range deletions (a prefix of the clustering columns) are not supported yet",
             ));
         }
-        if !static_cells.is_empty() {
+        if has_static {
             out.push(Mutation {
                 table: Arc::clone(table),
                 key: header_key(table, &pk),
                 pk: pk.clone(),
-                update: RowData {
-                    cells: static_cells.clone(),
-                    ..Default::default()
-                },
+                update: static_cells.clone(),
             });
         }
     }
     Ok(out)
+}
+
+/// Adds the deletion of a column, collection element or UDT field to `upd`.
+fn delete_target(
+    upd: &mut RowData,
+    col: &ColumnDef,
+    target: &DeleteTarget,
+    ctx: &Ctx,
+    p: &WriteParams,
+    now: i32,
+) -> Result<()> {
+    let name = &col.name;
+    let ep = ElemParams {
+        ts: p.ts,
+        ttl: 0,
+        expiry: 0,
+        now,
+    };
+    match target {
+        DeleteTarget::Column(_) => {
+            if col.ty.is_multi_cell() {
+                upd.complex.push(ComplexCell {
+                    col: col.id,
+                    deletion: Some((p.ts, now)),
+                    elems: Vec::new(),
+                });
+            } else {
+                upd.cells.push(Cell {
+                    col: col.id,
+                    ts: p.ts,
+                    ttl: 0,
+                    expiry: 0,
+                    value: None,
+                    local_deletion: now,
+                });
+            }
+        }
+        DeleteTarget::Element(_, key) => match &col.ty {
+            CqlType::Map(kt, _) | CqlType::Set(kt) => {
+                let k = match eval(key, kt, name, ctx)? {
+                    Val::Value(k) => k,
+                    Val::Unset => return Ok(()),
+                    Val::Null => {
+                        return Err(invalid(format!(
+                            "Invalid null value for {} element",
+                            if matches!(col.ty, CqlType::Map(..)) {
+                                "map"
+                            } else {
+                                "set"
+                            }
+                        )))
+                    }
+                };
+                put_elems(upd, col.id, vec![ep.elem(complex::key_path(kt, &k), None)]);
+            }
+            CqlType::List(_) => {
+                let index = match eval(key, &CqlType::Int, name, ctx)? {
+                    Val::Value(b) if b.len() == 4 => {
+                        i32::from_be_bytes(b[..].try_into().expect("4 bytes")) as i64
+                    }
+                    Val::Unset => return Ok(()),
+                    _ => return Err(invalid("Invalid null value for list index")),
+                };
+                upd.pending.push(Pending::ListSet {
+                    col: col.id,
+                    index,
+                    value: None,
+                    ts: p.ts,
+                    ttl: 0,
+                    expiry: 0,
+                });
+            }
+            _ => {
+                return Err(invalid(format!(
+                    "Invalid deletion operation for {} column {name}",
+                    if col.ty.is_collection() {
+                        "frozen collection"
+                    } else {
+                        "non-collection"
+                    }
+                )))
+            }
+        },
+        DeleteTarget::Field(_, field) => {
+            let CqlType::Udt(u) = &col.ty else {
+                return Err(invalid(format!(
+                    "Invalid deletion operation for {} column {name}",
+                    if matches!(col.ty.unfrozen(), CqlType::Udt(_)) {
+                        "frozen UDT"
+                    } else {
+                        "non-UDT"
+                    }
+                )));
+            };
+            let Some(i) = u.fields.iter().position(|(n, _)| n == field) else {
+                return Err(invalid(format!(
+                    "UDT column {name} does not have a field named {field}"
+                )));
+            };
+            put_elems(upd, col.id, vec![ep.elem(complex::field_path(i), None)]);
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn mutations_for(
@@ -1102,6 +1548,10 @@ pub(crate) fn apply_locked(
     for m in muts {
         if let Some(x) = merged.iter_mut().find(|x| x.key == m.key) {
             x.row.merge(m.update);
+            let pending = std::mem::take(&mut x.row.pending);
+            x.row
+                .apply_pending(pending, super::now_secs())
+                .map_err(invalid)?;
             continue;
         }
         let stored = engine.store.get(Space::Data, &m.key)?;
@@ -1113,6 +1563,10 @@ pub(crate) fn apply_locked(
         };
         let old = (!m.table.indexes.is_empty()).then(|| current.clone());
         current.merge(m.update);
+        let pending = std::mem::take(&mut current.pending);
+        current
+            .apply_pending(pending, super::now_secs())
+            .map_err(invalid)?;
         merged.push(Merged {
             key: m.key,
             table: m.table,
