@@ -29,7 +29,8 @@ enum Proj {
     WriteTime(usize),
     Ttl(usize),
     ToJson(Box<Proj>, CqlType),
-    CountAll,
+    /// An aggregate over the rows (of a group): count(*), count(c), min, max, sum, avg.
+    Agg(super::aggregate::AggKind, Option<usize>),
     /// Functions, CAST, field and element selection.
     Expr(Box<SExpr>),
 }
@@ -240,7 +241,11 @@ fn plan_selector(t: &TableDef, e: &SelectorExpr) -> Result<(Proj, String, CqlTyp
             let i = column_index(t, c)?;
             (Proj::Column(i), c.clone(), t.columns[i].ty.clone())
         }
-        SelectorExpr::CountAll => (Proj::CountAll, "count".into(), CqlType::Bigint),
+        SelectorExpr::CountAll => (
+            Proj::Agg(super::aggregate::AggKind::CountRows, None),
+            "count".into(),
+            CqlType::Bigint,
+        ),
         SelectorExpr::WriteTime(c) | SelectorExpr::Ttl(c) => {
             let i = column_index(t, c)?;
             let col = &t.columns[i];
@@ -295,7 +300,29 @@ fn plan_selector(t: &TableDef, e: &SelectorExpr) -> Result<(Proj, String, CqlTyp
         SelectorExpr::Function { name, args, .. }
             if name == "count" && args.len() == 1 && matches!(args[0], SelectorExpr::Term(_)) =>
         {
-            (Proj::CountAll, "count".into(), CqlType::Bigint)
+            (
+                Proj::Agg(super::aggregate::AggKind::CountRows, None),
+                "count".into(),
+                CqlType::Bigint,
+            )
+        }
+        SelectorExpr::Function { name, args, .. }
+            if super::aggregate::AggKind::from_name(name).is_some() && args.len() == 1 =>
+        {
+            let kind = super::aggregate::AggKind::from_name(name).expect("checked");
+            let SelectorExpr::Column(c) = &args[0] else {
+                return Err(invalid(format!(
+                    "Aggregate {name} takes a column as its argument"
+                )));
+            };
+            let i = column_index(t, c)?;
+            let ty = t.columns[i].ty.clone();
+            let rt = super::aggregate::result_type(kind, &ty).ok_or_else(|| {
+                invalid(format!(
+                    "Invalid call to function {name}, none of its type signatures match (known type signatures: system.{name} : (numeric type) -> numeric type) for column {c} of type {ty}"
+                ))
+            })?;
+            (Proj::Agg(kind, Some(i)), format!("system.{name}({c})"), rt)
         }
         other => {
             let (x, n, ty) = plan_sexpr(t, other)?;
@@ -569,7 +596,7 @@ fn per_partition_limit(
                         ColumnKind::PartitionKey | ColumnKind::Static
                     )
                 }
-                Proj::Token | Proj::CountAll => true,
+                Proj::Token | Proj::Agg(..) => true,
                 _ => false,
             };
             if !ok {
@@ -751,6 +778,38 @@ fn routing(engine: &Engine, t: &TableDef, target: &Target) -> String {
             describe(ids, &format!("secondary index {}", index.name), false)
         }
     }
+}
+
+/// GROUP BY columns: a prefix of the primary key (partition key columns, then clustering columns,
+/// in order).
+fn group_by_columns(t: &TableDef, sel: &Select) -> Result<Vec<usize>> {
+    let key_order: Vec<usize> = t
+        .partition_key
+        .iter()
+        .chain(&t.clustering)
+        .copied()
+        .collect();
+    let mut out = Vec::with_capacity(sel.group_by.len());
+    for (n, name) in sel.group_by.iter().enumerate() {
+        let i = column_index(t, name)?;
+        if key_order.get(n) != Some(&i) {
+            return Err(invalid(
+                "Group by currently only support groups of columns following their declared order in the PRIMARY KEY",
+            ));
+        }
+        out.push(i);
+    }
+    if !out.is_empty() && out.len() < t.partition_key.len() {
+        return Err(invalid(format!(
+            "Group by is not supported on only a part of the partition key (missing {})",
+            t.partition_key[out.len()..]
+                .iter()
+                .map(|&i| t.columns[i].name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(out)
 }
 
 /// Where to read: named partitions, or a token range (lo exclusive, hi inclusive).
@@ -1264,6 +1323,8 @@ struct PagingState {
     remaining: Option<u32>,
     /// Rows already returned from the partition of `last_key` (PER PARTITION LIMIT).
     partition_rows: u32,
+    /// Resume at `last_key` itself (GROUP BY stopped before a row it did not consume).
+    inclusive: bool,
 }
 
 const PAGING_VERSION: u8 = 2;
@@ -1274,7 +1335,7 @@ impl PagingState {
         b.put_u8(PAGING_VERSION);
         b.put_u32(self.partition);
         b.put_u32(self.remaining.map_or(u32::MAX, |r| r));
-        b.put_u32(self.partition_rows);
+        b.put_u32(self.partition_rows | if self.inclusive { 1 << 31 } else { 0 });
         b.put_u32(self.last_key.len() as u32);
         b.extend_from_slice(&self.last_key);
         b.freeze()
@@ -1297,9 +1358,19 @@ impl PagingState {
         Ok(PagingState {
             partition,
             remaining: (remaining != u32::MAX).then_some(remaining),
-            partition_rows,
+            partition_rows: partition_rows & !(1 << 31),
+            inclusive: partition_rows & (1 << 31) != 0,
             last_key: b[17..].to_vec(),
         })
+    }
+
+    /// The bound a resumed scan starts from (ascending) or ends at (descending).
+    fn resume_bound(&self) -> Bound<Vec<u8>> {
+        if self.inclusive {
+            Bound::Included(self.last_key.clone())
+        } else {
+            Bound::Excluded(self.last_key.clone())
+        }
     }
 }
 
@@ -1312,10 +1383,12 @@ struct Output<'a> {
     page_bytes: usize,
     remaining: Option<usize>,
     now: i32,
-    count_only: bool,
+    /// Aggregate queries: the groups being accumulated.
+    agg: Option<Aggregation>,
+    /// The last emit stopped before consuming its row: resume at that row.
+    resume_inclusive: bool,
     /// SELECT JSON: each row becomes one `[json]` text cell.
     json: bool,
-    count: i64,
     /// PER PARTITION LIMIT (DISTINCT is a limit of one).
     per_partition: Option<usize>,
     /// The partition the per-partition count is for, and its count.
@@ -1324,6 +1397,48 @@ struct Output<'a> {
     /// The table's partition map and what the scan read per physical partition (for RU).
     map: Option<Arc<crate::partition::map::PartitionMap>>,
     meter: Vec<(Arc<crate::partition::map::PhysicalPartition>, u64, u64)>,
+}
+
+/// Aggregation state: one group at a time (rows arrive in primary key order, so a GROUP BY on
+/// a primary key prefix sees each group's rows together).
+struct Aggregation {
+    /// GROUP BY columns (a prefix of the primary key); empty: one group for the whole result.
+    group_cols: Vec<usize>,
+    key: Option<Vec<Option<Bytes>>>,
+    /// One accumulator per output column that is an aggregate.
+    accs: Vec<Option<super::aggregate::Accumulator>>,
+    /// The cells of the group's first row (values of the non-aggregate selectors).
+    first: BytesMut,
+    rows: usize,
+    /// Groups written so far.
+    groups: usize,
+}
+
+impl Aggregation {
+    fn new(proj: &[(Proj, String, CqlType)], t: &TableDef, group_cols: Vec<usize>) -> Aggregation {
+        Aggregation {
+            group_cols,
+            key: None,
+            accs: Self::fresh(proj, t),
+            first: BytesMut::new(),
+            rows: 0,
+            groups: 0,
+        }
+    }
+    fn fresh(
+        proj: &[(Proj, String, CqlType)],
+        t: &TableDef,
+    ) -> Vec<Option<super::aggregate::Accumulator>> {
+        proj.iter()
+            .map(|(p, _, _)| match p {
+                Proj::Agg(kind, col) => Some(super::aggregate::Accumulator::new(
+                    *kind,
+                    col.map_or(&CqlType::Bigint, |c| &t.columns[c].ty),
+                )),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 enum Flow {
@@ -1367,10 +1482,115 @@ impl Output<'_> {
             }
             self.cur_count += 1;
         }
-        if self.count_only {
-            self.count += 1;
+        if self.agg.is_some() {
+            return self.aggregate_row(token, pk, ck, row, statics);
+        }
+        self.project(token, pk, ck, row, statics);
+        self.row_done()
+    }
+
+    /// The paging state to resume after (or, when the last emit did not consume its row, at)
+    /// `key`.
+    fn page_state(&self, partition: u32, key: Vec<u8>) -> Bytes {
+        PagingState {
+            partition,
+            last_key: key,
+            remaining: self.remaining.map(|r| r as u32),
+            partition_rows: self.cur_count as u32,
+            inclusive: self.resume_inclusive,
+        }
+        .encode()
+    }
+
+    /// Feeds one row to the current group; a row of a new group first writes the finished group.
+    fn aggregate_row(
+        &mut self,
+        token: Token,
+        pk: &[u8],
+        ck: &[Bytes],
+        row: &RowData,
+        statics: &RowData,
+    ) -> Flow {
+        let t = self.table;
+        let pk_parts: Vec<&[u8]> = if t.partition_key.len() == 1 {
+            vec![pk]
+        } else {
+            split_composite(pk, t.partition_key.len()).unwrap_or_default()
+        };
+        let mut agg = self.agg.take().expect("aggregate query");
+        let key: Vec<Option<Bytes>> = agg
+            .group_cols
+            .iter()
+            .map(|&c| {
+                column_value(t, c, &pk_parts, ck, row, statics, self.now)
+                    .map(Bytes::copy_from_slice)
+            })
+            .collect();
+        if agg.rows > 0 && agg.key.as_ref() != Some(&key) {
+            self.agg = Some(agg);
+            if let Flow::Stop(more) = self.flush_group() {
+                // This row starts the next group: the next page starts with it.
+                self.resume_inclusive = true;
+                return Flow::Stop(more);
+            }
+            agg = self.agg.take().expect("aggregate query");
+        }
+        if agg.rows == 0 {
+            agg.key = Some(key);
+            let start = self.rows.content.len();
+            self.project(token, pk, ck, row, statics);
+            agg.first = self.rows.content.split_off(start);
+        }
+        for ((p, _, _), acc) in self.proj.iter().zip(agg.accs.iter_mut()) {
+            if let (Proj::Agg(_, col), Some(acc)) = (p, acc) {
+                let v = col.and_then(|c| column_value(t, c, &pk_parts, ck, row, statics, self.now));
+                acc.add(v);
+            }
+        }
+        agg.rows += 1;
+        self.agg = Some(agg);
+        Flow::Continue
+    }
+
+    /// Writes the current group's row (for a query without GROUP BY, also when no row matched).
+    fn flush_group(&mut self) -> Flow {
+        let mut agg = self.agg.take().expect("aggregate query");
+        if agg.rows == 0 && (!agg.group_cols.is_empty() || agg.groups > 0) {
+            self.agg = Some(agg);
             return Flow::Continue;
         }
+        let first = std::mem::take(&mut agg.first);
+        let mut cells = &first[..];
+        for ((p, _, _), acc) in self.proj.iter().zip(&agg.accs) {
+            // The first row's cell of this column (a placeholder for aggregates).
+            let cell: Option<&[u8]> = if cells.len() >= 4 {
+                let len = i32::from_be_bytes(cells[..4].try_into().expect("4 bytes"));
+                let (c, rest) = if len < 0 {
+                    (None, &cells[4..])
+                } else {
+                    let end = (4 + len as usize).min(cells.len());
+                    (Some(&cells[4..end]), &cells[end..])
+                };
+                cells = rest;
+                c
+            } else {
+                None
+            };
+            match (p, acc) {
+                (Proj::Agg(..), Some(acc)) => self.rows.push_cell(acc.finish().as_deref()),
+                _ => self.rows.push_cell(cell),
+            }
+        }
+        agg.accs = Aggregation::fresh(self.proj, self.table);
+        agg.rows = 0;
+        agg.key = None;
+        agg.groups += 1;
+        self.agg = Some(agg);
+        self.row_done()
+    }
+
+    /// Writes the cells of one row's selectors into the result.
+    fn project(&mut self, token: Token, pk: &[u8], ck: &[Bytes], row: &RowData, statics: &RowData) {
         let t = self.table;
         let pk_parts: Vec<&[u8]> = if t.partition_key.len() == 1 {
             vec![pk]
@@ -1424,7 +1644,7 @@ impl Output<'_> {
                     self.rows.push_cell(Some(json.as_bytes()));
                     continue;
                 }
-                Proj::CountAll => None,
+                Proj::Agg(..) => None,
                 Proj::Expr(e) => {
                     let rc = RowCtx {
                         t,
@@ -1446,6 +1666,10 @@ impl Output<'_> {
             self.rows.content.truncate(row_start);
             self.rows.push_cell(Some(json.as_bytes()));
         }
+    }
+
+    /// Counts a written row against LIMIT and the page.
+    fn row_done(&mut self) -> Flow {
         self.rows.count += 1;
         if let Some(r) = &mut self.remaining {
             *r -= 1;
@@ -1551,19 +1775,15 @@ pub fn execute(
 ) -> Result<Rows> {
     let schema = engine.schema();
     let t = resolve_table(&schema, keyspace, &sel.table)?;
-    if !sel.group_by.is_empty() {
-        return Err(invalid("GROUP BY is not supported yet"));
-    }
     if sel.json && t.virtual_table {
         return Err(invalid("SELECT JSON is not supported on system tables"));
     }
     let proj = plan_projection(t, sel)?;
-    let count_only = proj.iter().any(|(p, _, _)| matches!(p, Proj::CountAll));
-    if count_only && proj.len() != 1 {
-        return Err(invalid(
-            "Aggregates mixed with other selectors are not supported yet",
-        ));
-    }
+    let group_cols = group_by_columns(t, sel)?;
+    let aggregating =
+        !group_cols.is_empty() || proj.iter().any(|(p, _, _)| matches!(p, Proj::Agg(..)));
+    // Without GROUP BY an aggregate query answers one row: it is not paged.
+    let count_only = aggregating && group_cols.is_empty();
     let columns = Arc::new(result_columns(t, sel)?);
     let ctx = Ctx {
         binds,
@@ -1601,8 +1821,8 @@ pub fn execute(
         },
         remaining,
         now: super::now_secs(),
-        count_only,
-        count: 0,
+        agg: aggregating.then(|| Aggregation::new(&proj, t, group_cols)),
+        resume_inclusive: false,
         json: sel.json,
         per_partition,
         cur_pk: None,
@@ -1631,11 +1851,9 @@ pub fn execute(
         crate::partition::ru::charge_partitions(&out.meter);
         res?;
     }
-    if count_only {
-        let mut rows = Rows::new(Arc::clone(&out.rows.columns));
-        rows.push_cell(Some(&out.count.to_be_bytes()));
-        rows.count = 1;
-        return Ok(rows);
+    if out.agg.is_some() && out.rows.paging_state.is_none() && out.remaining != Some(0) {
+        // The last group (or, without GROUP BY, the one result row) ends with the rows.
+        let _ = out.flush_group();
     }
     Ok(out.rows)
 }
@@ -1672,9 +1890,8 @@ fn read_virtual(
         if idx <= start {
             continue;
         }
-        if out.count_only {
-            out.count += 1;
-            continue;
+        if out.agg.is_some() {
+            return Err(invalid("Aggregates are not supported on system tables"));
         }
         for (p, _, _) in out.proj {
             match p {
@@ -1699,15 +1916,7 @@ fn read_virtual(
             return Ok(());
         }
         if out.rows.count as usize >= out.page_rows {
-            out.rows.paging_state = Some(
-                PagingState {
-                    partition: idx as u32,
-                    last_key: Vec::new(),
-                    remaining: out.remaining.map(|r| r as u32),
-                    partition_rows: out.cur_count as u32,
-                }
-                .encode(),
-            );
+            out.rows.paging_state = Some(out.page_state(idx as u32, Vec::new()));
             return Ok(());
         }
     }
@@ -1771,9 +1980,9 @@ fn read_stored(
                     let mut hi = abs(hi, true);
                     if let Some(p) = resume {
                         if plan.reversed {
-                            hi = min_hi(hi, Bound::Excluded(p.last_key.clone()));
+                            hi = min_hi(hi, p.resume_bound());
                         } else {
-                            lo = max_lo(lo, Bound::Excluded(p.last_key.clone()));
+                            lo = max_lo(lo, p.resume_bound());
                         }
                     }
                     let iter =
@@ -1806,15 +2015,7 @@ fn read_stored(
                             out.emit(token, pk, &dk.clustering, &data, &header)
                         {
                             if more {
-                                out.rows.paging_state = Some(
-                                    PagingState {
-                                        partition: i as u32,
-                                        last_key: k.to_vec(),
-                                        remaining: out.remaining.map(|r| r as u32),
-                                        partition_rows: out.cur_count as u32,
-                                    }
-                                    .encode(),
-                                );
+                                out.rows.paging_state = Some(out.page_state(i as u32, k.to_vec()));
                             }
                             return Ok(());
                         }
@@ -1839,15 +2040,8 @@ fn read_stored(
                             out.emit(token, pk, &[], &RowData::default(), &statics)
                         {
                             if more && i + 1 < keys.len() {
-                                out.rows.paging_state = Some(
-                                    PagingState {
-                                        partition: i as u32 + 1,
-                                        last_key: Vec::new(),
-                                        remaining: out.remaining.map(|r| r as u32),
-                                        partition_rows: out.cur_count as u32,
-                                    }
-                                    .encode(),
-                                );
+                                out.rows.paging_state =
+                                    Some(out.page_state(i as u32 + 1, Vec::new()));
                             }
                             return Ok(());
                         }
@@ -1883,10 +2077,7 @@ fn read_ranges(
     let Some(map) = engine.maps.get(sid) else {
         return Ok(());
     };
-    let resume_key = paging
-        .as_ref()
-        .map(|p| p.last_key.clone())
-        .filter(|k| !k.is_empty());
+    let resume = paging.as_ref().filter(|p| !p.last_key.is_empty());
     let mut cur_pk: Option<Bytes> = None;
     let mut header = RowData::default();
     for &(lo, hi) in ranges {
@@ -1919,8 +2110,8 @@ fn read_ranges(
                 Bound::Excluded(k)
             };
             let mut lo_b = Bound::Included(lo_key);
-            if let Some(rk) = &resume_key {
-                lo_b = max_lo(lo_b, Bound::Excluded(rk.clone()));
+            if let Some(p) = resume {
+                lo_b = max_lo(lo_b, p.resume_bound());
             }
             for item in engine
                 .store
@@ -1968,15 +2159,7 @@ fn read_ranges(
                 if let Flow::Stop(more) = out.emit(dk.token, &dk.pk, &dk.clustering, &data, &header)
                 {
                     if more {
-                        out.rows.paging_state = Some(
-                            PagingState {
-                                partition: 0,
-                                last_key: k.to_vec(),
-                                remaining: out.remaining.map(|r| r as u32),
-                                partition_rows: out.cur_count as u32,
-                            }
-                            .encode(),
-                        );
+                        out.rows.paging_state = Some(out.page_state(0, k.to_vec()));
                     }
                     return Ok(());
                 }
@@ -2016,7 +2199,7 @@ fn read_index(
     };
     let mut lo_b = Bound::Included(lo_key);
     if let Some(p) = paging.as_ref().filter(|p| !p.last_key.is_empty()) {
-        lo_b = max_lo(lo_b, Bound::Excluded(p.last_key.clone()));
+        lo_b = max_lo(lo_b, p.resume_bound());
     }
     let mut cur_pk: Option<Bytes> = None;
     let mut header = RowData::default();
@@ -2060,15 +2243,7 @@ fn read_index(
         }
         if let Flow::Stop(more) = out.emit(dk.token, &dk.pk, &dk.clustering, &data, &header) {
             if more {
-                out.rows.paging_state = Some(
-                    PagingState {
-                        partition: 0,
-                        last_key: entry.to_vec(),
-                        remaining: out.remaining.map(|r| r as u32),
-                        partition_rows: out.cur_count as u32,
-                    }
-                    .encode(),
-                );
+                out.rows.paging_state = Some(out.page_state(0, entry.to_vec()));
             }
             return Ok(());
         }
