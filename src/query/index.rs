@@ -50,6 +50,7 @@ fn values_of(
         ColumnKind::Regular => match data.cell(col.id).filter(|c| c.is_live(now)) {
             Some(c) => match (&c.value, index.kind) {
                 (Some(v), IndexKind::Value | IndexKind::Full) => vec![v.to_vec()],
+                (Some(v), kind) => collection_values(&col.ty, kind, v),
                 _ => Vec::new(),
             },
             None => Vec::new(),
@@ -90,6 +91,33 @@ fn values_of(
     }
 }
 
+/// The values a collection index stores for one collection: its elements (list, set), map values
+/// or keys, or map entries as (key, value) tuples.
+fn collection_values(ty: &CqlType, kind: IndexKind, v: &[u8]) -> Vec<Vec<u8>> {
+    match (kind, ty.unfrozen()) {
+        (IndexKind::Values, CqlType::List(_) | CqlType::Set(_)) => value::collection_elements(v)
+            .map(|it| {
+                it.filter_map(|e| e.ok().flatten().map(<[u8]>::to_vec))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        (IndexKind::Values, CqlType::Map(..)) => value::map_entries(v)
+            .map(|es| es.iter().map(|(_, x)| x.to_vec()).collect())
+            .unwrap_or_default(),
+        (IndexKind::Keys, CqlType::Map(..)) => value::map_entries(v)
+            .map(|es| es.iter().map(|(k, _)| k.to_vec()).collect())
+            .unwrap_or_default(),
+        (IndexKind::Entries, CqlType::Map(..)) => value::map_entries(v)
+            .map(|es| {
+                es.iter()
+                    .map(|(k, x)| value::encode_tuple(&[Some(k), Some(x)]))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
 /// Entry keys of a row for every index of its table.
 fn entry_keys(table: &TableDef, row_key: &[u8], data: &RowData, now: i32) -> BTreeSet<Vec<u8>> {
     let mut out = BTreeSet::new();
@@ -119,8 +147,11 @@ pub fn maintain(
     if table.indexes.is_empty() || row_key.len() < 17 || !is_row_key(row_key) {
         return;
     }
-    let before = entry_keys(table, row_key, old, now);
-    let after = entry_keys(table, row_key, new, now);
+    let (mut old, mut new) = (old.clone(), new.clone());
+    super::complex::materialize(&mut old, table, None, now);
+    super::complex::materialize(&mut new, table, None, now);
+    let before = entry_keys(table, row_key, &old, now);
+    let after = entry_keys(table, row_key, &new, now);
     for k in before.difference(&after) {
         batch.delete(Space::Data, k.clone());
     }
@@ -154,7 +185,8 @@ pub fn build(engine: &Engine, table: &TableDef, index: &IndexDef) -> super::Resu
         if !is_row_key(&k) {
             continue;
         }
-        let data = RowData::decode(&v)?;
+        let mut data = RowData::decode(&v)?;
+        super::complex::materialize(&mut data, table, None, now);
         for e in entry_keys(&single, &k, &data, now) {
             batch.put(Space::Data, e, Vec::new());
         }

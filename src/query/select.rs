@@ -439,8 +439,42 @@ impl Filter {
             Operator::Le => value::compare(ty, v, &self.values[0]) != Ordering::Greater,
             Operator::Gt => value::compare(ty, v, &self.values[0]) == Ordering::Greater,
             Operator::Ge => value::compare(ty, v, &self.values[0]) != Ordering::Less,
+            Operator::Contains => match ty.unfrozen() {
+                CqlType::List(e) | CqlType::Set(e) => value::collection_elements(v)
+                    .map(|mut it| {
+                        it.any(|x| matches!(x, Ok(Some(x)) if value::compare(e, x, &self.values[0]) == Ordering::Equal))
+                    })
+                    .unwrap_or(false),
+                CqlType::Map(_, vt) => value::map_entries(v)
+                    .map(|es| es.iter().any(|(_, x)| value::compare(vt, x, &self.values[0]) == Ordering::Equal))
+                    .unwrap_or(false),
+                _ => false,
+            },
+            Operator::ContainsKey => match ty.unfrozen() {
+                CqlType::Map(kt, _) => value::map_entries(v)
+                    .map(|es| es.iter().any(|(k, _)| value::compare(kt, k, &self.values[0]) == Ordering::Equal))
+                    .unwrap_or(false),
+                _ => false,
+            },
             _ => false,
         }
+    }
+}
+
+/// The element type CONTAINS (or the key type CONTAINS KEY) compares with.
+fn contains_type(col: &crate::schema::ColumnDef, op: Operator) -> Result<CqlType> {
+    match (op, col.ty.unfrozen()) {
+        (Operator::Contains, CqlType::List(e) | CqlType::Set(e)) => Ok((**e).clone()),
+        (Operator::Contains, CqlType::Map(_, v)) => Ok((**v).clone()),
+        (Operator::ContainsKey, CqlType::Map(k, _)) => Ok((**k).clone()),
+        (Operator::Contains, _) => Err(invalid(format!(
+            "Cannot use CONTAINS on non-collection column {}",
+            col.name
+        ))),
+        _ => Err(invalid(format!(
+            "Cannot use CONTAINS KEY on non-map column {}",
+            col.name
+        ))),
     }
 }
 
@@ -1052,6 +1086,9 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
             | Operator::Ge => {
                 vec![eval_one(&r.rhs, &col.ty, name, ctx)?]
             }
+            Operator::Contains | Operator::ContainsKey => {
+                vec![eval_one(&r.rhs, &contains_type(col, r.op)?, name, ctx)?]
+            }
             other => {
                 return Err(invalid(format!(
                     "Operator {} is not supported yet",
@@ -1146,14 +1183,23 @@ fn use_index(
     if !need_filtering || t.indexes.is_empty() {
         return (target, need_filtering);
     }
-    let indexed = |f: &Filter| {
-        f.op == Operator::Eq
-            && f.tuple.is_none()
-            && t.indexes.iter().any(|x| {
-                x.column == t.columns[f.col].name
-                    && matches!(x.kind, IndexKind::Value | IndexKind::Full)
-            })
+    // The index that answers a filter: `=` on a value index, CONTAINS on a values index,
+    // CONTAINS KEY on a keys index.
+    let index_for = |f: &Filter| -> Option<&crate::schema::IndexDef> {
+        if f.tuple.is_some() {
+            return None;
+        }
+        t.indexes.iter().find(|x| {
+            x.column == t.columns[f.col].name
+                && match f.op {
+                    Operator::Eq => matches!(x.kind, IndexKind::Value | IndexKind::Full),
+                    Operator::Contains => x.kind == IndexKind::Values,
+                    Operator::ContainsKey => x.kind == IndexKind::Keys,
+                    _ => false,
+                }
+        })
     };
+    let indexed = |f: &Filter| index_for(f).is_some();
     if single_partition {
         // Filtering only on indexed columns is what the index is for.
         let still = filters
@@ -1172,12 +1218,7 @@ fn use_index(
         return (Target::Range(lo, hi), need_filtering);
     }
     let col = &t.columns[f.col];
-    let index = t
-        .indexes
-        .iter()
-        .find(|x| x.column == col.name && matches!(x.kind, IndexKind::Value | IndexKind::Full))
-        .expect("checked above")
-        .clone();
+    let index = index_for(f).expect("checked above").clone();
     let ty = super::index::indexed_type(&index, &col.ty);
     (
         Target::Index {

@@ -97,3 +97,48 @@ def test_index_errors(session, keyspace):
         session.execute(f"CREATE INDEX ON {t} (c)")
     with pytest.raises(InvalidRequest):
         session.execute(f"CREATE INDEX ON {t} (nosuch)")
+
+
+def test_contains_and_collection_indexes(session, keyspace):
+    t = f"{keyspace}.docs"
+    session.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, tags set<text>, attrs map<text, int>, hist list<int>)")
+    ins = session.prepare(f"INSERT INTO {t} (id, tags, attrs, hist) VALUES (?, ?, ?, ?)")
+    docs = {}
+    for i in range(60):
+        tags = {f"t{i % 4}", f"t{i % 7}"}
+        attrs = {f"k{i % 5}": i, "all": 1}
+        hist = [i % 3, i % 11]
+        docs[i] = (tags, attrs, hist)
+        session.execute(ins, (i, tags, attrs, hist))
+
+    def ids(q):
+        return sorted(r.id for r in session.execute(q))
+
+    want_tag = sorted(i for i, d in docs.items() if "t3" in d[0])
+    want_key = sorted(i for i, d in docs.items() if "k2" in d[1])
+    want_val = sorted(i for i, d in docs.items() if 7 in d[1].values())
+    want_hist = sorted(i for i, d in docs.items() if 10 in d[2])
+    # without indexes: filtering
+    with pytest.raises(InvalidRequest, match="ALLOW FILTERING"):
+        session.execute(f"SELECT id FROM {t} WHERE tags CONTAINS 't3'")
+    assert ids(f"SELECT id FROM {t} WHERE tags CONTAINS 't3' ALLOW FILTERING") == want_tag
+    assert ids(f"SELECT id FROM {t} WHERE attrs CONTAINS KEY 'k2' ALLOW FILTERING") == want_key
+    assert ids(f"SELECT id FROM {t} WHERE attrs CONTAINS 7 ALLOW FILTERING") == want_val
+    assert ids(f"SELECT id FROM {t} WHERE hist CONTAINS 10 ALLOW FILTERING") == want_hist
+    # with indexes: no ALLOW FILTERING, same rows, maintained on collection updates
+    session.execute(f"CREATE INDEX ON {t} (tags)")
+    session.execute(f"CREATE INDEX ON {t} (keys(attrs))")
+    session.execute(f"CREATE INDEX ON {t} (values(hist))")
+    assert ids(f"SELECT id FROM {t} WHERE tags CONTAINS 't3'") == want_tag
+    assert ids(f"SELECT id FROM {t} WHERE attrs CONTAINS KEY 'k2'") == want_key
+    assert ids(f"SELECT id FROM {t} WHERE hist CONTAINS 10") == want_hist
+    session.execute(f"UPDATE {t} SET tags = tags + {{'fresh'}} WHERE id = 5")
+    session.execute(f"UPDATE {t} SET tags = tags - {{'t3'}} WHERE id = {want_tag[0]}")
+    assert ids(f"SELECT id FROM {t} WHERE tags CONTAINS 'fresh'") == [5]
+    assert ids(f"SELECT id FROM {t} WHERE tags CONTAINS 't3'") == want_tag[1:]
+    idx = {r.index_name: r.options["target"] for r in session.execute(
+        "SELECT index_name, options FROM system_schema.indexes WHERE keyspace_name = %s AND table_name = 'docs'",
+        (keyspace,))}
+    assert sorted(idx.values()) == ["keys(attrs)", "values(hist)", "values(tags)"]
+    with pytest.raises(InvalidRequest):
+        session.execute(f"SELECT id FROM {t} WHERE id CONTAINS 3 ALLOW FILTERING")
