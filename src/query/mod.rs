@@ -4,6 +4,7 @@
 pub mod bind;
 pub mod eval;
 pub mod lwt;
+pub mod purge;
 pub mod row;
 pub mod select;
 pub mod write;
