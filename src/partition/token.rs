@@ -95,6 +95,59 @@ pub fn token_of(key: &[u8]) -> Token {
     }
 }
 
+/// Bits of the token given to each level of a hierarchical (MultiHash) key, by number of levels.
+fn level_bits(levels: usize) -> &'static [u32] {
+    match levels {
+        2 => &[32, 32],
+        _ => &[22, 21, 21],
+    }
+}
+
+/// The token of a hierarchical partition key (`partition_key_kind = 'MultiHash'`, 2 or 3 levels).
+///
+/// Each level is hashed on its own (Cassandra's Murmur3 of the component's bytes, as an unsigned
+/// 64-bit number) and the top bits of the hashes are concatenated: 32 + 32 bits for two levels,
+/// 22 + 21 + 21 bits for three. The result `u` is mapped onto the ring as `u - 2^63`, which keeps
+/// order, so every prefix of the key (level 1, or levels 1-2) owns one contiguous token range:
+/// see [`multihash_prefix_range`]. Different prefixes can share a range only when their level
+/// hashes collide in those top bits; queries filter rows by the actual values.
+pub fn multihash_token(components: &[&[u8]]) -> Token {
+    let bits = level_bits(components.len());
+    let mut u: u64 = 0;
+    let mut shift = 64u32;
+    for (c, &b) in components.iter().zip(bits) {
+        let h = murmur3_cassandra_h1(c) as u64;
+        shift -= b;
+        u |= (h >> (64 - b)) << shift;
+    }
+    // Token MIN is never produced by a key (the ring is (MIN, MAX]).
+    let u = u.max(1);
+    (u ^ (1 << 63)) as i64
+}
+
+/// The token range (start exclusive, end inclusive) that holds every key with the given prefix
+/// of levels (`prefix.len()` < `levels`).
+pub fn multihash_prefix_range(prefix: &[&[u8]], levels: usize) -> (Token, Token) {
+    let bits = level_bits(levels);
+    let mut u: u64 = 0;
+    let mut shift = 64u32;
+    for (c, &b) in prefix.iter().zip(bits) {
+        let h = murmur3_cassandra_h1(c) as u64;
+        shift -= b;
+        u |= (h >> (64 - b)) << shift;
+    }
+    let lo = u;
+    let hi = if shift == 0 {
+        u
+    } else {
+        u | ((1u64 << shift) - 1)
+    };
+    let to_token = |x: u64| (x ^ (1 << 63)) as i64;
+    // (start, end]: start is one below the lowest token of the range.
+    let start = if lo <= 1 { MIN_TOKEN } else { to_token(lo) - 1 };
+    (start, to_token(hi))
+}
+
 /// Cassandra's composite partition key encoding: per component a u16 big-endian length, the
 /// bytes, then 0x00. Single-component keys are the raw value instead (see `partition_key_bytes`).
 pub fn composite_key(components: &[&[u8]], out: &mut Vec<u8>) {
@@ -149,6 +202,40 @@ mod tests {
         let key = partition_key_bytes(&[b"a", &1i32.to_be_bytes()]);
         assert_eq!(token_of(&key), 8247712171917364652);
         assert_eq!(token_of(b""), MIN_TOKEN);
+    }
+
+    #[test]
+    fn multihash_prefixes_are_contiguous() {
+        let key = |t: &str, u: &str, s: &str| {
+            multihash_token(&[t.as_bytes(), u.as_bytes(), s.as_bytes()])
+        };
+        let (lo, hi) = multihash_prefix_range(&[b"tenant-7"], 3);
+        let (ulo, uhi) = multihash_prefix_range(&[b"tenant-7", b"user-1"], 3);
+        assert!(
+            lo <= ulo && uhi <= hi,
+            "a longer prefix lies inside the shorter one's range"
+        );
+        for u in 0..50 {
+            for s in 0..5 {
+                let t = key("tenant-7", &format!("user-{u}"), &format!("s{s}"));
+                assert!(t > lo && t <= hi, "every key of the tenant is in its range");
+                if u == 1 {
+                    assert!(t > ulo && t <= uhi);
+                }
+            }
+        }
+        let other = key("tenant-8", "user-1", "s0");
+        assert!(
+            !(other > lo && other <= hi) || {
+                let (olo, _) = multihash_prefix_range(&[b"tenant-8"], 3);
+                olo == lo
+            }
+        );
+        // two levels
+        let (lo2, hi2) = multihash_prefix_range(&[b"a"], 2);
+        let t2 = multihash_token(&[b"a", b"zzz"]);
+        assert!(t2 > lo2 && t2 <= hi2);
+        assert_eq!(hi2 as i128 - lo2 as i128, 1i128 << 32);
     }
 
     #[test]

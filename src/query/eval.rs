@@ -224,9 +224,17 @@ pub fn eval(term: &Term, ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val>
 
 /// A version 1 (time-based) uuid for now(), with a random node and clock sequence.
 pub fn new_timeuuid() -> [u8; 16] {
-    let micros = super::now_micros();
-    // 100ns intervals since 1582-10-15.
-    let ts = (micros as u64) * 10 + 0x01B2_1DD2_1381_4000;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    // 100ns intervals since 1582-10-15, strictly increasing across the process so that uuids
+    // generated in the same microsecond still sort in generation order.
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = (super::now_micros() as u64) * 10 + 0x01B2_1DD2_1381_4000;
+    let prev = LAST
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |last| {
+            Some(now.max(last + 1))
+        })
+        .unwrap_or(now);
+    let ts = now.max(prev + 1);
     let mut b = [0u8; 16];
     let rnd: [u8; 8] = rand::random();
     b[0..4].copy_from_slice(&((ts & 0xFFFF_FFFF) as u32).to_be_bytes());

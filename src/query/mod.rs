@@ -1,12 +1,15 @@
 //! Query planning and execution: binds values, routes every read and write to physical
 //! partitions, executes, and pages results.
 
+pub mod aggregate;
 pub mod bind;
 pub mod eval;
+pub mod index;
 pub mod lwt;
 pub mod purge;
 pub mod row;
 pub mod select;
+pub mod trace;
 pub mod write;
 
 use crate::cql::ast::{self, Statement};
@@ -110,6 +113,8 @@ pub struct RequestCtx {
     warnings: Mutex<Vec<String>>,
     /// Request units consumed so far (f64 bits).
     charge: std::sync::atomic::AtomicU64,
+    /// Set when the client asked for tracing.
+    tracer: Option<Arc<trace::Tracer>>,
 }
 
 impl Clone for RequestCtx {
@@ -117,7 +122,10 @@ impl Clone for RequestCtx {
         let c = RequestCtx::default();
         *c.warnings.lock() = self.warnings.lock().clone();
         c.add_charge(self.charge());
-        c
+        RequestCtx {
+            tracer: self.tracer.clone(),
+            ..c
+        }
     }
 }
 
@@ -137,6 +145,21 @@ impl RequestCtx {
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |bits| {
                 Some((f64::from_bits(bits) + ru).to_bits())
             });
+    }
+    /// Starts tracing this request.
+    pub fn start_trace(&mut self) -> Arc<trace::Tracer> {
+        let t = Arc::new(trace::Tracer::new());
+        self.tracer = Some(Arc::clone(&t));
+        t
+    }
+    /// Records a trace event; the message is only built when the request is traced.
+    pub fn trace(&self, activity: impl FnOnce() -> String) {
+        if let Some(t) = &self.tracer {
+            t.event(activity());
+        }
+    }
+    pub fn is_traced(&self) -> bool {
+        self.tracer.is_some()
     }
     /// Request units consumed so far.
     pub fn charge(&self) -> f64 {
@@ -305,6 +328,8 @@ pub struct Engine {
     pub store: Arc<dyn Store>,
     pub node: NodeInfo,
     pub limits: EngineLimits,
+    /// Recently finished traced requests (system_traces).
+    pub traces: trace::TraceStore,
     prepared: Vec<RwLock<HashMap<Bytes, Arc<Prepared>>>>,
     /// Write serialization per logical partition (striped): read-merge-write is atomic.
     locks: Vec<Mutex<()>>,
@@ -324,6 +349,7 @@ impl Engine {
             store,
             node,
             limits,
+            traces: trace::TraceStore::default(),
             prepared: (0..PREPARED_SHARDS)
                 .map(|_| RwLock::new(HashMap::new()))
                 .collect(),
@@ -372,6 +398,7 @@ impl Engine {
 
     /// Parses and runs a QUERY.
     pub fn query(&self, session: &mut Session, text: &str, opts: &QueryOptions) -> Result<Outcome> {
+        opts.ctx.trace(|| format!("Parsing {text}"));
         let parsed = crate::cql::parse(text).map_err(|e| QueryError::Syntax(e.to_string()))?;
         let ks = opts.keyspace.clone().or_else(|| session.keyspace.clone());
         self.execute_statement(session, &parsed, ks.as_deref(), opts)

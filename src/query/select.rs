@@ -149,9 +149,43 @@ struct Filter {
     col: usize,
     op: Operator,
     values: Vec<Bytes>,
+    /// A multi-column restriction `(c1, c2) op (v1, v2)`: the columns (the first is `col`) and
+    /// one tuple per value (several for IN).
+    tuple: Option<(Vec<usize>, Vec<Vec<Bytes>>)>,
+}
+
+/// Lexicographic comparison of a row's values with a tuple, column by column.
+fn compare_tuple(
+    t: &TableDef,
+    cols: &[usize],
+    row: &[Option<&[u8]>],
+    tuple: &[Bytes],
+) -> Option<Ordering> {
+    for ((&ci, v), x) in cols.iter().zip(row).zip(tuple) {
+        let o = value::compare(&t.columns[ci].ty, (*v)?, x);
+        if o != Ordering::Equal {
+            return Some(o);
+        }
+    }
+    Some(Ordering::Equal)
 }
 
 impl Filter {
+    fn matches_tuple(&self, t: &TableDef, row: &[Option<&[u8]>]) -> bool {
+        let Some((cols, tuples)) = &self.tuple else {
+            return false;
+        };
+        let cmp = |tuple: &Vec<Bytes>| compare_tuple(t, cols, row, tuple);
+        match self.op {
+            Operator::Eq | Operator::In => tuples.iter().any(|x| cmp(x) == Some(Ordering::Equal)),
+            Operator::Lt => cmp(&tuples[0]) == Some(Ordering::Less),
+            Operator::Le => matches!(cmp(&tuples[0]), Some(Ordering::Less | Ordering::Equal)),
+            Operator::Gt => cmp(&tuples[0]) == Some(Ordering::Greater),
+            Operator::Ge => matches!(cmp(&tuples[0]), Some(Ordering::Greater | Ordering::Equal)),
+            _ => false,
+        }
+    }
+
     fn matches(&self, ty: &CqlType, v: Option<&[u8]>) -> bool {
         let Some(v) = v else { return false };
         match self.op {
@@ -207,15 +241,187 @@ fn all_filters(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Vec<Filter>> {
             col: ci,
             op: r.op,
             values,
+            tuple: None,
         });
     }
     Ok(out)
+}
+
+/// A multi-column restriction `(c1, c2) op (v1, v2)` on consecutive clustering columns.
+fn tuple_filter(t: &TableDef, cols: &[String], r: &Relation, ctx: &Ctx) -> Result<Filter> {
+    let idx: Vec<usize> = cols
+        .iter()
+        .map(|c| column_index(t, c))
+        .collect::<Result<_>>()?;
+    for (n, &ci) in idx.iter().enumerate() {
+        let c = &t.columns[ci];
+        if c.kind != ColumnKind::Clustering {
+            return Err(invalid(format!(
+                "Multi-column relations can only be applied to clustering columns but was applied to: {}",
+                c.name
+            )));
+        }
+        if n > 0 && c.position != t.columns[idx[n - 1]].position + 1 {
+            return Err(invalid(
+                "Clustering columns must appear in the PRIMARY KEY order in multi-column relations",
+            ));
+        }
+    }
+    let types: Vec<CqlType> = idx.iter().map(|&i| t.columns[i].ty.clone()).collect();
+    let tuple_ty = CqlType::Tuple(types.clone());
+    let name = format!("({})", cols.join(","));
+    let one = |term: &Term| -> Result<Vec<Bytes>> {
+        match term {
+            Term::Tuple(items) if items.len() == types.len() => items
+                .iter()
+                .zip(&types)
+                .zip(cols)
+                .map(|((it, ty), c)| eval_one(it, ty, c, ctx))
+                .collect(),
+            Term::Tuple(items) => Err(invalid(format!(
+                "Expected {} elements in value tuple, but got {}: {name}",
+                types.len(),
+                items.len()
+            ))),
+            other => {
+                let b = eval_one(other, &tuple_ty, &name, ctx)?;
+                let parts = value::tuple_components(&b)
+                    .map_err(|e| invalid(format!("Invalid tuple value for {name}: {e}")))?;
+                if parts.len() != types.len() {
+                    return Err(invalid(format!("Invalid tuple value for {name}")));
+                }
+                parts
+                    .into_iter()
+                    .map(|p| {
+                        p.map(Bytes::copy_from_slice).ok_or_else(|| {
+                            invalid(format!("Invalid null value in tuple for {name}"))
+                        })
+                    })
+                    .collect()
+            }
+        }
+    };
+    let tuples = match (r.op, &r.rhs) {
+        (Operator::In, Term::List(items)) => items.iter().map(one).collect::<Result<Vec<_>>>()?,
+        (Operator::In, other) => {
+            let list_ty = CqlType::List(Box::new(tuple_ty.clone()));
+            let b = eval_one(other, &list_ty, &name, ctx)?;
+            let elems = super::write::split_list(&b)
+                .ok_or_else(|| invalid(format!("Invalid list value for IN on {name}")))?;
+            elems
+                .iter()
+                .map(|e| {
+                    value::tuple_components(e)
+                        .map_err(|x| invalid(format!("Invalid tuple value for {name}: {x}")))?
+                        .into_iter()
+                        .map(|p| {
+                            p.map(Bytes::copy_from_slice).ok_or_else(|| {
+                                invalid(format!("Invalid null value in tuple for {name}"))
+                            })
+                        })
+                        .collect::<Result<Vec<_>>>()
+                })
+                .collect::<Result<Vec<_>>>()?
+        }
+        (Operator::Eq | Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge, term) => {
+            vec![one(term)?]
+        }
+        (op, _) => {
+            return Err(invalid(format!(
+                "Unsupported operator {} in a multi-column relation",
+                op.as_str()
+            )))
+        }
+    };
+    Ok(Filter {
+        col: idx[0],
+        op: r.op,
+        values: Vec::new(),
+        tuple: Some((idx, tuples)),
+    })
+}
+
+/// The per-partition row limit: PER PARTITION LIMIT n, or one row per partition for DISTINCT
+/// (which may select only partition key and static columns).
+fn per_partition_limit(
+    t: &TableDef,
+    sel: &Select,
+    proj: &[(Proj, String, CqlType)],
+    ctx: &Ctx,
+) -> Result<Option<usize>> {
+    if sel.distinct {
+        for (p, name, _) in proj {
+            let ok = match p {
+                Proj::Column(i) => {
+                    matches!(
+                        t.columns[*i].kind,
+                        ColumnKind::PartitionKey | ColumnKind::Static
+                    )
+                }
+                Proj::Token | Proj::CountAll => true,
+                _ => false,
+            };
+            if !ok {
+                return Err(invalid(format!(
+                    "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {name})"
+                )));
+            }
+        }
+        let selected: Vec<usize> = proj
+            .iter()
+            .filter_map(|(p, _, _)| match p {
+                Proj::Column(i) => Some(*i),
+                _ => None,
+            })
+            .collect();
+        let missing: Vec<&str> = t
+            .partition_key
+            .iter()
+            .filter(|i| !selected.contains(i))
+            .map(|&i| t.columns[i].name.as_str())
+            .collect();
+        if !missing.is_empty() && !matches!(sel.selection, Selection::All) {
+            return Err(invalid(format!(
+                "SELECT DISTINCT queries must request all the partition key columns (missing {})",
+                missing.join(", ")
+            )));
+        }
+        if sel.per_partition_limit.is_some() {
+            return Err(invalid(
+                "PER PARTITION LIMIT is not allowed with SELECT DISTINCT queries",
+            ));
+        }
+        return Ok(Some(1));
+    }
+    match &sel.per_partition_limit {
+        Some(term) => {
+            let v = eval_one(term, &CqlType::Int, "[per_partition_limit]", ctx)?;
+            let n = i32::from_be_bytes(
+                v[..]
+                    .try_into()
+                    .map_err(|_| invalid("Invalid per partition limit"))?,
+            );
+            if n <= 0 {
+                return Err(invalid("PER PARTITION LIMIT must be strictly positive"));
+            }
+            Ok(Some(n as usize))
+        }
+        None => Ok(None),
+    }
 }
 
 /// Where to read: named partitions, or a token range (lo exclusive, hi inclusive).
 enum Target {
     Partitions(Vec<Bytes>),
     Range(i128, i128),
+    /// The rows a secondary index lists for one value, within a token range.
+    Index {
+        index: crate::schema::IndexDef,
+        ty: CqlType,
+        value: Bytes,
+        lo: i128,
+        hi: i128,
+    },
 }
 
 struct Plan {
@@ -243,6 +449,7 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
     let mut token_lo: i128 = MIN_TOKEN as i128 - 1;
     let mut token_hi: i128 = MAX_TOKEN as i128;
     let mut has_token = false;
+    let mut tuple_filters: Vec<Filter> = Vec::new();
     // Validate every relation first.
     for r in &sel.where_clause {
         match &r.lhs {
@@ -286,10 +493,9 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
                     }
                 }
             }
-            RelationLhs::Tuple(_) | RelationLhs::Element(..) => {
-                return Err(invalid(
-                    "Multi-column and element restrictions are not supported yet",
-                ))
+            RelationLhs::Tuple(cols) => tuple_filters.push(tuple_filter(t, cols, r, ctx)?),
+            RelationLhs::Element(..) => {
+                return Err(invalid("Element restrictions are not supported yet"))
             }
         }
     }
@@ -448,11 +654,29 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
             col: ci,
             op: r.op,
             values,
+            tuple: None,
         });
     }
-    if !single_partition && used_ck > 0 {
+    if !single_partition && (used_ck > 0 || !tuple_filters.is_empty()) {
         need_filtering = true;
     }
+    if let Some(f) = tuple_filters.first() {
+        // A multi-column restriction must follow the clustering columns restricted before it.
+        let first = t.columns[f.col].position;
+        if first > used_ck {
+            need_filtering = true;
+        }
+    }
+    filters.extend(tuple_filters);
+    let (target, need_filtering) = use_index(
+        t,
+        target,
+        &filters,
+        need_filtering,
+        single_partition,
+        used_ck + pk_given,
+        sel.allow_filtering,
+    );
     if need_filtering && !sel.allow_filtering {
         return Err(invalid(FILTERING_MSG));
     }
@@ -495,6 +719,67 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
         limit,
         reversed,
     })
+}
+
+/// A secondary index on a column restricted by `=` serves the query: a scan becomes an index
+/// lookup, and within one partition the restriction needs no ALLOW FILTERING. Returns the target
+/// and whether the query still filters.
+fn use_index(
+    t: &TableDef,
+    target: Target,
+    filters: &[Filter],
+    need_filtering: bool,
+    single_partition: bool,
+    key_restrictions: usize,
+    allow_filtering: bool,
+) -> (Target, bool) {
+    use crate::schema::IndexKind;
+    if !need_filtering || t.indexes.is_empty() {
+        return (target, need_filtering);
+    }
+    let indexed = |f: &Filter| {
+        f.op == Operator::Eq
+            && f.tuple.is_none()
+            && t.indexes.iter().any(|x| {
+                x.column == t.columns[f.col].name
+                    && matches!(x.kind, IndexKind::Value | IndexKind::Full)
+            })
+    };
+    if single_partition {
+        // Filtering only on indexed columns is what the index is for.
+        let still = filters
+            .iter()
+            .any(|f| !indexed(f) && t.columns[f.col].kind != ColumnKind::PartitionKey);
+        return (target, still);
+    }
+    let Target::Range(lo, hi) = target else {
+        return (target, need_filtering);
+    };
+    let Some(f) = filters.iter().find(|f| indexed(f)) else {
+        return (Target::Range(lo, hi), need_filtering);
+    };
+    let others = filters.len() > 1 || key_restrictions > 0;
+    if others && !allow_filtering {
+        return (Target::Range(lo, hi), need_filtering);
+    }
+    let col = &t.columns[f.col];
+    let index = t
+        .indexes
+        .iter()
+        .find(|x| x.column == col.name && matches!(x.kind, IndexKind::Value | IndexKind::Full))
+        .expect("checked above")
+        .clone();
+    let ty = super::index::indexed_type(&index, &col.ty);
+    (
+        Target::Index {
+            index,
+            ty,
+            value: f.values[0].clone(),
+            lo,
+            hi,
+        },
+        others,
+    )
 }
 
 /// Clustering key ranges (relative to a partition's row prefix) for = / IN prefixes and a slice.
@@ -627,9 +912,11 @@ struct PagingState {
     last_key: Vec<u8>,
     /// Rows still allowed by LIMIT.
     remaining: Option<u32>,
+    /// Rows already returned from the partition of `last_key` (PER PARTITION LIMIT).
+    partition_rows: u32,
 }
 
-const PAGING_VERSION: u8 = 1;
+const PAGING_VERSION: u8 = 2;
 
 impl PagingState {
     fn encode(&self) -> Bytes {
@@ -637,25 +924,31 @@ impl PagingState {
         b.put_u8(PAGING_VERSION);
         b.put_u32(self.partition);
         b.put_u32(self.remaining.map_or(u32::MAX, |r| r));
+        b.put_u32(self.partition_rows);
         b.put_u32(self.last_key.len() as u32);
         b.extend_from_slice(&self.last_key);
         b.freeze()
     }
     fn decode(b: &[u8]) -> Result<PagingState> {
         let bad = || invalid("Invalid value for the paging state");
-        if b.len() < 13 || b[0] != PAGING_VERSION {
+        if b.len() < 17 || b[0] != PAGING_VERSION {
             return Err(bad());
         }
-        let partition = u32::from_be_bytes(b[1..5].try_into().map_err(|_| bad())?);
-        let remaining = u32::from_be_bytes(b[5..9].try_into().map_err(|_| bad())?);
-        let len = u32::from_be_bytes(b[9..13].try_into().map_err(|_| bad())?) as usize;
-        if b.len() != 13 + len {
+        let int = |at: usize| -> Result<u32> {
+            Ok(u32::from_be_bytes(
+                b[at..at + 4].try_into().map_err(|_| bad())?,
+            ))
+        };
+        let (partition, remaining, partition_rows) = (int(1)?, int(5)?, int(9)?);
+        let len = int(13)? as usize;
+        if b.len() != 17 + len {
             return Err(bad());
         }
         Ok(PagingState {
             partition,
             remaining: (remaining != u32::MAX).then_some(remaining),
-            last_key: b[13..].to_vec(),
+            partition_rows,
+            last_key: b[17..].to_vec(),
         })
     }
 }
@@ -671,6 +964,11 @@ struct Output<'a> {
     now: i32,
     count_only: bool,
     count: i64,
+    /// PER PARTITION LIMIT (DISTINCT is a limit of one).
+    per_partition: Option<usize>,
+    /// The partition the per-partition count is for, and its count.
+    cur_pk: Option<Bytes>,
+    cur_count: usize,
 }
 
 enum Flow {
@@ -688,6 +986,16 @@ impl Output<'_> {
         row: &RowData,
         statics: &RowData,
     ) -> Flow {
+        if let Some(limit) = self.per_partition {
+            if self.cur_pk.as_deref() != Some(pk) {
+                self.cur_pk = Some(Bytes::copy_from_slice(pk));
+                self.cur_count = 0;
+            }
+            if self.cur_count >= limit {
+                return Flow::Continue;
+            }
+            self.cur_count += 1;
+        }
         if self.count_only {
             self.count += 1;
             return Flow::Continue;
@@ -814,6 +1122,13 @@ fn passes(
         split_composite(pk, t.partition_key.len()).unwrap_or_default()
     };
     filters.iter().all(|f| {
+        if let Some((cols, _)) = &f.tuple {
+            let vals: Vec<Option<&[u8]>> = cols
+                .iter()
+                .map(|&c| column_value(t, c, &pk_parts, ck, row, statics, now))
+                .collect();
+            return f.matches_tuple(t, &vals);
+        }
         let v = column_value(t, f.col, &pk_parts, ck, row, statics, now);
         f.matches(&t.columns[f.col].ty, v)
     })
@@ -846,10 +1161,8 @@ pub fn execute(
 ) -> Result<Rows> {
     let schema = engine.schema();
     let t = resolve_table(&schema, keyspace, &sel.table)?;
-    if sel.json || sel.distinct || !sel.group_by.is_empty() || sel.per_partition_limit.is_some() {
-        return Err(invalid(
-            "SELECT JSON, DISTINCT, GROUP BY and PER PARTITION LIMIT are not supported yet",
-        ));
+    if sel.json || !sel.group_by.is_empty() {
+        return Err(invalid("SELECT JSON and GROUP BY are not supported yet"));
     }
     let proj = plan_projection(t, sel)?;
     let count_only = proj.iter().any(|(p, _, _)| matches!(p, Proj::CountAll));
@@ -867,6 +1180,7 @@ pub fn execute(
     if t.virtual_table {
         plan.filters = all_filters(t, sel, &ctx)?;
     }
+    let per_partition = per_partition_limit(t, sel, &proj, &ctx)?;
     let paging = match &opts.paging_state {
         Some(b) if !count_only => Some(PagingState::decode(b)?),
         _ => None,
@@ -893,7 +1207,17 @@ pub fn execute(
         now: super::now_secs(),
         count_only,
         count: 0,
+        per_partition,
+        cur_pk: None,
+        cur_count: 0,
     };
+    if let (Some(_), Some(p)) = (out.per_partition, &paging) {
+        // Resuming inside a partition: the rows it already returned count against its limit.
+        if let Ok(dk) = row::decode_key(&p.last_key, &[]) {
+            out.cur_pk = Some(dk.pk);
+            out.cur_count = p.partition_rows as usize;
+        }
+    }
     if t.virtual_table {
         read_virtual(engine, &schema, t, &plan, &mut out, paging)?;
     } else {
@@ -916,7 +1240,13 @@ fn read_virtual(
     out: &mut Output,
     paging: Option<PagingState>,
 ) -> Result<()> {
-    let rows = crate::schema::system::virtual_rows(schema, &engine.node, t).unwrap_or_default();
+    let rows = if t.keyspace == "system_traces" {
+        engine
+            .traces
+            .rows(t, engine.node.listen.ip(), engine.node.listen.port())
+    } else {
+        crate::schema::system::virtual_rows(schema, &engine.node, t).unwrap_or_default()
+    };
     let start = paging.map_or(0, |p| p.partition as usize);
     let mut idx = 0usize;
     for r in rows.iter() {
@@ -964,6 +1294,7 @@ fn read_virtual(
                     partition: idx as u32,
                     last_key: Vec::new(),
                     remaining: out.remaining.map(|r| r as u32),
+                    partition_rows: out.cur_count as u32,
                 }
                 .encode(),
             );
@@ -1067,6 +1398,7 @@ fn read_stored(
                                         partition: i as u32,
                                         last_key: k.to_vec(),
                                         remaining: out.remaining.map(|r| r as u32),
+                                        partition_rows: out.cur_count as u32,
                                     }
                                     .encode(),
                                 );
@@ -1099,6 +1431,7 @@ fn read_stored(
                                         partition: i as u32 + 1,
                                         last_key: Vec::new(),
                                         remaining: out.remaining.map(|r| r as u32),
+                                        partition_rows: out.cur_count as u32,
                                     }
                                     .encode(),
                                 );
@@ -1110,6 +1443,13 @@ fn read_stored(
             }
             Ok(())
         }
+        Target::Index {
+            index,
+            ty,
+            value,
+            lo,
+            hi,
+        } => read_index(engine, t, plan, out, paging, (index, ty, value), (*lo, *hi)),
         Target::Range(lo, hi) => {
             if lo >= hi {
                 return Ok(());
@@ -1200,6 +1540,7 @@ fn read_stored(
                                     partition: 0,
                                     last_key: k.to_vec(),
                                     remaining: out.remaining.map(|r| r as u32),
+                                    partition_rows: out.cur_count as u32,
                                 }
                                 .encode(),
                             );
@@ -1211,6 +1552,94 @@ fn read_stored(
             Ok(())
         }
     }
+}
+
+/// Reads the rows an index lists for one value, in token order, re-checking each row.
+fn read_index(
+    engine: &Engine,
+    t: &TableDef,
+    plan: &Plan,
+    out: &mut Output,
+    paging: Option<PagingState>,
+    (index, ty, value): (&crate::schema::IndexDef, &CqlType, &Bytes),
+    (lo, hi): (i128, i128),
+) -> Result<()> {
+    if lo >= hi {
+        return Ok(());
+    }
+    let ck_types: Vec<(&CqlType, bool)> = t.clustering_columns().map(|c| (&c.ty, c.desc)).collect();
+    let prefix = super::index::value_prefix(index, ty, value);
+    let mut lo_key = prefix.clone();
+    if lo >= MIN_TOKEN as i128 {
+        lo_key.extend_from_slice(&row::token_bytes((lo + 1) as i64));
+    }
+    let hi_key: Bound<Vec<u8>> = if hi >= MAX_TOKEN as i128 {
+        prefix_successor(&prefix)
+            .map(Bound::Excluded)
+            .unwrap_or(Bound::Unbounded)
+    } else {
+        let mut k = prefix.clone();
+        k.extend_from_slice(&row::token_bytes((hi + 1) as i64));
+        Bound::Excluded(k)
+    };
+    let mut lo_b = Bound::Included(lo_key);
+    if let Some(p) = paging.as_ref().filter(|p| !p.last_key.is_empty()) {
+        lo_b = max_lo(lo_b, Bound::Excluded(p.last_key.clone()));
+    }
+    let mut cur_pk: Option<Bytes> = None;
+    let mut header = RowData::default();
+    for item in engine
+        .store
+        .scan(Space::Data, as_ref(&lo_b), as_ref(&hi_key), false)
+    {
+        let (entry, _) = item?;
+        let Some(row_key) = super::index::row_key_of_entry(t, index, ty, &entry) else {
+            continue;
+        };
+        let Some(v) = engine.store.get(Space::Data, &row_key)? else {
+            continue;
+        };
+        let dk = row::decode_key(&row_key, &ck_types)?;
+        if cur_pk.as_ref() != Some(&dk.pk) {
+            cur_pk = Some(dk.pk.clone());
+            let mut hk = row::partition_prefix(t.storage_id, dk.token, &dk.pk);
+            hk.push(KIND_HEADER);
+            header = match engine.store.get(Space::Data, &hk)? {
+                Some(h) => RowData::decode(&h)?,
+                None => RowData::default(),
+            };
+        }
+        let mut data = RowData::decode(&v)?;
+        shadow(&mut data, header.deletion);
+        if !data.is_live(out.now)
+            || !passes(
+                t,
+                &plan.filters,
+                &dk.pk,
+                &dk.clustering,
+                &data,
+                &header,
+                out.now,
+            )
+        {
+            continue;
+        }
+        if let Flow::Stop(more) = out.emit(dk.token, &dk.pk, &dk.clustering, &data, &header) {
+            if more {
+                out.rows.paging_state = Some(
+                    PagingState {
+                        partition: 0,
+                        last_key: entry.to_vec(),
+                        remaining: out.remaining.map(|r| r as u32),
+                        partition_rows: out.cur_count as u32,
+                    }
+                    .encode(),
+                );
+            }
+            return Ok(());
+        }
+    }
+    Ok(())
 }
 
 fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {

@@ -46,9 +46,19 @@ pub struct Mutation {
     pub update: RowData,
 }
 
-/// The token of a partition key (serialized as Cassandra hashes it).
-pub fn table_token(_table: &TableDef, pk: &[u8]) -> Token {
-    token_of(pk)
+/// The token of a partition key (serialized as Cassandra hashes it): Murmur3 of the whole key,
+/// or for hierarchical (MultiHash) tables the concatenated per-level hashes.
+pub fn table_token(table: &TableDef, pk: &[u8]) -> Token {
+    match table.options.partition_key_kind {
+        crate::schema::PartitionKeyKind::Hash => token_of(pk),
+        crate::schema::PartitionKeyKind::MultiHash => {
+            let n = table.partition_key.len();
+            match crate::partition::token::split_composite(pk, n) {
+                Some(parts) => crate::partition::token::multihash_token(&parts),
+                None => token_of(pk),
+            }
+        }
+    }
 }
 
 /// Values of the partition key or clustering columns restricted by `=` / `IN` in a WHERE clause:
@@ -1050,24 +1060,41 @@ pub(crate) fn stripes_of(engine: &Engine, muts: &[Mutation]) -> Vec<usize> {
 /// `apply` with the stripes of every mutation's partition already held by the caller.
 pub(crate) fn apply_locked(engine: &Engine, muts: Vec<Mutation>) -> Result<()> {
     let mut batch = WriteBatch::default();
-    // Several mutations of one batch may hit the same key: merge them in order.
-    let mut merged: Vec<(Vec<u8>, RowData)> = Vec::with_capacity(muts.len());
+    // Several mutations of one batch may hit the same key: merge them in order. The stored
+    // version is kept for tables with secondary indexes, to update their entries.
+    struct Merged {
+        key: Vec<u8>,
+        table: Arc<TableDef>,
+        old: Option<RowData>,
+        row: RowData,
+    }
+    let mut merged: Vec<Merged> = Vec::with_capacity(muts.len());
     for m in muts {
-        if let Some((_, row)) = merged.iter_mut().find(|(k, _)| *k == m.key) {
-            row.merge(m.update);
+        if let Some(x) = merged.iter_mut().find(|x| x.key == m.key) {
+            x.row.merge(m.update);
             continue;
         }
         let mut current = match engine.store.get(Space::Data, &m.key)? {
             Some(b) => RowData::decode(&b)?,
             None => RowData::default(),
         };
+        let old = (!m.table.indexes.is_empty()).then(|| current.clone());
         current.merge(m.update);
-        merged.push((m.key, current));
+        merged.push(Merged {
+            key: m.key,
+            table: m.table,
+            old,
+            row: current,
+        });
     }
-    for (k, row) in merged {
-        let mut buf = Vec::with_capacity(row.encoded_len());
-        row.encode(&mut buf);
-        batch.put(Space::Data, k, buf);
+    let now = super::now_secs();
+    for m in merged {
+        if let Some(old) = &m.old {
+            super::index::maintain(&m.table, &m.key, old, &m.row, now, &mut batch);
+        }
+        let mut buf = Vec::with_capacity(m.row.encoded_len());
+        m.row.encode(&mut buf);
+        batch.put(Space::Data, m.key, buf);
     }
     engine.store.commit(batch)?;
     Ok(())
@@ -1106,14 +1133,18 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
                 if let Some((_, tables)) = &r {
                     for t in tables {
                         engine.maps.remove(t.storage_id, batch);
-                        purge_marker(t.storage_id, batch);
+                        for id in table_storage_ids(t) {
+                            purge_marker(id, batch);
+                        }
                     }
                 }
                 Ok(r)
             })?;
             if let Some((_, tables)) = &res {
                 for t in tables {
-                    spawn_purge(engine, t.storage_id);
+                    for id in table_storage_ids(t) {
+                        spawn_purge(engine, id);
+                    }
                 }
             }
             Ok(done(res.map(|r| r.0)))
@@ -1160,12 +1191,16 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
                 let r = ddl::drop_table(s, ks, &name.name, *if_exists)?;
                 if let Some((_, t)) = &r {
                     engine.maps.remove(t.storage_id, batch);
-                    purge_marker(t.storage_id, batch);
+                    for id in table_storage_ids(t) {
+                        purge_marker(id, batch);
+                    }
                 }
                 Ok(r)
             })?;
             if let Some((_, t)) = &res {
-                spawn_purge(engine, t.storage_id);
+                for id in table_storage_ids(t) {
+                    spawn_purge(engine, id);
+                }
             }
             Ok(done(res.map(|r| r.0)))
         }
@@ -1181,12 +1216,19 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
                 let mut t = (*old).clone();
                 t.storage_id = s.next_storage_id;
                 s.next_storage_id += 1;
+                // Index entries start empty too.
+                for ix in &mut t.indexes {
+                    ix.storage_id = s.next_storage_id;
+                    s.next_storage_id += 1;
+                }
                 let map = engine
                     .maps
                     .initial_layout(t.storage_id, table_throughput(s, &t), batch);
                 engine.maps.remove(old.storage_id, batch);
-                purge_marker(old.storage_id, batch);
-                swap = Some((old.storage_id, t.storage_id, map));
+                for id in table_storage_ids(&old) {
+                    purge_marker(id, batch);
+                }
+                swap = Some((table_storage_ids(&old), t.storage_id, map));
                 let mut k = (*k).clone();
                 k.tables.insert(tname.clone(), Arc::new(t));
                 s.keyspaces.insert(ks.clone(), Arc::new(k));
@@ -1194,7 +1236,9 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
             })?;
             if let Some((old, new, map)) = swap {
                 engine.maps.install(new, map);
-                spawn_purge(engine, old);
+                for id in old {
+                    spawn_purge(engine, id);
+                }
             }
             Ok(Outcome::Void)
         }
@@ -1214,11 +1258,60 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
             Ok(done(c))
         }
         Statement::AlterType { .. } => Err(invalid("ALTER TYPE is not supported yet")),
-        Statement::CreateIndex { .. } | Statement::DropIndex { .. } => {
-            Err(invalid("Secondary indexes are not supported yet"))
+        Statement::CreateIndex {
+            name,
+            table,
+            target,
+            if_not_exists,
+            custom_class,
+            ..
+        } => {
+            let ks = resolve_keyspace(keyspace, table)?;
+            let res = cat.update(|s, _| {
+                ddl::create_index(
+                    s,
+                    ks,
+                    &table.name,
+                    name.as_deref(),
+                    target,
+                    *if_not_exists,
+                    custom_class.as_deref(),
+                )
+            })?;
+            match res {
+                Some((change, t, index)) => {
+                    super::index::build(engine, &t, &index)?;
+                    Ok(Outcome::SchemaChange(change))
+                }
+                None => Ok(Outcome::Void),
+            }
+        }
+        Statement::DropIndex { name, if_exists } => {
+            let ks = resolve_keyspace(keyspace, name)?;
+            let res = cat.update(|s, batch| {
+                let r = ddl::drop_index(s, ks, &name.name, *if_exists)?;
+                if let Some((_, ix)) = &r {
+                    purge_marker(ix.storage_id, batch);
+                }
+                Ok(r)
+            })?;
+            match res {
+                Some((change, ix)) => {
+                    spawn_purge(engine, ix.storage_id);
+                    Ok(Outcome::SchemaChange(change))
+                }
+                None => Ok(Outcome::Void),
+            }
         }
         _ => Err(invalid("Unsupported statement")),
     }
+}
+
+/// The storage ids holding a table's data: its rows and its index entries.
+fn table_storage_ids(t: &TableDef) -> Vec<u64> {
+    std::iter::once(t.storage_id)
+        .chain(t.indexes.iter().map(|i| i.storage_id))
+        .collect()
 }
 
 fn purge_key(storage_id: u64) -> Vec<u8> {

@@ -40,14 +40,20 @@ struct State {
     keyspace: Arc<parking_lot::Mutex<Option<String>>>,
     /// Requests in flight (backpressure: the reader waits for a slot).
     in_flight: Arc<Semaphore>,
+    /// The client's address (recorded in traces).
+    peer: std::net::SocketAddr,
 }
 
 const READ_CHUNK: usize = 64 * 1024;
 /// Writer batches at most this many bytes per write call.
 const WRITE_BATCH_BYTES: usize = 1 << 20;
 
-pub async fn serve<S>(stream: S, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>)
-where
+pub async fn serve<S>(
+    stream: S,
+    peer: std::net::SocketAddr,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+) where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
     let (mut rd, wr) = tokio::io::split(stream);
@@ -65,6 +71,7 @@ where
         session: Session::default(),
         keyspace: Arc::new(parking_lot::Mutex::new(None)),
         in_flight: Arc::clone(&in_flight),
+        peer,
     };
     let max_body = shared.config.limits.max_frame_bytes.0 as usize;
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
@@ -415,9 +422,10 @@ async fn dispatch(
             };
             let mut sess = st.session.clone();
             sess.keyspace = st.keyspace.lock().clone();
+            let peer = st.peer.ip();
             let run = move || {
                 let mut sess = sess;
-                execute(&shared, &mut sess, &env, version)
+                execute(&shared, &mut sess, &env, version, peer)
             };
             let keyspace_cell = Arc::clone(&st.keyspace);
             tokio::spawn(async move {
@@ -482,9 +490,15 @@ struct Produced {
 }
 
 /// Runs a QUERY/PREPARE/EXECUTE/BATCH.
-fn execute(shared: &Shared, session: &mut Session, env: &RequestEnvelope, version: u8) -> Produced {
+fn execute(
+    shared: &Shared,
+    session: &mut Session,
+    env: &RequestEnvelope,
+    version: u8,
+    client: std::net::IpAddr,
+) -> Produced {
     let engine = &shared.engine;
-    let opts = match &env.request {
+    let mut opts = match &env.request {
         Request::Query(q) => options(&q.params),
         Request::Execute(e) => options(&e.params),
         Request::Batch(b) => QueryOptions {
@@ -503,6 +517,7 @@ fn execute(shared: &Shared, session: &mut Session, env: &RequestEnvelope, versio
         },
         _ => QueryOptions::default(),
     };
+    let tracer = env.tracing.then(|| opts.ctx.start_trace());
     let result: Result<(ResultBody, Option<String>), crate::query::QueryError> = (|| {
         match &env.request {
             Request::Query(q) => {
@@ -571,8 +586,52 @@ fn execute(shared: &Shared, session: &mut Session, env: &RequestEnvelope, versio
         Err(e) => (Response::Error(convert::error(&e)), None),
     };
     let charge = opts.ctx.charge();
+    if let Some(t) = &tracer {
+        let (request, text, consistency) = match &env.request {
+            Request::Query(q) => (
+                "Execute CQL3 query",
+                q.query.clone(),
+                Some(q.params.consistency),
+            ),
+            Request::Execute(e) => (
+                "Execute CQL3 prepared query",
+                engine
+                    .get_prepared(&e.id)
+                    .map(|p| p.query.clone())
+                    .unwrap_or_default(),
+                Some(e.params.consistency),
+            ),
+            Request::Prepare(p) => ("Preparing CQL3 query", p.query.clone(), None),
+            Request::Batch(b) => (
+                "Execute batch of CQL3 queries",
+                String::new(),
+                Some(b.consistency),
+            ),
+            _ => ("", String::new(), None),
+        };
+        t.event("Request complete".to_string());
+        let mut params = std::collections::BTreeMap::new();
+        if !text.is_empty() {
+            params.insert("query".to_string(), text);
+        }
+        if let Some(cl) = consistency {
+            params.insert(
+                "consistency_level".to_string(),
+                crate::protocol::types::consistency::name(cl)
+                    .unwrap_or("ONE")
+                    .to_string(),
+            );
+        }
+        let command = match &env.request {
+            Request::Prepare(_) => "PREPARE",
+            _ => "QUERY",
+        };
+        engine
+            .traces
+            .record(t.finish(client, command, request, params));
+    }
     let extras = ResponseExtras {
-        tracing_id: None,
+        tracing_id: tracer.as_ref().map(|t| t.session_id),
         warnings: opts.ctx.take_warnings(),
         custom_payload: if charge > 0.0 {
             vec![(

@@ -120,12 +120,12 @@ async fn handle(
     match tls {
         Some(acceptor) => {
             match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(sock)).await {
-                Ok(Ok(stream)) => connection::serve(stream, shared, shutdown).await,
+                Ok(Ok(stream)) => connection::serve(stream, peer, shared, shutdown).await,
                 Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
                 Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
             }
         }
-        None => connection::serve(sock, shared, shutdown).await,
+        None => connection::serve(sock, peer, shared, shutdown).await,
     }
     tracing::debug!(%peer, "connection closed");
 }
