@@ -172,6 +172,7 @@ def test_insert_if_not_exists(session, ks):
     assert rows(session, f"SELECT v FROM {ks}.t WHERE k = 1 AND c = 1") == [("a",)]
     # prepared: no result metadata at PREPARE, full metadata with the result
     ps = session.prepare(f"INSERT INTO {ks}.t (k, c, v) VALUES (?, ?, ?) IF NOT EXISTS")
+    assert not ps.result_metadata  # Cassandra prepares conditional statements with NO_METADATA
     assert tuple(session.execute(ps, (1, 1, "z")).one()) == (False, 1, 1, "a", None)
     assert session.execute(ps, (1, 2, "z")).one()[0] is True
     with pytest.raises(InvalidRequest, match="Cannot provide custom timestamp for conditional updates"):
