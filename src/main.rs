@@ -107,6 +107,11 @@ fn serve(cfg: Config) -> Result<(), String> {
             max_page_bytes: cfg.limits.max_page_bytes.0 as usize,
             batch_warn_bytes: cfg.batch.size_warn_threshold.0 as usize,
             batch_fail_bytes: cfg.batch.size_fail_threshold.0 as usize,
+            partitions: ringgate::partition::sizes::PartitionLimits {
+                physical_split_bytes: cfg.partitions.physical_split_bytes.0,
+                logical_max_bytes: cfg.partitions.logical_max_bytes.0,
+                row_max_bytes: cfg.partitions.row_max_bytes.0,
+            },
             ..EngineLimits::default()
         };
         let engine = Arc::new(Engine::new(Arc::clone(&store), node, limits)?);

@@ -2,6 +2,7 @@
 //! (start, end], each with its own id and accounting. Every read and write is routed through the
 //! map. Maps are persisted in the metadata space and swapped atomically (readers never lock).
 
+use super::sizes::PartStats;
 use super::token::{Token, MAX_TOKEN, MIN_TOKEN};
 use crate::storage::{Space, StorageError, Store, WriteBatch};
 use arc_swap::ArcSwap;
@@ -19,6 +20,9 @@ pub struct PhysicalPartition {
     pub id: u64,
     pub start: Token,
     pub end: Token,
+    /// Live accounting (not persisted: rebuilt from the size records at startup).
+    #[serde(skip)]
+    pub stats: PartStats,
 }
 
 impl PhysicalPartition {
@@ -52,7 +56,7 @@ impl PartitionMap {
         &self.parts[first..last.max(first)]
     }
 
-    fn check(&self) -> bool {
+    pub fn check(&self) -> bool {
         !self.parts.is_empty()
             && self.parts[0].start == MIN_TOKEN
             && self.parts[self.parts.len() - 1].end == MAX_TOKEN
@@ -173,6 +177,7 @@ impl PartitionMaps {
                 id: first + i as u64,
                 start,
                 end,
+                stats: PartStats::default(),
             })
             .collect();
         batch.put(Space::Meta, map_key(storage_id), encode_parts(&parts));
@@ -204,6 +209,84 @@ impl PartitionMaps {
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }
+
+    /// Replaces partition `parent` of a table by two children split at `boundary` (the left
+    /// child is (start, boundary], the right (boundary, end]), with the given accounting. The
+    /// new map is committed in one batch (a crash leaves the old or the new map) and then
+    /// installed. The caller holds the parent's write lock, so no write to its range is in
+    /// flight. Returns the children, or None if the parent is no longer in the map.
+    pub fn replace_with_children(
+        &self,
+        storage_id: u64,
+        parent: &PhysicalPartition,
+        boundary: Token,
+        left: (i64, i64),
+        right: (i64, i64),
+    ) -> Result<Option<[Arc<PhysicalPartition>; 2]>, StorageError> {
+        let Some(map) = self.get(storage_id) else {
+            return Ok(None);
+        };
+        let Some(pos) = map.parts.iter().position(|p| p.id == parent.id) else {
+            return Ok(None);
+        };
+        if boundary <= parent.start || boundary >= parent.end {
+            return Ok(None);
+        }
+        let first = self.next_id.fetch_add(2, Ordering::SeqCst);
+        let child = |id: u64, start: Token, end: Token, (bytes, logical): (i64, i64)| {
+            let p = PhysicalPartition {
+                id,
+                start,
+                end,
+                stats: PartStats::default(),
+            };
+            p.stats.bytes.store(bytes, Ordering::SeqCst);
+            p.stats.logical.store(logical, Ordering::SeqCst);
+            Arc::new(p)
+        };
+        let l = child(first, parent.start, boundary, left);
+        let r = child(first + 1, boundary, parent.end, right);
+        let mut parts = map.parts.clone();
+        parts.splice(pos..=pos, [Arc::clone(&l), Arc::clone(&r)]);
+        let new_map = PartitionMap { parts };
+        if !new_map.check() {
+            return Ok(None);
+        }
+        let mut batch = WriteBatch::default();
+        batch.put(
+            Space::Meta,
+            NEXT_ID_KEY,
+            self.next_id.load(Ordering::SeqCst).to_be_bytes().to_vec(),
+        );
+        batch.put(
+            Space::Meta,
+            map_key(storage_id),
+            encode_arcs(&new_map.parts),
+        );
+        self.store.commit(batch)?;
+        self.install(storage_id, Arc::new(new_map));
+        Ok(Some([l, r]))
+    }
+
+    /// Every table's current map.
+    pub fn all(&self) -> Vec<(u64, Arc<PartitionMap>)> {
+        self.maps
+            .load()
+            .iter()
+            .map(|(k, v)| (*k, Arc::clone(v)))
+            .collect()
+    }
+}
+
+fn encode_arcs(parts: &[Arc<PhysicalPartition>]) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Out<'a> {
+        parts: Vec<&'a PhysicalPartition>,
+    }
+    serde_json::to_vec(&Out {
+        parts: parts.iter().map(|p| &**p).collect(),
+    })
+    .expect("partition map serializes")
 }
 
 fn encode_parts(parts: &[PhysicalPartition]) -> Vec<u8> {
@@ -228,6 +311,7 @@ mod tests {
                         id: i as u64,
                         start,
                         end,
+                        stats: PartStats::default(),
                     })
                 })
                 .collect(),

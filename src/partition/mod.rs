@@ -1,4 +1,8 @@
 //! Tokens, the physical partition map of each table, splits, and request-unit accounting.
 
 pub mod map;
+pub mod ru;
+pub mod sizes;
+pub mod split;
 pub mod token;
+pub mod views;

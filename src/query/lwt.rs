@@ -258,7 +258,7 @@ pub fn execute(
         ty: CqlType::Boolean,
     };
     if applied {
-        write::apply_locked(engine, muts)?;
+        write::apply_locked(engine, muts, None)?;
         let mut out = Rows::new(Arc::new(vec![applied_col]));
         out.push_cell(Some(&[1]));
         out.count = 1;

@@ -305,6 +305,8 @@ pub struct EngineLimits {
     pub batch_warn_bytes: usize,
     /// Reject batches (spanning partitions) above this many bytes.
     pub batch_fail_bytes: usize,
+    /// Physical partition split size, logical partition and row limits.
+    pub partitions: crate::partition::sizes::PartitionLimits,
 }
 
 impl Default for EngineLimits {
@@ -315,6 +317,7 @@ impl Default for EngineLimits {
             max_page_bytes: 8 << 20,
             batch_warn_bytes: 5 << 10,
             batch_fail_bytes: 50 << 10,
+            partitions: Default::default(),
         }
     }
 }
@@ -324,7 +327,9 @@ const LOCK_STRIPES: usize = 4096;
 /// The query engine shared by all connections.
 pub struct Engine {
     pub catalog: Catalog,
-    pub maps: PartitionMaps,
+    pub maps: Arc<PartitionMaps>,
+    /// Queues storage-driven splits for the background splitter.
+    pub splitter: crate::partition::split::Splitter,
     pub store: Arc<dyn Store>,
     pub node: NodeInfo,
     pub limits: EngineLimits,
@@ -342,10 +347,16 @@ impl Engine {
         limits: EngineLimits,
     ) -> std::result::Result<Engine, String> {
         let catalog = Catalog::open(Arc::clone(&store)).map_err(|e| e.to_string())?;
-        let maps = PartitionMaps::open(Arc::clone(&store)).map_err(|e| e.to_string())?;
+        let maps = Arc::new(PartitionMaps::open(Arc::clone(&store)).map_err(|e| e.to_string())?);
+        let splitter = crate::partition::split::Splitter::start(
+            Arc::clone(&maps),
+            Arc::clone(&store),
+            limits.partitions.physical_split_bytes,
+        );
         let engine = Engine {
             catalog,
             maps,
+            splitter,
             store,
             node,
             limits,
@@ -356,6 +367,9 @@ impl Engine {
             locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
         };
         engine.ensure_maps().map_err(|e| e.to_string())?;
+        crate::partition::sizes::rebuild(&*engine.store, &engine.maps)
+            .map_err(|e| e.to_string())?;
+        engine.splitter.check_all(&engine.maps);
         Ok(engine)
     }
 
@@ -522,18 +536,20 @@ impl Engine {
             }
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
                 let ts = write::statement_timestamp(session, opts);
-                write::execute_single(self, keyspace, &parsed.statement, &binds, ts)
+                write::execute_single(self, keyspace, &parsed.statement, &binds, ts, &opts.ctx)
             }
             Statement::Batch(b) => {
                 let ts = write::statement_timestamp(session, opts);
                 write::execute_batch(self, keyspace, b, &binds, ts, &opts.ctx)
             }
             Statement::Use(name) => {
+                opts.ctx.add_charge(crate::partition::ru::FIXED_RU);
                 self.schema().require_keyspace(name)?;
                 session.keyspace = Some(name.clone());
                 Ok(Outcome::SetKeyspace(name.clone()))
             }
             Statement::Describe(d) => {
+                opts.ctx.add_charge(crate::partition::ru::FIXED_RU);
                 let schema = self.schema();
                 let res = crate::schema::describe::describe(&schema, keyspace, d, &self.node)?;
                 let cols: Vec<ResultColumn> = res
@@ -555,7 +571,10 @@ impl Engine {
                 }
                 Ok(Outcome::Rows(rows))
             }
-            other => write::execute_ddl(self, keyspace, other),
+            other => {
+                opts.ctx.add_charge(crate::partition::ru::FIXED_RU);
+                write::execute_ddl(self, keyspace, other)
+            }
         }
     }
 }

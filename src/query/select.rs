@@ -969,6 +969,9 @@ struct Output<'a> {
     /// The partition the per-partition count is for, and its count.
     cur_pk: Option<Bytes>,
     cur_count: usize,
+    /// The table's partition map and what the scan read per physical partition (for RU).
+    map: Option<Arc<crate::partition::map::PartitionMap>>,
+    meter: Vec<(Arc<crate::partition::map::PhysicalPartition>, u64, u64)>,
 }
 
 enum Flow {
@@ -978,6 +981,22 @@ enum Flow {
 }
 
 impl Output<'_> {
+    /// Counts one stored row read (RU are charged for what is read, not only returned).
+    fn scanned(&mut self, token: Token, bytes: usize) {
+        let Some(map) = &self.map else {
+            return;
+        };
+        match self.meter.last_mut() {
+            Some((p, rows, b)) if p.contains(token) => {
+                *rows += 1;
+                *b += bytes as u64;
+            }
+            _ => self
+                .meter
+                .push((Arc::clone(map.route(token)), 1, bytes as u64)),
+        }
+    }
+
     fn emit(
         &mut self,
         token: Token,
@@ -1210,6 +1229,8 @@ pub fn execute(
         per_partition,
         cur_pk: None,
         cur_count: 0,
+        map: engine.maps.get(t.storage_id),
+        meter: Vec::new(),
     };
     if let (Some(_), Some(p)) = (out.per_partition, &paging) {
         // Resuming inside a partition: the rows it already returned count against its limit.
@@ -1219,9 +1240,18 @@ pub fn execute(
         }
     }
     if t.virtual_table {
+        opts.ctx.add_charge(crate::partition::ru::FIXED_RU);
         read_virtual(engine, &schema, t, &plan, &mut out, paging)?;
     } else {
-        read_stored(engine, t, &plan, &mut out, paging)?;
+        let res = read_stored(engine, t, &plan, &mut out, paging);
+        let (rows, bytes) = out
+            .meter
+            .iter()
+            .fold((0, 0), |(r, b), (_, r2, b2)| (r + r2, b + b2));
+        opts.ctx
+            .add_charge(crate::partition::ru::read_cost(rows, bytes));
+        crate::partition::ru::charge_partitions(&out.meter);
+        res?;
     }
     if count_only {
         let mut rows = Rows::new(Arc::clone(&out.rows.columns));
@@ -1245,7 +1275,9 @@ fn read_virtual(
             .traces
             .rows(t, engine.node.listen.ip(), engine.node.listen.port())
     } else {
-        crate::schema::system::virtual_rows(schema, &engine.node, t).unwrap_or_default()
+        crate::partition::views::rows(&engine.maps, &*engine.store, schema, t)
+            .or_else(|| crate::schema::system::virtual_rows(schema, &engine.node, t))
+            .unwrap_or_default()
     };
     let start = paging.map_or(0, |p| p.partition as usize);
     let mut idx = 0usize;
@@ -1371,6 +1403,7 @@ fn read_stored(
                             .scan(Space::Data, as_ref(&lo), as_ref(&hi), plan.reversed);
                     for item in iter {
                         let (k, v) = item?;
+                        out.scanned(token, k.len() + v.len());
                         let dk = row::decode_key(&k, &ck_types)?;
                         let mut data = RowData::decode(&v)?;
                         shadow_row(&mut data, &header, &k, rows_prefix.len());
@@ -1498,6 +1531,7 @@ fn read_stored(
                 {
                     let (k, v) = item?;
                     let dk = row::decode_key(&k, &ck_types)?;
+                    out.scanned(dk.token, k.len() + v.len());
                     if cur_pk.as_ref() != Some(&dk.pk) {
                         cur_pk = Some(dk.pk.clone());
                         header = RowData::default();

@@ -38,6 +38,18 @@ pub fn table_throughput(_schema: &Schema, t: &TableDef) -> Option<i64> {
         .or(t.options.cosmosdb_autoscale_max_throughput)
 }
 
+/// Splits a table's physical partitions until there are enough for its throughput
+/// (ceil(RU / 10,000)); called after ALTER TABLE.
+fn ensure_throughput_layout(engine: &Engine, ks: &str, table: &str) -> Result<()> {
+    let schema = engine.schema();
+    let Some(t) = schema.keyspace(ks).and_then(|k| k.tables.get(table)) else {
+        return Ok(());
+    };
+    let n = crate::partition::map::partitions_for_throughput(table_throughput(&schema, t));
+    crate::partition::split::ensure_partitions(&engine.maps, &*engine.store, t.storage_id, n)?;
+    Ok(())
+}
+
 /// One write to one storage key.
 pub struct Mutation {
     pub table: Arc<TableDef>,
@@ -830,6 +842,7 @@ pub fn execute_single(
     st: &Statement,
     binds: &BoundValues,
     ts: i64,
+    rctx: &super::RequestCtx,
 ) -> Result<Outcome> {
     let schema = engine.schema();
     let ctx = Ctx {
@@ -845,7 +858,7 @@ pub fn execute_single(
         return super::lwt::execute(engine, &schema, &[item], ts, false);
     }
     let muts = mutations_for(engine, &schema, keyspace, st, &ctx, ts)?;
-    apply(engine, muts)?;
+    apply_with(engine, muts, Some(rctx))?;
     Ok(Outcome::Void)
 }
 
@@ -988,7 +1001,7 @@ pub fn run_batch(
     }
     check_batch_size(engine, &all, rctx)?;
     batch_warnings(kind, &all, rctx);
-    apply(engine, all)?;
+    apply_with(engine, all, Some(rctx))?;
     Ok(Outcome::Void)
 }
 
@@ -1084,12 +1097,21 @@ fn check_batch_size(engine: &Engine, muts: &[Mutation], rctx: &super::RequestCtx
 
 /// Applies mutations atomically: locks their partitions, merges with stored rows, commits.
 pub fn apply(engine: &Engine, muts: Vec<Mutation>) -> Result<()> {
+    apply_with(engine, muts, None)
+}
+
+/// `apply`, reporting warnings (logical partitions near their size limit) to the request.
+pub fn apply_with(
+    engine: &Engine,
+    muts: Vec<Mutation>,
+    rctx: Option<&super::RequestCtx>,
+) -> Result<()> {
     if muts.is_empty() {
         return Ok(());
     }
     let stripes = stripes_of(engine, &muts);
     let _guards: Vec<_> = stripes.iter().map(|&i| engine.stripe(i).lock()).collect();
-    apply_locked(engine, muts)
+    apply_locked(engine, muts, rctx)
 }
 
 /// The lock stripes of the partitions mutations touch, sorted and distinct (lock them in order).
@@ -1104,7 +1126,11 @@ pub(crate) fn stripes_of(engine: &Engine, muts: &[Mutation]) -> Vec<usize> {
 }
 
 /// `apply` with the stripes of every mutation's partition already held by the caller.
-pub(crate) fn apply_locked(engine: &Engine, muts: Vec<Mutation>) -> Result<()> {
+pub(crate) fn apply_locked(
+    engine: &Engine,
+    muts: Vec<Mutation>,
+    rctx: Option<&super::RequestCtx>,
+) -> Result<()> {
     let mut batch = WriteBatch::default();
     // Several mutations of one batch may hit the same key: merge them in order. The stored
     // version is kept for tables with secondary indexes, to update their entries.
@@ -1113,6 +1139,10 @@ pub(crate) fn apply_locked(engine: &Engine, muts: Vec<Mutation>) -> Result<()> {
         table: Arc<TableDef>,
         old: Option<RowData>,
         row: RowData,
+        /// (token, stored bytes before) for size accounting.
+        token: Token,
+        old_len: usize,
+        pk: Bytes,
     }
     let mut merged: Vec<Merged> = Vec::with_capacity(muts.len());
     for m in muts {
@@ -1120,7 +1150,10 @@ pub(crate) fn apply_locked(engine: &Engine, muts: Vec<Mutation>) -> Result<()> {
             x.row.merge(m.update);
             continue;
         }
-        let mut current = match engine.store.get(Space::Data, &m.key)? {
+        let stored = engine.store.get(Space::Data, &m.key)?;
+        let token = table_token(&m.table, &m.pk);
+        let old_len = stored.as_ref().map_or(0, |b| m.key.len() + b.len());
+        let mut current = match stored {
             Some(b) => RowData::decode(&b)?,
             None => RowData::default(),
         };
@@ -1131,18 +1164,38 @@ pub(crate) fn apply_locked(engine: &Engine, muts: Vec<Mutation>) -> Result<()> {
             table: m.table,
             old,
             row: current,
+            token,
+            old_len,
+            pk: m.pk,
         });
     }
     let now = super::now_secs();
+    let mut sizes = crate::partition::sizes::Accounting::default();
+    let limits = &engine.limits.partitions;
     for m in merged {
         if let Some(old) = &m.old {
             super::index::maintain(&m.table, &m.key, old, &m.row, now, &mut batch);
         }
         let mut buf = Vec::with_capacity(m.row.encoded_len());
         m.row.encode(&mut buf);
+        sizes.key_change(
+            limits,
+            m.table.storage_id,
+            m.token,
+            &m.pk,
+            m.old_len,
+            m.key.len() + buf.len(),
+        )?;
         batch.put(Space::Data, m.key, buf);
     }
-    engine.store.commit(batch)?;
+    sizes.prepare(&*engine.store, limits, &mut batch, rctx)?;
+    let touched = sizes.commit(&engine.maps, || engine.store.commit(batch))?;
+    if let Some(c) = rctx {
+        c.add_charge(sizes.request_units());
+    }
+    for (sid, p) in &touched {
+        engine.splitter.check(*sid, p);
+    }
     Ok(())
 }
 
@@ -1229,6 +1282,7 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
             };
             let c = cat
                 .update(|s, _| ddl::alter_table(s, ks, name, flags, action, super::now_micros()))?;
+            ensure_throughput_layout(engine, ks, &name.name)?;
             Ok(done(c.map(|r| r.0)))
         }
         Statement::DropTable { name, if_exists } => {
@@ -1404,6 +1458,7 @@ fn purge(store: &dyn crate::storage::Store, storage_id: u64) -> crate::storage::
             break;
         }
     }
+    crate::partition::sizes::purge(store, storage_id)?;
     let mut batch = WriteBatch::default();
     batch.delete(Space::Meta, purge_key(storage_id));
     store.commit(batch)

@@ -369,7 +369,37 @@ const SYSTEM_AUTH: &[Spec] = &[spec(
     ],
 )];
 
-const SYSTEM_VIEWS: &[Spec] = &[];
+/// Rows come from `partition::views`.
+const SYSTEM_VIEWS: &[Spec] = &[
+    spec(
+        "physical_partitions",
+        &["keyspace_name"],
+        &["table_name", "partition_id"],
+        &[
+            ("keyspace_name", "text"),
+            ("table_name", "text"),
+            ("partition_id", "bigint"),
+            ("token_start", "bigint"),
+            ("token_end", "bigint"),
+            ("bytes", "bigint"),
+            ("logical_partitions", "bigint"),
+        ],
+    ),
+    spec(
+        "logical_partitions",
+        &["keyspace_name"],
+        &["table_name", "rank"],
+        &[
+            ("keyspace_name", "text"),
+            ("table_name", "text"),
+            ("rank", "int"),
+            ("partition_key", "text"),
+            ("token", "bigint"),
+            ("bytes", "bigint"),
+            ("partition_id", "bigint"),
+        ],
+    ),
+];
 
 fn build_table(keyspace: &str, s: &Spec) -> TableDef {
     let columns = s

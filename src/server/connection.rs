@@ -633,14 +633,11 @@ fn execute(
     let extras = ResponseExtras {
         tracing_id: tracer.as_ref().map(|t| t.session_id),
         warnings: opts.ctx.take_warnings(),
-        custom_payload: if charge > 0.0 {
-            vec![(
-                "RequestCharge".to_string(),
-                Bytes::copy_from_slice(&charge.to_be_bytes()),
-            )]
-        } else {
-            Vec::new()
-        },
+        // Every response carries its request charge (Cosmos DB's custom payload).
+        custom_payload: vec![(
+            "RequestCharge".to_string(),
+            Bytes::copy_from_slice(&charge.to_be_bytes()),
+        )],
     };
     Produced {
         response,

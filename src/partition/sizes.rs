@@ -1,0 +1,412 @@
+//! Logical partition sizes and per-physical-partition accounting.
+//!
+//! Every logical partition (one partition key of one table) has a size record in the metadata
+//! space: key `lsize/[storage id u64 BE][token, order-preserving][partition key bytes]`, value
+//! the partition's stored bytes (u64 BE): the sum over its stored keys (header and rows) of key
+//! length + encoded value length. The write path (`query::write::apply`) knows the old and new
+//! size of every key it writes (it reads before it writes), so it updates the record in the same
+//! atomic batch as the data: the records are exact after any crash.
+//!
+//! Per physical partition the bytes and the number of logical partitions live in memory
+//! (`PartStats`, atomics), rebuilt at startup by scanning the records. A write holds the shared
+//! lock of each physical partition it touches while it commits and updates the counters; a split
+//! takes the parent's exclusive lock only while it counts one child's records and swaps the map,
+//! so the children start with exact numbers and other partitions are never blocked.
+//!
+//! Known approximation: a partition deletion leaves its (dead) rows stored, so they stay counted
+//! until they are overwritten or the table is truncated or dropped.
+
+use super::map::{PartitionMap, PartitionMaps};
+use super::token::{Token, MAX_TOKEN, MIN_TOKEN};
+use crate::query::{QueryError, RequestCtx};
+use crate::storage::{Space, StorageError, Store, WriteBatch};
+use bytes::Bytes;
+use parking_lot::RwLock;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+
+/// Partition limits (settings `partitions.*`).
+#[derive(Debug, Clone)]
+pub struct PartitionLimits {
+    /// A physical partition splits when its data passes this many bytes.
+    pub physical_split_bytes: u64,
+    /// Largest logical partition (one partition key).
+    pub logical_max_bytes: u64,
+    /// Largest row (entity).
+    pub row_max_bytes: u64,
+}
+
+impl Default for PartitionLimits {
+    fn default() -> Self {
+        PartitionLimits {
+            physical_split_bytes: 30 << 30,
+            logical_max_bytes: 20 << 30,
+            row_max_bytes: 2 << 20,
+        }
+    }
+}
+
+/// Longest partition key (all components serialized).
+pub const MAX_PARTITION_KEY_BYTES: usize = 65535;
+
+/// Live accounting of one physical partition.
+#[derive(Debug, Default)]
+pub struct PartStats {
+    /// Shared by writes while they commit and count; exclusive for a split.
+    pub lock: RwLock<()>,
+    pub bytes: AtomicI64,
+    pub logical: AtomicI64,
+    /// Set (under the exclusive lock) once the partition has been replaced by its children.
+    pub retired: AtomicBool,
+    /// A split is queued or was found impossible (one logical partition).
+    pub split_queued: AtomicBool,
+    /// Request units consumed.
+    pub consumed: super::ru::Consumption,
+}
+
+pub const SIZE_PREFIX: &[u8] = b"lsize/";
+
+fn token_bytes(t: Token) -> [u8; 8] {
+    ((t as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+fn token_from(b: &[u8]) -> Token {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(b);
+    (u64::from_be_bytes(a) ^ (1 << 63)) as i64
+}
+
+fn table_prefix(storage_id: u64) -> Vec<u8> {
+    let mut k = SIZE_PREFIX.to_vec();
+    k.extend_from_slice(&storage_id.to_be_bytes());
+    k
+}
+
+pub fn size_key(storage_id: u64, token: Token, pk: &[u8]) -> Vec<u8> {
+    let mut k = table_prefix(storage_id);
+    k.extend_from_slice(&token_bytes(token));
+    k.extend_from_slice(pk);
+    k
+}
+
+/// One decoded size record.
+pub struct SizeRecord {
+    pub storage_id: u64,
+    pub token: Token,
+    pub pk: Vec<u8>,
+    pub bytes: i64,
+}
+
+fn decode(k: &[u8], v: &[u8]) -> Option<SizeRecord> {
+    let rest = k.strip_prefix(SIZE_PREFIX)?;
+    if rest.len() < 16 || v.len() != 8 {
+        return None;
+    }
+    let mut sid = [0u8; 8];
+    sid.copy_from_slice(&rest[..8]);
+    let mut b = [0u8; 8];
+    b.copy_from_slice(v);
+    Some(SizeRecord {
+        storage_id: u64::from_be_bytes(sid),
+        token: token_from(&rest[8..16]),
+        pk: rest[16..].to_vec(),
+        bytes: u64::from_be_bytes(b) as i64,
+    })
+}
+
+/// The records of a table whose token is in (start, end] (the first partition, starting at
+/// MIN_TOKEN, also owns the empty key's MIN_TOKEN), in token order.
+pub fn scan_range(
+    store: &dyn Store,
+    storage_id: u64,
+    start: Token,
+    end: Token,
+) -> impl Iterator<Item = Result<SizeRecord, StorageError>> {
+    let lo = if start == MIN_TOKEN {
+        table_prefix(storage_id)
+    } else {
+        let mut k = table_prefix(storage_id);
+        k.extend_from_slice(&token_bytes(start + 1));
+        k
+    };
+    let hi = if end == MAX_TOKEN {
+        table_prefix(storage_id.wrapping_add(1))
+    } else {
+        let mut k = table_prefix(storage_id);
+        k.extend_from_slice(&token_bytes(end + 1));
+        k
+    };
+    store
+        .scan(
+            Space::Meta,
+            Bound::Included(&lo[..]),
+            Bound::Excluded(&hi[..]),
+            false,
+        )
+        .filter_map(|item| match item {
+            Ok((k, v)) => decode(&k, &v).map(Ok),
+            Err(e) => Some(Err(e)),
+        })
+}
+
+/// Rebuilds every partition's counters from the size records (at startup).
+pub fn rebuild(store: &dyn Store, maps: &PartitionMaps) -> Result<(), StorageError> {
+    for (sid, map) in maps.all() {
+        for p in &map.parts {
+            let (mut bytes, mut logical) = (0i64, 0i64);
+            for r in scan_range(store, sid, p.start, p.end) {
+                let r = r?;
+                bytes += r.bytes;
+                logical += 1;
+            }
+            p.stats.bytes.store(bytes, Ordering::SeqCst);
+            p.stats.logical.store(logical, Ordering::SeqCst);
+        }
+    }
+    Ok(())
+}
+
+/// Deletes the size records of a dropped or truncated table.
+pub fn purge(store: &dyn Store, storage_id: u64) -> Result<(), StorageError> {
+    const BATCH: usize = 1000;
+    let lo = table_prefix(storage_id);
+    let hi = table_prefix(storage_id.wrapping_add(1));
+    loop {
+        let mut batch = WriteBatch::default();
+        for item in store
+            .scan(
+                Space::Meta,
+                Bound::Included(&lo[..]),
+                Bound::Excluded(&hi[..]),
+                false,
+            )
+            .take(BATCH)
+        {
+            batch.delete(Space::Meta, item?.0);
+        }
+        let n = batch.ops.len();
+        store.commit(batch)?;
+        if n < BATCH {
+            return Ok(());
+        }
+    }
+}
+
+/// The size change of one logical partition in one write.
+struct PkChange {
+    storage_id: u64,
+    token: Token,
+    pk: Bytes,
+    old: i64,
+    new: i64,
+    /// Request units of this partition's writes.
+    ru: f64,
+}
+
+/// What a write changes in the logical partition sizes, checked against the limits.
+#[derive(Default)]
+pub struct Accounting {
+    changes: Vec<PkChange>,
+}
+
+fn human(n: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (u, name) in UNITS {
+        if n >= u && n.is_multiple_of(u) {
+            return format!("{} {name}", n / u);
+        }
+    }
+    format!("{n} bytes")
+}
+
+impl Accounting {
+    /// Records that a key of partition `pk` goes from `old_len` to `new_len` stored bytes
+    /// (key + value; 0 = absent). Checks the partition key and row limits.
+    pub fn key_change(
+        &mut self,
+        limits: &PartitionLimits,
+        storage_id: u64,
+        token: Token,
+        pk: &Bytes,
+        old_len: usize,
+        new_len: usize,
+    ) -> Result<(), QueryError> {
+        if pk.len() > MAX_PARTITION_KEY_BYTES {
+            return Err(QueryError::Invalid(format!(
+                "Key length of {} is longer than maximum of {MAX_PARTITION_KEY_BYTES}",
+                pk.len()
+            )));
+        }
+        if new_len as u64 > limits.row_max_bytes && new_len > old_len {
+            return Err(QueryError::Invalid(format!(
+                "Row size of {new_len} bytes exceeds the maximum row size of {} ({} bytes)",
+                human(limits.row_max_bytes),
+                limits.row_max_bytes
+            )));
+        }
+        let delta = new_len as i64 - old_len as i64;
+        let ru = super::ru::write_key_cost(old_len, new_len);
+        match self
+            .changes
+            .iter_mut()
+            .find(|c| c.storage_id == storage_id && c.pk == *pk)
+        {
+            Some(c) => {
+                c.new += delta;
+                c.ru += ru;
+            }
+            None => self.changes.push(PkChange {
+                storage_id,
+                token,
+                pk: pk.clone(),
+                old: 0,
+                new: delta,
+                ru,
+            }),
+        }
+        Ok(())
+    }
+
+    /// Request units of the whole write.
+    pub fn request_units(&self) -> f64 {
+        self.changes.iter().map(|c| c.ru).sum()
+    }
+
+    /// Reads the current sizes (the caller holds the partitions' write stripes), checks the
+    /// logical partition limit, warns past 90% of it, and adds the new size records to `batch`.
+    pub fn prepare(
+        &mut self,
+        store: &dyn Store,
+        limits: &PartitionLimits,
+        batch: &mut WriteBatch,
+        ctx: Option<&RequestCtx>,
+    ) -> Result<(), QueryError> {
+        for c in &mut self.changes {
+            let key = size_key(c.storage_id, c.token, &c.pk);
+            let old = match store.get(Space::Meta, &key)? {
+                Some(v) if v.len() == 8 => {
+                    u64::from_be_bytes(v[..].try_into().expect("8 bytes")) as i64
+                }
+                _ => 0,
+            };
+            let delta = c.new;
+            c.old = old;
+            c.new = (old + delta).max(0);
+            let max = limits.logical_max_bytes as i64;
+            if delta > 0 && c.new > max {
+                return Err(QueryError::Invalid(format!(
+                    "Partition key reached maximum size of {} ({} bytes): this write would take it from {} to {} bytes",
+                    human(limits.logical_max_bytes),
+                    limits.logical_max_bytes,
+                    old,
+                    c.new
+                )));
+            }
+            if delta > 0 && c.new * 10 > max * 9 {
+                if let Some(ctx) = ctx {
+                    ctx.warn(format!(
+                        "Partition key is at {:.1}% of the maximum logical partition size of {} ({} of {} bytes)",
+                        c.new as f64 * 100.0 / max as f64,
+                        human(limits.logical_max_bytes),
+                        c.new,
+                        max
+                    ));
+                }
+            }
+            if c.new == c.old {
+                continue;
+            }
+            if c.new == 0 {
+                batch.delete(Space::Meta, key);
+            } else {
+                batch.put(Space::Meta, key, (c.new as u64).to_be_bytes().to_vec());
+            }
+        }
+        Ok(())
+    }
+
+    /// Commits (via `commit`) while holding the shared lock of every physical partition the
+    /// write touches, then updates their counters. Returns the partitions touched (to check
+    /// for splits).
+    pub fn commit<E>(
+        &self,
+        maps: &PartitionMaps,
+        commit: impl FnOnce() -> Result<(), E>,
+    ) -> Result<Vec<(u64, Arc<super::map::PhysicalPartition>)>, E> {
+        let mut commit = Some(commit);
+        loop {
+            let mut tables: Vec<(u64, Arc<PartitionMap>)> = Vec::new();
+            let mut parts: Vec<(u64, Arc<super::map::PhysicalPartition>)> = Vec::new();
+            for c in &self.changes {
+                let map = match tables.iter().find(|(s, _)| *s == c.storage_id) {
+                    Some((_, m)) => Arc::clone(m),
+                    None => match maps.get(c.storage_id) {
+                        Some(m) => {
+                            tables.push((c.storage_id, Arc::clone(&m)));
+                            m
+                        }
+                        None => continue,
+                    },
+                };
+                let p = map.route(c.token);
+                if !parts
+                    .iter()
+                    .any(|(s, q)| *s == c.storage_id && q.id == p.id)
+                {
+                    parts.push((c.storage_id, Arc::clone(p)));
+                }
+            }
+            parts.sort_by_key(|(s, p)| (*s, p.id));
+            let guards: Vec<_> = parts.iter().map(|(_, p)| p.stats.lock.read()).collect();
+            if parts
+                .iter()
+                .any(|(_, p)| p.stats.retired.load(Ordering::SeqCst))
+            {
+                // Split while we waited: route again with the new map.
+                drop(guards);
+                continue;
+            }
+            if let Some(f) = commit.take() {
+                f()?;
+            }
+            for c in &self.changes {
+                let Some((_, p)) = parts.iter().find(|(s, p)| {
+                    *s == c.storage_id
+                        && (p.contains(c.token) || p.start == MIN_TOKEN && c.token == MIN_TOKEN)
+                }) else {
+                    continue;
+                };
+                p.stats.bytes.fetch_add(c.new - c.old, Ordering::SeqCst);
+                p.stats.consumed.add(c.ru);
+                let dl = (c.new > 0) as i64 - (c.old > 0) as i64;
+                if dl != 0 {
+                    p.stats.logical.fetch_add(dl, Ordering::SeqCst);
+                }
+            }
+            drop(guards);
+            return Ok(parts);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_sort_by_token_and_decode() {
+        let a = size_key(7, -5, b"x");
+        let b = size_key(7, 3, b"a");
+        let c = size_key(8, MIN_TOKEN, b"");
+        assert!(a < b && b < c);
+        let r = decode(&b, &42u64.to_be_bytes()).unwrap();
+        assert_eq!(
+            (r.storage_id, r.token, &r.pk[..], r.bytes),
+            (7, 3, &b"a"[..], 42)
+        );
+        assert_eq!(human(1 << 20), "1 MiB");
+        assert_eq!(human(20 << 30), "20 GiB");
+        assert_eq!(human(1000), "1000 bytes");
+    }
+}

@@ -1,0 +1,156 @@
+//! Virtual tables over the partition maps: `system_views.physical_partitions`,
+//! `system_views.logical_partitions` (the largest logical partitions of each table) and
+//! `system.size_estimates`.
+
+use super::map::PartitionMaps;
+use super::sizes::scan_range;
+use super::token::{split_composite, MAX_TOKEN, MIN_TOKEN};
+use crate::schema::{Schema, TableDef};
+use crate::storage::Store;
+use bytes::Bytes;
+use std::sync::atomic::Ordering;
+
+/// Logical partitions listed per table in `system_views.logical_partitions`.
+pub const LARGEST_LOGICAL: usize = 20;
+
+type VRow = Vec<Option<Bytes>>;
+
+fn text(s: &str) -> Option<Bytes> {
+    Some(Bytes::copy_from_slice(s.as_bytes()))
+}
+fn bigint(v: i64) -> Option<Bytes> {
+    Some(Bytes::copy_from_slice(&v.to_be_bytes()))
+}
+fn int(v: i32) -> Option<Bytes> {
+    Some(Bytes::copy_from_slice(&v.to_be_bytes()))
+}
+
+fn row(table: &TableDef, cells: &[(&str, Option<Bytes>)]) -> VRow {
+    let mut r = vec![None; table.columns.len()];
+    for (name, v) in cells {
+        if let Some(i) = table.column_index(name) {
+            r[i] = v.clone();
+        }
+    }
+    r
+}
+
+/// User tables with their storage ids, in keyspace/table order.
+fn user_tables(schema: &Schema) -> Vec<&TableDef> {
+    schema
+        .keyspaces
+        .values()
+        .filter(|k| !k.system)
+        .flat_map(|k| k.tables.values().map(|t| &**t))
+        .filter(|t| !t.virtual_table)
+        .collect()
+}
+
+/// The partition key as text: the CQL literal of each component, joined by ':'.
+fn key_text(t: &TableDef, pk: &[u8]) -> String {
+    let types: Vec<_> = t.partition_key.iter().map(|&i| &t.columns[i].ty).collect();
+    if types.len() == 1 {
+        return crate::cql::value::to_cql_literal(types[0], pk);
+    }
+    match split_composite(pk, types.len()) {
+        Some(parts) => parts
+            .iter()
+            .zip(&types)
+            .map(|(p, ty)| crate::cql::value::to_cql_literal(ty, p))
+            .collect::<Vec<_>>()
+            .join(":"),
+        None => pk.iter().map(|b| format!("{b:02x}")).collect(),
+    }
+}
+
+/// The rows of a partition virtual table, or None if `table` is not one.
+pub fn rows(
+    maps: &PartitionMaps,
+    store: &dyn Store,
+    schema: &Schema,
+    table: &TableDef,
+) -> Option<Vec<VRow>> {
+    let t = table;
+    let mut out = Vec::new();
+    match (t.keyspace.as_str(), t.name.as_str()) {
+        ("system_views", "physical_partitions") => {
+            for ut in user_tables(schema) {
+                let Some(map) = maps.get(ut.storage_id) else {
+                    continue;
+                };
+                for p in &map.parts {
+                    out.push(row(
+                        t,
+                        &[
+                            ("keyspace_name", text(&ut.keyspace)),
+                            ("table_name", text(&ut.name)),
+                            ("partition_id", bigint(p.id as i64)),
+                            ("token_start", bigint(p.start)),
+                            ("token_end", bigint(p.end)),
+                            ("bytes", bigint(p.stats.bytes.load(Ordering::Relaxed))),
+                            (
+                                "logical_partitions",
+                                bigint(p.stats.logical.load(Ordering::Relaxed)),
+                            ),
+                        ],
+                    ));
+                }
+            }
+        }
+        ("system_views", "logical_partitions") => {
+            for ut in user_tables(schema) {
+                let Some(map) = maps.get(ut.storage_id) else {
+                    continue;
+                };
+                let mut all: Vec<(i64, i64, Vec<u8>)> =
+                    scan_range(store, ut.storage_id, MIN_TOKEN, MAX_TOKEN)
+                        .filter_map(|r| r.ok())
+                        .map(|r| (r.bytes, r.token, r.pk))
+                        .collect();
+                all.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+                for (rank, (bytes, token, pk)) in all.into_iter().take(LARGEST_LOGICAL).enumerate()
+                {
+                    out.push(row(
+                        t,
+                        &[
+                            ("keyspace_name", text(&ut.keyspace)),
+                            ("table_name", text(&ut.name)),
+                            ("rank", int(rank as i32 + 1)),
+                            ("partition_key", text(&key_text(ut, &pk))),
+                            ("token", bigint(token)),
+                            ("bytes", bigint(bytes)),
+                            ("partition_id", bigint(map.route(token).id as i64)),
+                        ],
+                    ));
+                }
+            }
+        }
+        ("system", "size_estimates") => {
+            for ut in user_tables(schema) {
+                let Some(map) = maps.get(ut.storage_id) else {
+                    continue;
+                };
+                for p in &map.parts {
+                    let bytes = p.stats.bytes.load(Ordering::Relaxed).max(0);
+                    let count = p.stats.logical.load(Ordering::Relaxed).max(0);
+                    out.push(row(
+                        t,
+                        &[
+                            ("keyspace_name", text(&ut.keyspace)),
+                            ("table_name", text(&ut.name)),
+                            ("range_start", text(&p.start.to_string())),
+                            ("range_end", text(&p.end.to_string())),
+                            (
+                                "mean_partition_size",
+                                bigint(if count > 0 { bytes / count } else { 0 }),
+                            ),
+                            ("partitions_count", bigint(count)),
+                        ],
+                    ));
+                }
+            }
+        }
+        _ => return None,
+    }
+    Some(out)
+}
