@@ -115,6 +115,7 @@ fn serve(cfg: Config) -> Result<(), String> {
             ..EngineLimits::default()
         };
         let engine = Arc::new(Engine::new(Arc::clone(&store), node, limits)?);
+        ringgate::query::purge::install(&engine);
         ringgate::query::write::resume_purges(&engine).map_err(|e| e.to_string())?;
         tracing::info!(
             "ringgate listening on {addr} (CQL native protocol v3-v5{}), data in {}",

@@ -118,6 +118,24 @@ pub fn execute(
         }
         if let Some(conds) = conds {
             let row_key = condition_row(t, item.st, item.ctx, &m, kind)?;
+            if row_key.is_none() && !t.clustering.is_empty() {
+                if let Statement::Delete(d) = item.st {
+                    if d.targets.is_empty() {
+                        return Err(invalid(
+                            "DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to use IF conditions",
+                        ));
+                    }
+                }
+                if matches!(conds, Conditions::IfNotExists) {
+                    return Err(invalid(format!(
+                        "Some clustering keys are missing: {}",
+                        t.clustering_columns()
+                            .map(|c| c.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )));
+                }
+            }
             let mut values = Vec::new();
             match &conds {
                 Conditions::IfExists | Conditions::IfNotExists => cond_cols = None,

@@ -8,6 +8,7 @@ pub mod eval;
 pub mod functions;
 pub mod index;
 pub mod lwt;
+pub mod purge;
 pub mod row;
 pub mod select;
 pub mod trace;

@@ -1446,8 +1446,54 @@ pub fn run_batch(
         all.extend(mutations_for(engine, schema, s.keyspace, s.st, s.ctx, ts)?);
     }
     check_batch_size(engine, &all, rctx)?;
+    batch_warnings(kind, &all, rctx);
     apply_with(engine, all, Some(rctx))?;
     Ok(Outcome::Void)
+}
+
+/// Table names as Cassandra prints a set of them: `[ks.a, ks.b]`.
+fn table_set(muts: &[&Mutation]) -> (usize, String) {
+    let mut names: Vec<String> = muts
+        .iter()
+        .map(|m| format!("{}.{}", m.table.keyspace, m.table.name))
+        .collect();
+    names.sort();
+    names.dedup();
+    (names.len(), format!("[{}]", names.join(", ")))
+}
+
+/// Cassandra's client warnings for unlogged batches over many partitions and for logged batches
+/// on tables with gc_grace_seconds = 0.
+fn batch_warnings(kind: crate::cql::ast::BatchKind, muts: &[Mutation], rctx: &super::RequestCtx) {
+    use crate::cql::ast::BatchKind;
+    /// Cassandra's unlogged_batch_across_partitions_warn_threshold.
+    const UNLOGGED_PARTITIONS_WARN: usize = 10;
+    if kind == BatchKind::Logged {
+        let zero: Vec<&Mutation> = muts
+            .iter()
+            .filter(|m| m.table.options.gc_grace_seconds == 0)
+            .collect();
+        if !zero.is_empty() {
+            let (n, names) = table_set(&zero);
+            rctx.warn(format!(
+                "Executing a LOGGED BATCH on table{} {names}, configured with a gc_grace_seconds of 0. The gc_grace_seconds is used to TTL batchlog entries, so setting gc_grace_seconds too low on tables involved in an atomic batch might cause batchlog entries to expire before being replayed.",
+                if n == 1 { "" } else { "s" }
+            ));
+        }
+        return;
+    }
+    let mut keys: Vec<&Bytes> = muts.iter().map(|m| &m.pk).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    if keys.len() > UNLOGGED_PARTITIONS_WARN {
+        let all: Vec<&Mutation> = muts.iter().collect();
+        let (n, names) = table_set(&all);
+        rctx.warn(format!(
+            "Unlogged batch covering {} partitions detected against table{} {names}. You should use a logged batch for atomicity, or asynchronous writes for performance.",
+            keys.len(),
+            if n == 1 { "" } else { "s" }
+        ));
+    }
 }
 
 /// Cassandra's batch size thresholds, for batches spanning more than one partition.

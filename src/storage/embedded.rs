@@ -4,13 +4,18 @@
 //! so an acknowledged write survives `kill -9`. With `SyncMode::Fsync` commits also wait for an
 //! fsync; concurrent committers share one fsync (group commit).
 
-use super::{Result, ScanIter, Space, StorageError, Store, SyncMode, WriteBatch};
+use super::{
+    Purge, PurgeFilter, PurgeFilterFactory, Result, ScanIter, Space, StorageError, Store, SyncMode,
+    WriteBatch,
+};
 use bytes::Bytes;
+use fjall::compaction::filter::{CompactionFilter, Context, Factory, ItemAccessor, Verdict};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use parking_lot::{Condvar, Mutex};
 use std::ops::Bound;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 pub struct EmbeddedStore {
     db: Database,
@@ -18,6 +23,43 @@ pub struct EmbeddedStore {
     meta: Keyspace,
     sync: SyncMode,
     group: GroupCommit,
+    purge: Arc<PurgeSlot>,
+}
+
+/// The purge filter factory, installed after the store is open (by the query layer).
+#[derive(Default)]
+struct PurgeSlot(parking_lot::RwLock<Option<PurgeFilterFactory>>);
+
+impl std::panic::RefUnwindSafe for PurgeSlot {}
+
+impl Factory for PurgeSlot {
+    fn name(&self) -> &str {
+        "ringgate-purge"
+    }
+
+    fn make_filter(&self, _ctx: &Context) -> Box<dyn CompactionFilter> {
+        Box::new(PurgeRun(self.0.read().as_ref().map(|f| f())))
+    }
+}
+
+struct PurgeRun(Option<PurgeFilter>);
+
+impl CompactionFilter for PurgeRun {
+    fn filter_item(
+        &mut self,
+        item: ItemAccessor<'_>,
+        _ctx: &Context,
+    ) -> fjall::compaction::filter::CompactionFilterResult {
+        let Some(f) = self.0.as_mut() else {
+            return Ok(Verdict::Keep);
+        };
+        let value = item.value()?;
+        Ok(match f(item.key(), &value) {
+            Purge::Keep => Verdict::Keep,
+            Purge::Remove => Verdict::Remove,
+            Purge::Replace(v) => Verdict::ReplaceValue(v.into()),
+        })
+    }
 }
 
 /// Leader/follower fsync batching: the first committer to find no fsync running becomes the
@@ -43,7 +85,13 @@ impl EmbeddedStore {
                 dir.display()
             ))
         })?;
-        let db = Database::builder(dir.join("store")).open()?;
+        let purge = Arc::new(PurgeSlot::default());
+        let slot = Arc::clone(&purge);
+        let db = Database::builder(dir.join("store"))
+            .with_compaction_filter_factories(Arc::new(move |name: &str| {
+                (name == "data").then(|| Arc::clone(&slot) as Arc<dyn Factory>)
+            }))
+            .open()?;
         let data = db.keyspace("data", KeyspaceCreateOptions::default)?;
         let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
         Ok(EmbeddedStore {
@@ -52,6 +100,7 @@ impl EmbeddedStore {
             meta,
             sync,
             group: GroupCommit::default(),
+            purge,
         })
     }
 
@@ -135,6 +184,16 @@ impl Store for EmbeddedStore {
 
     fn flush(&self) -> Result<()> {
         self.db.persist(PersistMode::SyncAll)?;
+        Ok(())
+    }
+
+    fn set_purge_filter(&self, filter: PurgeFilterFactory) {
+        *self.purge.0.write() = Some(filter);
+    }
+
+    fn compact(&self) -> Result<()> {
+        self.data.rotate_memtable_and_wait()?;
+        self.data.major_compact()?;
         Ok(())
     }
 }

@@ -9,6 +9,7 @@ pub mod embedded;
 
 use bytes::Bytes;
 use std::ops::Bound;
+use std::sync::Arc;
 
 pub use embedded::EmbeddedStore;
 
@@ -88,6 +89,20 @@ pub type Entry = (Bytes, Bytes);
 /// An iterator over a key range; it reads a consistent snapshot taken when it was created.
 pub type ScanIter = Box<dyn Iterator<Item = Result<Entry>> + Send>;
 
+/// What a purge filter decides for one table data entry while the store compacts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Purge {
+    Keep,
+    Remove,
+    Replace(Vec<u8>),
+}
+
+/// A purge filter over `(key, value)` entries of [`Space::Data`], called in key order.
+pub type PurgeFilter = Box<dyn FnMut(&[u8], &[u8]) -> Purge + Send>;
+
+/// Makes a purge filter for one compaction run (the layer above decides what is purgeable).
+pub type PurgeFilterFactory = Arc<dyn Fn() -> PurgeFilter + Send + Sync>;
+
 /// The storage contract.
 pub trait Store: Send + Sync + 'static {
     fn get(&self, space: Space, key: &[u8]) -> Result<Option<Bytes>>;
@@ -103,6 +118,13 @@ pub trait Store: Send + Sync + 'static {
     fn commit(&self, batch: WriteBatch) -> Result<()>;
     /// Makes everything committed so far durable on disk (used at shutdown).
     fn flush(&self) -> Result<()>;
+    /// Installs the filter that background compactions apply to table data, so that data the
+    /// layer above no longer needs (expired, deleted) leaves the disk. Default: none.
+    fn set_purge_filter(&self, _filter: PurgeFilterFactory) {}
+    /// Compacts table data now, applying the purge filter (maintenance and tests).
+    fn compact(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// The smallest key greater than every key starting with `prefix` (None: no such bound).

@@ -172,6 +172,7 @@ def test_insert_if_not_exists(session, ks):
     assert rows(session, f"SELECT v FROM {ks}.t WHERE k = 1 AND c = 1") == [("a",)]
     # prepared: no result metadata at PREPARE, full metadata with the result
     ps = session.prepare(f"INSERT INTO {ks}.t (k, c, v) VALUES (?, ?, ?) IF NOT EXISTS")
+    assert not ps.result_metadata  # Cassandra prepares conditional statements with NO_METADATA
     assert tuple(session.execute(ps, (1, 1, "z")).one()) == (False, 1, 1, "a", None)
     assert session.execute(ps, (1, 2, "z")).one()[0] is True
     with pytest.raises(InvalidRequest, match="Cannot provide custom timestamp for conditional updates"):
@@ -367,6 +368,28 @@ def test_batch_size_warn_and_fail(session, ks):
         session.execute(f"BEGIN BATCH INSERT INTO {ks}.t (k, v) VALUES (3, '{huge}'); "
                         f"INSERT INTO {ks}.t (k, v) VALUES (4, '{huge}'); APPLY BATCH")
     assert rows(session, f"SELECT * FROM {ks}.t WHERE k = 3") == []
+
+
+def test_batch_client_warnings(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v int) WITH gc_grace_seconds = 0")
+    inserts = " ".join(f"INSERT INTO {ks}.t (k, v) VALUES ({i}, 0);" for i in range(11))
+    w = session.execute(f"BEGIN UNLOGGED BATCH {inserts} APPLY BATCH").response_future.warnings
+    assert w == [f"Unlogged batch covering 11 partitions detected against table [{ks}.t]. You should use "
+                 f"a logged batch for atomicity, or asynchronous writes for performance."]
+    w = session.execute(f"BEGIN BATCH INSERT INTO {ks}.t (k, v) VALUES (1, 1); APPLY BATCH").response_future.warnings
+    assert w and w[0].startswith(f"Executing a LOGGED BATCH on table [{ks}.t], configured with a gc_grace_seconds of 0.")
+
+
+def test_conditions_need_the_full_primary_key(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int, c int, s int STATIC, v int, PRIMARY KEY (k, c))")
+    with pytest.raises(InvalidRequest, match="DELETE statements must restrict all PRIMARY KEY columns"):
+        session.execute(f"DELETE FROM {ks}.t WHERE k = 1 IF EXISTS")
+    with pytest.raises(InvalidRequest, match="IN on the clustering key columns is not supported"):
+        session.execute(f"UPDATE {ks}.t SET v = 1 WHERE k = 1 AND c IN (1, 2) IF v = 1")
+    # static-only updates may condition on static columns with the partition key alone
+    session.execute(f"INSERT INTO {ks}.t (k, c, s, v) VALUES (1, 1, 5, 1)")
+    assert session.execute(f"UPDATE {ks}.t SET s = 6 WHERE k = 1 IF s = 5").one()[0] is True
+    assert rows(session, f"SELECT s FROM {ks}.t WHERE k = 1") == [(6,)]
 
 
 def test_batch_thresholds_are_settings(server_factory, cluster_factory):
