@@ -686,10 +686,147 @@ fn per_partition_limit(
     }
 }
 
+/// For a MultiHash table whose WHERE gives a prefix of the key levels (= or IN on levels 1..k,
+/// k below the number of levels), the token ranges holding those prefixes, intersected with
+/// (token_lo, token_hi]; None when the restriction is not such a prefix.
+fn multihash_prefix_ranges(
+    t: &TableDef,
+    pk_vals: &[Option<Vec<Bytes>>],
+    token_lo: i128,
+    token_hi: i128,
+) -> Option<Vec<(i128, i128)>> {
+    if t.options.partition_key_kind != crate::schema::PartitionKeyKind::MultiHash {
+        return None;
+    }
+    let given = pk_vals.iter().take_while(|v| v.is_some()).count();
+    if given == 0 || given == pk_vals.len() || pk_vals[given..].iter().any(|v| v.is_some()) {
+        return None;
+    }
+    let mut combos: Vec<Vec<&[u8]>> = vec![Vec::new()];
+    for vals in pk_vals[..given].iter().flatten() {
+        combos = combos
+            .into_iter()
+            .flat_map(|p| {
+                vals.iter().map(move |v| {
+                    let mut p = p.clone();
+                    p.push(&v[..]);
+                    p
+                })
+            })
+            .collect();
+    }
+    let mut ranges: Vec<(i128, i128)> = combos
+        .iter()
+        .map(|prefix| {
+            let (a, b) = crate::partition::token::multihash_prefix_range(prefix, pk_vals.len());
+            ((a as i128).max(token_lo), (b as i128).min(token_hi))
+        })
+        .filter(|(a, b)| a < b)
+        .collect();
+    ranges.sort_unstable();
+    ranges.dedup();
+    // Merge overlapping ranges (prefixes whose hashes collide).
+    let mut merged: Vec<(i128, i128)> = Vec::with_capacity(ranges.len());
+    for (a, b) in ranges {
+        match merged.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    Some(merged)
+}
+
+/// How a read is routed over the table's physical partitions, for traces: single-partition,
+/// targeted (N of M) or fan-out, with the partitions read.
+fn routing(engine: &Engine, t: &TableDef, target: &Target) -> String {
+    let Some(map) = engine.maps.get(t.storage_id) else {
+        return "Routing: table has no partition map".to_string();
+    };
+    let total = map.parts.len();
+    let list = |ids: &[u64]| {
+        ids.iter()
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let over_ranges = |ranges: &[(i128, i128)]| -> Vec<u64> {
+        let mut ids: Vec<u64> = map
+            .parts
+            .iter()
+            .filter(|p| {
+                ranges
+                    .iter()
+                    .any(|&(lo, hi)| (p.end as i128) > lo && (p.start as i128) < hi)
+            })
+            .map(|p| p.id)
+            .collect();
+        ids.dedup();
+        ids
+    };
+    let describe = |ids: Vec<u64>, what: &str| {
+        if ids.len() == total && total > 1 {
+            format!(
+                "Routing: fan-out to all {total} physical partitions ({what}): [{}]",
+                list(&ids)
+            )
+        } else if ids.len() == total {
+            format!(
+                "Routing: fan-out to the table's only physical partition ({what}): [{}]",
+                list(&ids)
+            )
+        } else {
+            format!(
+                "Routing: targeted, {} of {total} physical partitions ({what}): [{}]",
+                ids.len(),
+                list(&ids)
+            )
+        }
+    };
+    match target {
+        Target::Partitions(keys) => {
+            let mut ids: Vec<u64> = keys
+                .iter()
+                .map(|k| map.route(table_token(t, k)).id)
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            if keys.len() == 1 {
+                format!(
+                    "Routing: single-partition, physical partition {} of {total} (token {})",
+                    ids[0],
+                    table_token(t, &keys[0])
+                )
+            } else {
+                format!(
+                    "Routing: targeted, {} of {total} physical partitions for {} partition keys: [{}]",
+                    ids.len(),
+                    keys.len(),
+                    list(&ids)
+                )
+            }
+        }
+        Target::Range(lo, hi) => {
+            let full = *lo < MIN_TOKEN as i128 && *hi >= MAX_TOKEN as i128;
+            describe(
+                over_ranges(&[(*lo, *hi)]),
+                if full { "full scan" } else { "token range" },
+            )
+        }
+        Target::Ranges(ranges) => describe(over_ranges(ranges), "key prefix"),
+        Target::Index { index, .. } => {
+            let ids: Vec<u64> = map.parts.iter().map(|p| p.id).collect();
+            describe(ids, &format!("secondary index {}", index.name))
+        }
+    }
+}
+
 /// Where to read: named partitions, or a token range (lo exclusive, hi inclusive).
 enum Target {
     Partitions(Vec<Bytes>),
     Range(i128, i128),
+    /// Several token ranges (lo exclusive, hi inclusive), sorted and disjoint: the ranges of the
+    /// key prefixes a query gives on a hierarchical (MultiHash) table.
+    Ranges(Vec<(i128, i128)>),
     /// The rows a secondary index lists for one value, within a token range.
     Index {
         index: crate::schema::IndexDef,
@@ -818,6 +955,10 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
             }
         }
         Target::Partitions(keys)
+    } else if let Some(ranges) = multihash_prefix_ranges(t, &pk_vals, token_lo, token_hi) {
+        // A prefix of a hierarchical key: only the token ranges holding it are read; the given
+        // levels are re-checked per row (hashes of different prefixes can share a range).
+        Target::Ranges(ranges)
     } else {
         if pk_given > 0 {
             if !sel.allow_filtering {
@@ -1500,6 +1641,9 @@ pub fn execute(
         plan.filters = all_filters(t, sel, &ctx)?;
     }
     let per_partition = per_partition_limit(t, sel, &proj, &ctx)?;
+    if !t.virtual_table {
+        opts.ctx.trace(|| routing(engine, t, &plan.target));
+    }
     let paging = match &opts.paging_state {
         Some(b) if !count_only => Some(PagingState::decode(b)?),
         _ => None,
@@ -1786,112 +1930,127 @@ fn read_stored(
             lo,
             hi,
         } => read_index(engine, t, plan, out, paging, (index, ty, value), (*lo, *hi)),
-        Target::Range(lo, hi) => {
-            if lo >= hi {
-                return Ok(());
+        Target::Range(lo, hi) => read_ranges(engine, t, plan, out, paging, &[(*lo, *hi)]),
+        Target::Ranges(ranges) => read_ranges(engine, t, plan, out, paging, ranges),
+    }
+}
+
+/// Reads token ranges (lo exclusive, hi inclusive), sorted and disjoint, through the physical
+/// partitions that overlap them, in token order.
+fn read_ranges(
+    engine: &Engine,
+    t: &TableDef,
+    plan: &Plan,
+    out: &mut Output,
+    paging: Option<PagingState>,
+    ranges: &[(i128, i128)],
+) -> Result<()> {
+    let ck_types: Vec<(&CqlType, bool)> = t.clustering_columns().map(|c| (&c.ty, c.desc)).collect();
+    let sid = t.storage_id;
+    let Some(map) = engine.maps.get(sid) else {
+        return Ok(());
+    };
+    let resume_key = paging
+        .as_ref()
+        .map(|p| p.last_key.clone())
+        .filter(|k| !k.is_empty());
+    let mut cur_pk: Option<Bytes> = None;
+    let mut header = RowData::default();
+    for &(lo, hi) in ranges {
+        if lo >= hi {
+            continue;
+        }
+        let lo_tok = lo.max(MIN_TOKEN as i128 - 1);
+        // (lo, hi] over the ring; the empty key's MIN token belongs to the first partition.
+        let parts: Vec<_> = map
+            .parts
+            .iter()
+            .filter(|p| (p.end as i128) > lo_tok && (p.start as i128) < hi)
+            .cloned()
+            .collect();
+        for p in parts {
+            let a = (p.start as i128).max(lo_tok); // exclusive
+            let b = (p.end as i128).min(hi); // inclusive
+            if a >= b {
+                continue;
             }
-            let Some(map) = engine.maps.get(sid) else {
-                return Ok(());
+            let mut lo_key = sid.to_be_bytes().to_vec();
+            if a >= MIN_TOKEN as i128 {
+                lo_key.extend_from_slice(&row::token_bytes((a + 1) as i64));
+            }
+            let hi_key: Bound<Vec<u8>> = if b >= MAX_TOKEN as i128 {
+                Bound::Excluded((sid + 1).to_be_bytes().to_vec())
+            } else {
+                let mut k = sid.to_be_bytes().to_vec();
+                k.extend_from_slice(&row::token_bytes((b + 1) as i64));
+                Bound::Excluded(k)
             };
-            let lo_tok = (*lo).max(MIN_TOKEN as i128 - 1);
-            // (lo, hi] over the ring; the empty key's MIN token belongs to the first partition.
-            let parts: Vec<_> = map
-                .parts
-                .iter()
-                .filter(|p| (p.end as i128) > lo_tok && (p.start as i128) < *hi)
-                .cloned()
-                .collect();
-            let resume_key = paging
-                .as_ref()
-                .map(|p| p.last_key.clone())
-                .filter(|k| !k.is_empty());
-            let mut cur_pk: Option<Bytes> = None;
-            let mut header = RowData::default();
-            for p in parts {
-                let a = (p.start as i128).max(lo_tok); // exclusive
-                let b = (p.end as i128).min(*hi); // inclusive
-                if a >= b {
+            let mut lo_b = Bound::Included(lo_key);
+            if let Some(rk) = &resume_key {
+                lo_b = max_lo(lo_b, Bound::Excluded(rk.clone()));
+            }
+            for item in engine
+                .store
+                .scan(Space::Data, as_ref(&lo_b), as_ref(&hi_key), false)
+            {
+                let (k, v) = item?;
+                let dk = row::decode_key(&k, &ck_types)?;
+                out.scanned(dk.token, k.len() + v.len());
+                if cur_pk.as_ref() != Some(&dk.pk) {
+                    cur_pk = Some(dk.pk.clone());
+                    header = RowData::default();
+                    if dk.kind != KIND_HEADER {
+                        // Resuming mid-partition or no header: fetch it.
+                        let mut hk = row::partition_prefix(sid, dk.token, &dk.pk);
+                        hk.push(KIND_HEADER);
+                        if let Some(h) = engine.store.get(Space::Data, &hk)? {
+                            header = RowData::decode(&h)?;
+                            complex::materialize(&mut header, t, None, out.now);
+                        }
+                    }
+                }
+                if dk.kind == KIND_HEADER {
+                    header = RowData::decode(&v)?;
+                    complex::materialize(&mut header, t, None, out.now);
                     continue;
                 }
-                let mut lo_key = sid.to_be_bytes().to_vec();
-                if a >= MIN_TOKEN as i128 {
-                    lo_key.extend_from_slice(&row::token_bytes((a + 1) as i64));
+                let mut data = RowData::decode(&v)?;
+                let ck_start = row::partition_prefix(sid, dk.token, &dk.pk).len() + 1;
+                shadow_row(&mut data, &header, &k, ck_start);
+                complex::materialize(&mut data, t, None, out.now);
+                if !data.is_live(out.now) {
+                    continue;
                 }
-                let hi_key: Bound<Vec<u8>> = if b >= MAX_TOKEN as i128 {
-                    Bound::Excluded((sid + 1).to_be_bytes().to_vec())
-                } else {
-                    let mut k = sid.to_be_bytes().to_vec();
-                    k.extend_from_slice(&row::token_bytes((b + 1) as i64));
-                    Bound::Excluded(k)
-                };
-                let mut lo_b = Bound::Included(lo_key);
-                if let Some(rk) = &resume_key {
-                    lo_b = max_lo(lo_b, Bound::Excluded(rk.clone()));
+                if !passes(
+                    t,
+                    &plan.filters,
+                    &dk.pk,
+                    &dk.clustering,
+                    &data,
+                    &header,
+                    out.now,
+                ) {
+                    continue;
                 }
-                for item in engine
-                    .store
-                    .scan(Space::Data, as_ref(&lo_b), as_ref(&hi_key), false)
+                if let Flow::Stop(more) = out.emit(dk.token, &dk.pk, &dk.clustering, &data, &header)
                 {
-                    let (k, v) = item?;
-                    let dk = row::decode_key(&k, &ck_types)?;
-                    out.scanned(dk.token, k.len() + v.len());
-                    if cur_pk.as_ref() != Some(&dk.pk) {
-                        cur_pk = Some(dk.pk.clone());
-                        header = RowData::default();
-                        if dk.kind != KIND_HEADER {
-                            // Resuming mid-partition or no header: fetch it.
-                            let mut hk = row::partition_prefix(sid, dk.token, &dk.pk);
-                            hk.push(KIND_HEADER);
-                            if let Some(h) = engine.store.get(Space::Data, &hk)? {
-                                header = RowData::decode(&h)?;
-                                complex::materialize(&mut header, t, None, out.now);
+                    if more {
+                        out.rows.paging_state = Some(
+                            PagingState {
+                                partition: 0,
+                                last_key: k.to_vec(),
+                                remaining: out.remaining.map(|r| r as u32),
+                                partition_rows: out.cur_count as u32,
                             }
-                        }
+                            .encode(),
+                        );
                     }
-                    if dk.kind == KIND_HEADER {
-                        header = RowData::decode(&v)?;
-                        complex::materialize(&mut header, t, None, out.now);
-                        continue;
-                    }
-                    let mut data = RowData::decode(&v)?;
-                    let ck_start = row::partition_prefix(sid, dk.token, &dk.pk).len() + 1;
-                    shadow_row(&mut data, &header, &k, ck_start);
-                    complex::materialize(&mut data, t, None, out.now);
-                    if !data.is_live(out.now) {
-                        continue;
-                    }
-                    if !passes(
-                        t,
-                        &plan.filters,
-                        &dk.pk,
-                        &dk.clustering,
-                        &data,
-                        &header,
-                        out.now,
-                    ) {
-                        continue;
-                    }
-                    if let Flow::Stop(more) =
-                        out.emit(dk.token, &dk.pk, &dk.clustering, &data, &header)
-                    {
-                        if more {
-                            out.rows.paging_state = Some(
-                                PagingState {
-                                    partition: 0,
-                                    last_key: k.to_vec(),
-                                    remaining: out.remaining.map(|r| r as u32),
-                                    partition_rows: out.cur_count as u32,
-                                }
-                                .encode(),
-                            );
-                        }
-                        return Ok(());
-                    }
+                    return Ok(());
                 }
             }
-            Ok(())
         }
     }
+    Ok(())
 }
 
 /// Reads the rows an index lists for one value, in token order, re-checking each row.

@@ -42,6 +42,11 @@ struct State {
     in_flight: Arc<Semaphore>,
     /// The client's address (recorded in traces).
     peer: std::net::SocketAddr,
+    /// Whether responses may carry a custom payload (the `RequestCharge`). Drivers that name
+    /// themselves in STARTUP (DRIVER_NAME: the DataStax drivers, the scylla drivers) parse the
+    /// payload flag; some minimal clients (cdrs-tokio) do not and would misread the body, so they
+    /// get no payload unless they send one themselves.
+    payloads: bool,
 }
 
 const READ_CHUNK: usize = 64 * 1024;
@@ -72,6 +77,7 @@ pub async fn serve<S>(
         keyspace: Arc::new(parking_lot::Mutex::new(None)),
         in_flight: Arc::clone(&in_flight),
         peer,
+        payloads: false,
     };
     let max_body = shared.config.limits.max_frame_bytes.0 as usize;
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
@@ -295,6 +301,7 @@ async fn dispatch(
             };
             st.compression = comp;
             st.started = true;
+            st.payloads = opts.contains_key("DRIVER_NAME");
             let resp = if st.authenticated {
                 Response::Ready
             } else {
@@ -416,6 +423,10 @@ async fn dispatch(
             let shared = Arc::clone(shared);
             let tx = tx.clone();
             let compression = st.compression;
+            if env.custom_payload.is_some() {
+                st.payloads = true;
+            }
+            let payloads = st.payloads;
             let env = RequestEnvelope {
                 request: req,
                 ..env
@@ -437,6 +448,10 @@ async fn dispatch(
                 } else {
                     run()
                 };
+                let mut produced = produced;
+                if !payloads {
+                    produced.extras.custom_payload.clear();
+                }
                 if let Some(ks) = produced.keyspace {
                     *keyspace_cell.lock() = Some(ks);
                 }
