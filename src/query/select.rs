@@ -763,15 +763,12 @@ fn routing(engine: &Engine, t: &TableDef, target: &Target) -> String {
         ids.dedup();
         ids
     };
-    let describe = |ids: Vec<u64>, what: &str| {
-        if ids.len() == total && total > 1 {
+    // A scan of the whole ring fans out; a key prefix or token range is targeted at the
+    // partitions overlapping it (all of them, if it overlaps all).
+    let describe = |ids: Vec<u64>, what: &str, targeted: bool| {
+        if !targeted {
             format!(
                 "Routing: fan-out to all {total} physical partitions ({what}): [{}]",
-                list(&ids)
-            )
-        } else if ids.len() == total {
-            format!(
-                "Routing: fan-out to the table's only physical partition ({what}): [{}]",
                 list(&ids)
             )
         } else {
@@ -810,12 +807,13 @@ fn routing(engine: &Engine, t: &TableDef, target: &Target) -> String {
             describe(
                 over_ranges(&[(*lo, *hi)]),
                 if full { "full scan" } else { "token range" },
+                !full,
             )
         }
-        Target::Ranges(ranges) => describe(over_ranges(ranges), "key prefix"),
+        Target::Ranges(ranges) => describe(over_ranges(ranges), "key prefix", true),
         Target::Index { index, .. } => {
             let ids: Vec<u64> = map.parts.iter().map(|p| p.id).collect();
-            describe(ids, &format!("secondary index {}", index.name))
+            describe(ids, &format!("secondary index {}", index.name), false)
         }
     }
 }
