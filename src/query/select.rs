@@ -44,6 +44,8 @@ enum SExpr {
     Field(Box<SExpr>, usize),
     /// A map value or set element by key.
     Element(Box<SExpr>, CqlType, Bytes),
+    /// The elements/entries of a set or map whose keys are within the bounds (inclusive).
+    Slice(Box<SExpr>, CqlType, Option<Bytes>, Option<Bytes>),
     Cast(Box<SExpr>, CqlType, CqlType),
 }
 
@@ -85,6 +87,35 @@ fn eval_sexpr(e: &SExpr, rc: &RowCtx) -> Option<Vec<u8>> {
                     .find(|x| value::compare(et, x, key) == Ordering::Equal)
                     .map(|x| x.to_vec()),
                 _ => None,
+            }
+        }
+        SExpr::Slice(inner, ty, lo, hi) => {
+            let v = eval_sexpr(inner, rc)?;
+            let kt = match ty.unfrozen() {
+                CqlType::Map(k, _) | CqlType::Set(k) => k,
+                _ => return None,
+            };
+            let inside = |k: &[u8]| {
+                lo.as_ref()
+                    .is_none_or(|l| value::compare(kt, k, l) != Ordering::Less)
+                    && hi
+                        .as_ref()
+                        .is_none_or(|h| value::compare(kt, k, h) != Ordering::Greater)
+            };
+            if matches!(ty.unfrozen(), CqlType::Map(..)) {
+                let entries: Vec<(&[u8], &[u8])> = value::map_entries(&v)
+                    .ok()?
+                    .into_iter()
+                    .filter(|(k, _)| inside(k))
+                    .collect();
+                Some(value::encode_map(kt, &entries))
+            } else {
+                let elems: Vec<&[u8]> = value::collection_elements(&v)
+                    .ok()?
+                    .filter_map(|r| r.ok().flatten())
+                    .filter(|k| inside(k))
+                    .collect();
+                Some(value::encode_set(kt, &elems))
             }
         }
         SExpr::Cast(inner, from, to) => {
@@ -196,6 +227,40 @@ fn plan_sexpr(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)
                 SExpr::Element(Box::new(x), ty.clone(), Bytes::from(k)),
                 format!("{n}[{text}]"),
                 rt,
+            )
+        }
+        SelectorExpr::Slice(inner, lo, hi) => {
+            let (x, n, ty) = plan_sexpr(t, inner)?;
+            let kt = match ty.unfrozen() {
+                CqlType::Map(k, _) | CqlType::Set(k) => (**k).clone(),
+                _ => {
+                    return Err(invalid(format!(
+                        "Slice selection is only allowed on sets and maps, but {n} is a {}",
+                        match ty.unfrozen() {
+                            CqlType::List(_) => "list",
+                            _ => "non-collection",
+                        }
+                    )))
+                }
+            };
+            let bound = |b: &Option<Term>| -> Result<(Option<Bytes>, String)> {
+                match b {
+                    None => Ok((None, String::new())),
+                    Some(Term::Literal(l)) => {
+                        let k = value::literal_to_bytes(&kt, l)
+                            .map_err(|e| invalid(e.for_column(&n)))?;
+                        let text = value::to_cql_literal(&kt, &k);
+                        Ok((Some(Bytes::from(k)), text))
+                    }
+                    Some(_) => Err(invalid("Only constants are supported as slice bounds")),
+                }
+            };
+            let (lo, lt) = bound(lo)?;
+            let (hi, ht) = bound(hi)?;
+            (
+                SExpr::Slice(Box::new(x), ty.clone(), lo, hi),
+                format!("{n}[{lt}..{ht}]"),
+                ty,
             )
         }
         other => {

@@ -84,3 +84,19 @@ def test_functions_in_terms_and_selectors(session, keyspace):
             session.execute(q)
         assert frag in error_text(e.value), error_text(e.value)
     assert session.execute(f"SELECT k FROM {t} WHERE k = 2").one() is None
+
+
+def test_element_and_slice_selection(session, keyspace):
+    t = f"{keyspace}.sl"
+    session.execute(f"CREATE TABLE {t} (k int PRIMARY KEY, m map<text, int>, s frozen<set<int>>, l list<int>)")
+    session.execute(f"INSERT INTO {t} (k, m, s, l) VALUES (1, {{'a': 1, 'b': 2, 'c': 3, 'd': 4}}, {{1, 5, 9}}, [1])")
+    r = session.execute(f"SELECT m['b'..'c'], m['c'..], m[..'a'], s[2..9], s[..0], m['zz'] FROM {t} WHERE k = 1").one()
+    assert dict(r[0]) == {"b": 2, "c": 3}
+    assert dict(r[1]) == {"c": 3, "d": 4}
+    assert dict(r[2]) == {"a": 1}
+    assert set(r[3]) == {5, 9}
+    assert not r[4]
+    assert r[5] is None
+    with pytest.raises(InvalidRequest) as e:
+        session.execute(f"SELECT l[0] FROM {t} WHERE k = 1")
+    assert "Element selection is only allowed on sets and maps" in error_text(e.value)
