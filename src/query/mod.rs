@@ -42,6 +42,9 @@ pub enum QueryError {
     Unauthorized(String),
     #[error("{0}")]
     Server(String),
+    /// Over the provisioned throughput (Cosmos DB's 429 as Overloaded).
+    #[error("{0}")]
+    Overloaded(String),
 }
 
 fn hex(b: &[u8]) -> String {
@@ -298,6 +301,8 @@ pub struct EngineLimits {
     pub max_page_bytes: usize,
     /// Physical partition split size, logical partition and row limits.
     pub partitions: crate::partition::sizes::PartitionLimits,
+    /// Provisioned throughput and rate limiting.
+    pub throughput: crate::partition::throttle::ThroughputLimits,
 }
 
 impl Default for EngineLimits {
@@ -307,6 +312,7 @@ impl Default for EngineLimits {
             default_page_rows: 5000,
             max_page_bytes: 8 << 20,
             partitions: Default::default(),
+            throughput: Default::default(),
         }
     }
 }

@@ -50,6 +50,33 @@ fn ensure_throughput_layout(engine: &Engine, ks: &str, table: &str) -> Result<()
     Ok(())
 }
 
+/// Admits a write on the throughput budgets of the physical partitions it touches (before
+/// anything is read or stored); returns each table's per-partition RU/s.
+fn admit_writes(engine: &Engine, muts: &[Mutation]) -> Result<Vec<(u64, Option<f64>)>> {
+    let schema = engine.schema();
+    let mut rates: Vec<(u64, Option<f64>)> = Vec::new();
+    let mut parts: Vec<Arc<crate::partition::map::PhysicalPartition>> = Vec::new();
+    let mut part_rates: Vec<Option<f64>> = Vec::new();
+    for m in muts {
+        let Some(map) = engine.maps.get(m.table.storage_id) else {
+            continue;
+        };
+        let rate = crate::partition::throttle::provisioned_ru(&schema, &m.table)
+            .map(|ru| crate::partition::throttle::partition_rate(ru, map.parts.len()));
+        if !rates.iter().any(|(s, _)| *s == m.table.storage_id) {
+            rates.push((m.table.storage_id, rate));
+        }
+        let p = map.route(table_token(&m.table, &m.pk));
+        if !parts.iter().any(|q| Arc::ptr_eq(q, p)) {
+            parts.push(Arc::clone(p));
+            part_rates.push(rate);
+        }
+    }
+    let list: Vec<_> = parts.iter().map(|p| &**p).zip(part_rates).collect();
+    crate::partition::throttle::admit(&engine.limits.throughput, &list)?;
+    Ok(rates)
+}
+
 /// One write to one storage key.
 pub struct Mutation {
     pub table: Arc<TableDef>,
@@ -805,6 +832,7 @@ pub fn apply_with(
     if muts.is_empty() {
         return Ok(());
     }
+    let rates = admit_writes(engine, &muts)?;
     let mut stripes: Vec<usize> = muts
         .iter()
         .map(|m| engine.lock_stripe(m.table.storage_id, &m.pk))
@@ -849,8 +877,13 @@ pub fn apply_with(
     if let Some(c) = rctx {
         c.add_charge(sizes.request_units());
     }
-    for (sid, p) in &touched {
+    for (sid, p, ru) in &touched {
         engine.splitter.check(*sid, p);
+        if let Some(rate) = rates.iter().find(|(s, _)| s == sid).and_then(|r| r.1) {
+            p.stats
+                .bucket
+                .debit(rate, engine.limits.throughput.burst, *ru);
+        }
     }
     Ok(())
 }
