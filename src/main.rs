@@ -105,6 +105,8 @@ fn serve(cfg: Config) -> Result<(), String> {
         let limits = EngineLimits {
             max_value_bytes: cfg.limits.max_value_bytes.0 as usize,
             max_page_bytes: cfg.limits.max_page_bytes.0 as usize,
+            batch_warn_bytes: cfg.batch.size_warn_threshold.0 as usize,
+            batch_fail_bytes: cfg.batch.size_fail_threshold.0 as usize,
             partitions: ringgate::partition::sizes::PartitionLimits {
                 physical_split_bytes: cfg.partitions.physical_split_bytes.0,
                 logical_max_bytes: cfg.partitions.logical_max_bytes.0,

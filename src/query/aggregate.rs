@@ -58,10 +58,24 @@ pub fn result_type(kind: AggKind, ty: &CqlType) -> Option<CqlType> {
 enum State {
     Count(i64),
     Extreme(Option<Vec<u8>>),
-    Int { sum: i128, n: i64 },
-    Big { sum: BigInt, n: i64 },
-    Float { sum: f64, comp: f64, n: i64 },
-    Decimal { unscaled: BigInt, scale: i32, n: i64 },
+    Int {
+        sum: i128,
+        n: i64,
+    },
+    Big {
+        sum: BigInt,
+        n: i64,
+    },
+    Float {
+        sum: f64,
+        comp: f64,
+        n: i64,
+    },
+    Decimal {
+        unscaled: BigInt,
+        scale: i32,
+        n: i64,
+    },
 }
 
 /// Accumulates one aggregate over rows.
@@ -291,24 +305,51 @@ mod tests {
     fn counts_skip_nulls() {
         let mut vals = ints(&[1, 2, 3]);
         vals.push(None);
-        assert_eq!(run(AggKind::Count, &CqlType::Int, &vals), Some(3i64.to_be_bytes().to_vec()));
-        assert_eq!(run(AggKind::CountRows, &CqlType::Int, &vals), Some(4i64.to_be_bytes().to_vec()));
-        assert_eq!(run(AggKind::Count, &CqlType::Int, &[]), Some(0i64.to_be_bytes().to_vec()));
+        assert_eq!(
+            run(AggKind::Count, &CqlType::Int, &vals),
+            Some(3i64.to_be_bytes().to_vec())
+        );
+        assert_eq!(
+            run(AggKind::CountRows, &CqlType::Int, &vals),
+            Some(4i64.to_be_bytes().to_vec())
+        );
+        assert_eq!(
+            run(AggKind::Count, &CqlType::Int, &[]),
+            Some(0i64.to_be_bytes().to_vec())
+        );
     }
 
     #[test]
     fn min_max_sum_avg_of_ints() {
         let vals = ints(&[5, -7, 10, 2]);
-        assert_eq!(run(AggKind::Min, &CqlType::Int, &vals), Some((-7i32).to_be_bytes().to_vec()));
-        assert_eq!(run(AggKind::Max, &CqlType::Int, &vals), Some(10i32.to_be_bytes().to_vec()));
-        assert_eq!(run(AggKind::Sum, &CqlType::Int, &vals), Some(10i32.to_be_bytes().to_vec()));
+        assert_eq!(
+            run(AggKind::Min, &CqlType::Int, &vals),
+            Some((-7i32).to_be_bytes().to_vec())
+        );
+        assert_eq!(
+            run(AggKind::Max, &CqlType::Int, &vals),
+            Some(10i32.to_be_bytes().to_vec())
+        );
+        assert_eq!(
+            run(AggKind::Sum, &CqlType::Int, &vals),
+            Some(10i32.to_be_bytes().to_vec())
+        );
         // 10 / 4 truncates like Java integer division.
-        assert_eq!(run(AggKind::Avg, &CqlType::Int, &vals), Some(2i32.to_be_bytes().to_vec()));
+        assert_eq!(
+            run(AggKind::Avg, &CqlType::Int, &vals),
+            Some(2i32.to_be_bytes().to_vec())
+        );
         assert_eq!(run(AggKind::Min, &CqlType::Int, &[]), None);
-        assert_eq!(run(AggKind::Sum, &CqlType::Int, &[]), Some(0i32.to_be_bytes().to_vec()));
+        assert_eq!(
+            run(AggKind::Sum, &CqlType::Int, &[]),
+            Some(0i32.to_be_bytes().to_vec())
+        );
         // The average of big ints does not overflow its intermediate sum.
         let big = ints(&[i32::MAX, i32::MAX]);
-        assert_eq!(run(AggKind::Avg, &CqlType::Int, &big), Some(i32::MAX.to_be_bytes().to_vec()));
+        assert_eq!(
+            run(AggKind::Avg, &CqlType::Int, &big),
+            Some(i32::MAX.to_be_bytes().to_vec())
+        );
     }
 
     #[test]
@@ -317,17 +358,29 @@ mod tests {
             .iter()
             .map(|x| Some(x.to_be_bytes().to_vec()))
             .collect();
-        assert_eq!(run(AggKind::Sum, &CqlType::Double, &d), Some(3.0f64.to_be_bytes().to_vec()));
-        assert_eq!(run(AggKind::Avg, &CqlType::Double, &d), Some(1.0f64.to_be_bytes().to_vec()));
+        assert_eq!(
+            run(AggKind::Sum, &CqlType::Double, &d),
+            Some(3.0f64.to_be_bytes().to_vec())
+        );
+        assert_eq!(
+            run(AggKind::Avg, &CqlType::Double, &d),
+            Some(1.0f64.to_be_bytes().to_vec())
+        );
         let dec = |u: i64, s: i32| {
             let mut v = s.to_be_bytes().to_vec();
             v.extend_from_slice(&BigInt::from(u).to_signed_bytes_be());
             Some(v)
         };
         // 1.5 + 2.25 = 3.75
-        assert_eq!(run(AggKind::Sum, &CqlType::Decimal, &[dec(15, 1), dec(225, 2)]), dec(375, 2));
+        assert_eq!(
+            run(AggKind::Sum, &CqlType::Decimal, &[dec(15, 1), dec(225, 2)]),
+            dec(375, 2)
+        );
         // avg(1, 2) = 1.5
-        assert_eq!(run(AggKind::Avg, &CqlType::Decimal, &[dec(1, 0), dec(2, 0)]), dec(15, 1));
+        assert_eq!(
+            run(AggKind::Avg, &CqlType::Decimal, &[dec(1, 0), dec(2, 0)]),
+            dec(15, 1)
+        );
         assert!(result_type(AggKind::Sum, &CqlType::Text).is_none());
     }
 }

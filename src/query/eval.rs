@@ -2,6 +2,7 @@
 //! of a known receiver type.
 
 use super::bind::BoundValues;
+use super::functions;
 use super::{invalid, BoundValue, Result};
 use crate::cql::ast::{Literal, Term};
 use crate::cql::types::CqlType;
@@ -55,13 +56,14 @@ pub fn eval(term: &Term, ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val>
         },
         Term::TypeHint(_, inner) => return eval(inner, ty, receiver, ctx),
         Term::List(items) | Term::Set(items) => {
+            let set_literal = matches!(term, Term::Set(_));
             let (elem, is_set) = match ty.unfrozen() {
-                CqlType::List(e) => (e, false),
-                CqlType::Set(e) => (e, true),
+                CqlType::List(e) if !set_literal => (e, false),
+                CqlType::Set(e) if set_literal || items.is_empty() => (e, true),
                 CqlType::Map(_, _) if items.is_empty() => {
                     return Ok(Val::Value(Bytes::from_static(&[0, 0, 0, 0])))
                 }
-                CqlType::Vector(e, n) => {
+                CqlType::Vector(e, n) if !set_literal => {
                     if items.len() != *n as usize {
                         return Err(invalid(format!(
                             "Invalid vector literal for {receiver} of type {ty}; expected {n} elements, but given {}",
@@ -258,7 +260,6 @@ fn eval_function(
         }
         Ok(Val::Value(Bytes::from(v)))
     };
-    let _ = (ty, receiver, ctx);
     match name {
         "now" | "currenttimeuuid" => no_args(new_timeuuid().to_vec()),
         "uuid" => no_args(uuid::Uuid::new_v4().as_bytes().to_vec()),
@@ -271,6 +272,47 @@ fn eval_function(
             let nanos = (super::now_micros() % 86_400_000_000) * 1000;
             no_args(nanos.to_be_bytes().to_vec())
         }
-        other => Err(invalid(format!("Unknown function '{other}'"))),
+        _ => {
+            let types: Vec<CqlType> = args.iter().map(|a| arg_type(name, a)).collect();
+            let ret = functions::return_type(name, &types).map_err(invalid)?;
+            if ret.unfrozen() != ty.unfrozen() {
+                return Err(invalid(format!(
+                    "Type error: cannot assign result of function system.{name} (type {ret}) to {receiver} (type {ty})"
+                )));
+            }
+            let mut vals = Vec::with_capacity(args.len());
+            for (a, t) in args.iter().zip(&types) {
+                vals.push(eval(a, t, receiver, ctx)?);
+            }
+            let refs: Vec<Option<&[u8]>> = vals.iter().map(|v| v.bytes().map(|b| &b[..])).collect();
+            match functions::call(name, &types, &refs).map_err(invalid)? {
+                Some(v) => Ok(Val::Value(Bytes::from(v))),
+                None => Ok(Val::Null),
+            }
+        }
+    }
+}
+
+/// The type a function argument term is evaluated as.
+fn arg_type(fname: &str, arg: &Term) -> CqlType {
+    if fname.starts_with("blobas") {
+        return CqlType::Blob;
+    }
+    if let Some(t) = fname
+        .strip_suffix("asblob")
+        .and_then(CqlType::native_from_name)
+    {
+        return t;
+    }
+    match fname {
+        "dateof" | "unixtimestampof" => CqlType::Timeuuid,
+        _ => match arg {
+            Term::Function { name, args, .. } => {
+                let types: Vec<CqlType> = args.iter().map(|a| arg_type(name, a)).collect();
+                functions::return_type(name, &types).unwrap_or(CqlType::Timestamp)
+            }
+            Term::Literal(Literal::Uuid(_)) => CqlType::Timeuuid,
+            _ => CqlType::Timestamp,
+        },
     }
 }

@@ -3,7 +3,11 @@
 
 pub mod aggregate;
 pub mod bind;
+pub mod complex;
 pub mod eval;
+pub mod functions;
+pub mod index;
+pub mod lwt;
 pub mod row;
 pub mod select;
 pub mod trace;
@@ -179,6 +183,8 @@ pub struct QueryOptions {
     pub timestamp: Option<i64>,
     pub serial: bool,
     pub keyspace: Option<String>,
+    /// The type of a protocol BATCH.
+    pub batch_kind: Option<ast::BatchKind>,
 }
 
 /// Per-connection state.
@@ -299,6 +305,10 @@ pub struct EngineLimits {
     pub default_page_rows: usize,
     /// Stop a page after this many bytes of rows.
     pub max_page_bytes: usize,
+    /// Warn the client about batches (spanning partitions) above this many bytes.
+    pub batch_warn_bytes: usize,
+    /// Reject batches (spanning partitions) above this many bytes.
+    pub batch_fail_bytes: usize,
     /// Physical partition split size, logical partition and row limits.
     pub partitions: crate::partition::sizes::PartitionLimits,
     /// Provisioned throughput and rate limiting.
@@ -311,6 +321,8 @@ impl Default for EngineLimits {
             max_value_bytes: 256 << 20,
             default_page_rows: 5000,
             max_page_bytes: 8 << 20,
+            batch_warn_bytes: 5 << 10,
+            batch_fail_bytes: 50 << 10,
             partitions: Default::default(),
             throughput: Default::default(),
         }
@@ -480,25 +492,41 @@ impl Engine {
     ) -> Result<Outcome> {
         let ts = write::statement_timestamp(session, opts);
         let schema = self.schema();
-        let mut muts = Vec::new();
+        let mut binds = Vec::with_capacity(items.len());
+        let mut keyspaces = Vec::with_capacity(items.len());
         for item in items {
             let ks = item
                 .keyspace
                 .clone()
                 .or_else(|| opts.keyspace.clone())
                 .or_else(|| session.keyspace.clone());
-            let binds = bind::BoundValues::new(&item.binds, item.parsed, &schema, ks.as_deref())?;
-            muts.extend(write::statement_mutations(
-                self,
+            binds.push(bind::BoundValues::new(
+                &item.binds,
+                item.parsed,
                 &schema,
                 ks.as_deref(),
-                &item.parsed.statement,
-                &binds,
-                ts,
             )?);
+            keyspaces.push(ks);
         }
-        write::apply_with(self, muts, Some(&opts.ctx))?;
-        Ok(Outcome::Void)
+        let ctxs: Vec<eval::Ctx> = binds
+            .iter()
+            .map(|b| eval::Ctx {
+                binds: b,
+                max_value_bytes: self.limits.max_value_bytes,
+            })
+            .collect();
+        let stmts: Vec<write::BatchStmt> = items
+            .iter()
+            .zip(&ctxs)
+            .zip(&keyspaces)
+            .map(|((item, ctx), ks)| write::BatchStmt {
+                st: &item.parsed.statement,
+                ctx,
+                keyspace: ks.as_deref(),
+            })
+            .collect();
+        let kind = opts.batch_kind.unwrap_or(ast::BatchKind::Logged);
+        write::run_batch(self, &schema, kind, None, &stmts, ts, &opts.ctx)
     }
 
     fn execute_statement(

@@ -11,6 +11,15 @@
 //! tombstone, 0x02 expiring), timestamp i64, [ttl i32, expiry i32], and for live cells a varint
 //! length and the value bytes (for tombstones: local deletion time i32). Cells are sorted by
 //! column id.
+//!
+//! Version 2 (written only when the row has complex cells; version 1 rows stay readable and
+//! are still written for rows without them) appends the complex cells of non-frozen
+//! collections and UDTs: a varint count, each: varint column id, flags (0x01 collection
+//! deletion), [deletion timestamp i64, local deletion time i32], a varint count of elements,
+//! each: varint path length, path bytes, then the element exactly like a simple cell (flags,
+//! timestamp, [ttl, expiry], value or local deletion time). Elements are sorted by path: for
+//! lists an 8-byte order-preserving position id, for sets and maps the element/key's
+//! order-preserving key (`value::encode_key`), for UDTs the field index (u16 BE).
 
 use crate::cql::types::CqlType;
 use crate::cql::value;
@@ -21,6 +30,8 @@ pub const KIND_HEADER: u8 = 0x01;
 pub const KIND_ROW: u8 = 0x02;
 
 const VERSION: u8 = 1;
+/// Rows with complex cells (see the module documentation).
+const VERSION_COMPLEX: u8 = 2;
 
 #[derive(Debug, thiserror::Error)]
 #[error("corrupt stored row: {0}")]
@@ -106,6 +117,19 @@ pub fn encode_clustering_prefix(types: &[(&CqlType, bool)], values: &[&[u8]], ou
     out.truncate(start + order);
 }
 
+/// The smallest key greater than every key starting with `k` (None: there is none).
+pub fn prefix_successor_or_empty(mut k: Vec<u8>) -> Option<Vec<u8>> {
+    while let Some(&last) = k.last() {
+        if last == 0xff {
+            k.pop();
+        } else {
+            *k.last_mut().expect("non-empty") += 1;
+            return Some(k);
+        }
+    }
+    None
+}
+
 /// A decoded row key.
 #[derive(Debug)]
 pub struct DecodedKey {
@@ -172,6 +196,142 @@ pub struct RowData {
     pub deletion: Option<(i64, i32)>,
     /// Sorted by column id.
     pub cells: Vec<Cell>,
+    /// Range tombstones (partition headers only): clustering key ranges deleted at a timestamp.
+    pub ranges: Vec<RangeTombstone>,
+    /// Non-frozen collections and UDTs, sorted by column id.
+    pub complex: Vec<ComplexCell>,
+    /// Read-before-write operations of an update (never stored): applied to the current row
+    /// by [`RowData::apply_pending`].
+    pub pending: Vec<Pending>,
+}
+
+/// One element of a non-frozen collection or UDT (see the module documentation for paths).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Elem {
+    pub path: Bytes,
+    pub ts: i64,
+    pub ttl: i32,
+    pub expiry: i32,
+    /// None: a tombstone.
+    pub value: Option<Bytes>,
+    pub local_deletion: i32,
+}
+
+impl Elem {
+    pub fn is_live(&self, now_secs: i32) -> bool {
+        self.value.is_some() && (self.expiry == 0 || self.expiry > now_secs)
+    }
+}
+
+/// The cells of one non-frozen collection or UDT column.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ComplexCell {
+    pub col: u32,
+    /// (timestamp, local deletion time): elements at or below the timestamp are deleted.
+    pub deletion: Option<(i64, i32)>,
+    /// Sorted by path.
+    pub elems: Vec<Elem>,
+}
+
+impl ComplexCell {
+    fn merge(&mut self, update: ComplexCell) {
+        if let Some(d) = update.deletion {
+            if self.deletion.is_none_or(|cur| d.0 > cur.0) {
+                self.deletion = Some(d);
+            }
+        }
+        if !update.elems.is_empty() {
+            let old = std::mem::take(&mut self.elems);
+            let mut merged = Vec::with_capacity(old.len() + update.elems.len());
+            let mut a = old.into_iter().peekable();
+            let mut b = update.elems.into_iter().peekable();
+            loop {
+                match (a.peek(), b.peek()) {
+                    (Some(x), Some(y)) if x.path == y.path => {
+                        let (x, y) = (a.next().expect("peeked"), b.next().expect("peeked"));
+                        let newer = if y.ts != x.ts {
+                            y.ts > x.ts
+                        } else {
+                            match (&x.value, &y.value) {
+                                (_, None) => true,
+                                (None, Some(_)) => false,
+                                (Some(p), Some(q)) => q > p,
+                            }
+                        };
+                        merged.push(if newer { y } else { x });
+                    }
+                    (Some(x), Some(y)) if x.path < y.path => merged.push(a.next().expect("peeked")),
+                    (Some(_), Some(_)) | (None, Some(_)) => merged.push(b.next().expect("peeked")),
+                    (Some(_), None) => merged.push(a.next().expect("peeked")),
+                    (None, None) => break,
+                }
+            }
+            self.elems = merged;
+        }
+        self.shadow(None);
+    }
+
+    /// Drops elements deleted by the collection deletion or by `other` (a row or partition
+    /// deletion timestamp).
+    pub fn shadow(&mut self, other: Option<i64>) {
+        let dts = match (self.deletion.map(|d| d.0), other) {
+            (Some(a), Some(b)) => a.max(b),
+            (a, b) => match a.or(b) {
+                Some(t) => t,
+                None => return,
+            },
+        };
+        self.elems.retain(|e| e.ts > dts);
+    }
+
+    pub fn is_live(&self, now_secs: i32) -> bool {
+        self.elems.iter().any(|e| e.is_live(now_secs))
+    }
+
+    /// The live elements.
+    pub fn live(&self, now_secs: i32) -> impl Iterator<Item = &Elem> {
+        self.elems.iter().filter(move |e| e.is_live(now_secs))
+    }
+}
+
+/// A read-before-write operation on the current row (never stored).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pending {
+    /// `c = c + delta` on a counter column.
+    CounterAdd { col: u32, delta: i64, ts: i64 },
+    /// `l[index] = value` (None: `DELETE l[index]`).
+    ListSet {
+        col: u32,
+        index: i64,
+        value: Option<Bytes>,
+        ts: i64,
+        ttl: i32,
+        expiry: i32,
+    },
+    /// `l = l - [values]`.
+    ListRemove {
+        col: u32,
+        values: Vec<Bytes>,
+        ts: i64,
+    },
+}
+
+/// A deleted range of clustering keys: every row whose clustering key bytes (the part of the row
+/// key after the kind byte) fall in `[lo, hi)` (`hi` None: to the end) loses what is written at or
+/// below `ts`. Stored after the cells of a partition header (absent in older values).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeTombstone {
+    pub lo: Vec<u8>,
+    pub hi: Option<Vec<u8>>,
+    pub ts: i64,
+    /// When it was written (seconds), for purging after gc_grace_seconds.
+    pub local_deletion: i32,
+}
+
+impl RangeTombstone {
+    pub fn covers(&self, clustering: &[u8]) -> bool {
+        clustering >= &self.lo[..] && self.hi.as_ref().is_none_or(|h| clustering < &h[..])
+    }
 }
 
 impl RowData {
@@ -180,6 +340,126 @@ impl RowData {
         self.marker
             .is_some_and(|m| m.expiry == 0 || m.expiry > now_secs)
             || self.cells.iter().any(|c| c.is_live(now_secs))
+            || self.complex.iter().any(|c| c.is_live(now_secs))
+    }
+
+    pub fn complex_cell(&self, col: u32) -> Option<&ComplexCell> {
+        self.complex
+            .binary_search_by_key(&col, |c| c.col)
+            .ok()
+            .map(|i| &self.complex[i])
+    }
+
+    fn complex_mut(&mut self, col: u32) -> &mut ComplexCell {
+        let i = match self.complex.binary_search_by_key(&col, |c| c.col) {
+            Ok(i) => i,
+            Err(i) => {
+                self.complex.insert(
+                    i,
+                    ComplexCell {
+                        col,
+                        ..Default::default()
+                    },
+                );
+                i
+            }
+        };
+        &mut self.complex[i]
+    }
+
+    /// Applies read-before-write operations to this (current, merged) row. Errors are the
+    /// client's (a list index out of bounds).
+    pub fn apply_pending(&mut self, pending: Vec<Pending>, now_secs: i32) -> Result<(), String> {
+        for p in pending {
+            match p {
+                Pending::CounterAdd { col, delta, ts } => {
+                    let cur = self
+                        .cell(col)
+                        .filter(|c| c.is_live(now_secs))
+                        .and_then(|c| c.value.as_deref())
+                        .and_then(|v| <[u8; 8]>::try_from(v).ok())
+                        .map_or(0, i64::from_be_bytes);
+                    let old_ts = self.cell(col).map_or(i64::MIN, |c| c.ts);
+                    let cell = Cell {
+                        col,
+                        ts: ts.max(old_ts.saturating_add(1)),
+                        ttl: 0,
+                        expiry: 0,
+                        value: Some(Bytes::copy_from_slice(
+                            &cur.wrapping_add(delta).to_be_bytes(),
+                        )),
+                        local_deletion: 0,
+                    };
+                    match self.cells.binary_search_by_key(&col, |c| c.col) {
+                        Ok(i) => self.cells[i] = cell,
+                        Err(i) => self.cells.insert(i, cell),
+                    }
+                }
+                Pending::ListSet {
+                    col,
+                    index,
+                    value,
+                    ts,
+                    ttl,
+                    expiry,
+                } => {
+                    let cc = self.complex_mut(col);
+                    let size = cc.live(now_secs).count();
+                    let Some(path) = usize::try_from(index)
+                        .ok()
+                        .and_then(|i| cc.live(now_secs).nth(i))
+                        .map(|e| e.path.clone())
+                    else {
+                        return Err(format!(
+                            "List index {index} out of bound, list has size {size}"
+                        ));
+                    };
+                    let local_deletion = if value.is_none() { now_secs } else { 0 };
+                    cc.merge(ComplexCell {
+                        col,
+                        deletion: None,
+                        elems: vec![Elem {
+                            path,
+                            ts,
+                            ttl: if value.is_some() { ttl } else { 0 },
+                            expiry: if value.is_some() { expiry } else { 0 },
+                            value,
+                            local_deletion,
+                        }],
+                    });
+                }
+                Pending::ListRemove { col, values, ts } => {
+                    let Ok(i) = self.complex.binary_search_by_key(&col, |c| c.col) else {
+                        continue;
+                    };
+                    let cc = &mut self.complex[i];
+                    let doomed: Vec<Elem> = cc
+                        .live(now_secs)
+                        .filter(|e| {
+                            e.value
+                                .as_ref()
+                                .is_some_and(|v| values.iter().any(|x| x == v))
+                        })
+                        .map(|e| Elem {
+                            path: e.path.clone(),
+                            ts,
+                            ttl: 0,
+                            expiry: 0,
+                            value: None,
+                            local_deletion: now_secs,
+                        })
+                        .collect();
+                    cc.merge(ComplexCell {
+                        col,
+                        deletion: None,
+                        elems: doomed,
+                    });
+                }
+            }
+        }
+        self.complex
+            .retain(|c| c.deletion.is_some() || !c.elems.is_empty());
+        Ok(())
     }
 
     pub fn cell(&self, col: u32) -> Option<&Cell> {
@@ -194,6 +474,12 @@ impl RowData {
         let mut n = 2 + 16 + 12 + 5;
         for c in &self.cells {
             n += 5 + 1 + 8 + 8 + 5 + c.value.as_ref().map_or(4, |v| v.len());
+        }
+        for c in &self.complex {
+            n += 5 + 1 + 12 + 5;
+            for e in &c.elems {
+                n += 5 + e.path.len() + 1 + 8 + 8 + 5 + e.value.as_ref().map_or(4, |v| v.len());
+            }
         }
         n
     }
@@ -230,7 +516,48 @@ impl RowData {
             }
             self.cells = merged;
         }
+        for r in update.ranges {
+            match self
+                .ranges
+                .iter_mut()
+                .find(|x| x.lo == r.lo && x.hi == r.hi)
+            {
+                Some(x) if x.ts >= r.ts => {}
+                Some(x) => *x = r,
+                None => self.ranges.push(r),
+            }
+        }
+        for c in update.complex {
+            match self.complex.binary_search_by_key(&c.col, |x| x.col) {
+                Ok(i) => self.complex[i].merge(c),
+                Err(i) => self.complex.insert(i, c),
+            }
+        }
+        self.pending.extend(update.pending);
         self.apply_deletion();
+    }
+
+    /// Removes what a deletion at `dts` shadows (a partition deletion or a range tombstone).
+    pub fn shadow_at(&mut self, dts: i64) {
+        if self.marker.is_some_and(|m| m.ts <= dts) {
+            self.marker = None;
+        }
+        self.cells.retain(|c| c.ts > dts);
+        if self.deletion.is_some_and(|(ts, _)| ts <= dts) {
+            self.deletion = None;
+        }
+        for c in &mut self.complex {
+            c.shadow(Some(dts));
+        }
+    }
+
+    /// The newest range tombstone timestamp covering a row's clustering key bytes.
+    pub fn range_deletion(&self, clustering: &[u8]) -> Option<i64> {
+        self.ranges
+            .iter()
+            .filter(|r| r.covers(clustering))
+            .map(|r| r.ts)
+            .max()
     }
 
     /// Drops what the row deletion shadows.
@@ -240,11 +567,23 @@ impl RowData {
                 self.marker = None;
             }
             self.cells.retain(|c| c.ts > dts);
+            for c in &mut self.complex {
+                c.shadow(Some(dts));
+                if c.deletion.is_some_and(|d| d.0 <= dts) {
+                    c.deletion = None;
+                }
+            }
+            self.complex
+                .retain(|c| c.deletion.is_some() || !c.elems.is_empty());
         }
     }
 
     pub fn encode(&self, out: &mut Vec<u8>) {
-        out.push(VERSION);
+        out.push(if self.complex.is_empty() {
+            VERSION
+        } else {
+            VERSION_COMPLEX
+        });
         let flags = u8::from(self.marker.is_some()) | (u8::from(self.deletion.is_some()) << 1);
         out.push(flags);
         if let Some(m) = self.marker {
@@ -274,6 +613,52 @@ impl RowData {
                 None => out.put_i32(c.local_deletion),
             }
         }
+        if !self.complex.is_empty() {
+            put_varint(out, self.complex.len() as u64);
+        }
+        for c in &self.complex {
+            put_varint(out, c.col as u64);
+            out.push(u8::from(c.deletion.is_some()));
+            if let Some((ts, ldt)) = c.deletion {
+                out.put_i64(ts);
+                out.put_i32(ldt);
+            }
+            put_varint(out, c.elems.len() as u64);
+            for e in &c.elems {
+                put_varint(out, e.path.len() as u64);
+                out.extend_from_slice(&e.path);
+                let flags = u8::from(e.value.is_none()) | (u8::from(e.expiry != 0) << 1);
+                out.push(flags);
+                out.put_i64(e.ts);
+                if e.expiry != 0 {
+                    out.put_i32(e.ttl);
+                    out.put_i32(e.expiry);
+                }
+                match &e.value {
+                    Some(v) => {
+                        put_varint(out, v.len() as u64);
+                        out.extend_from_slice(v);
+                    }
+                    None => out.put_i32(e.local_deletion),
+                }
+            }
+        }
+        if !self.ranges.is_empty() {
+            put_varint(out, self.ranges.len() as u64);
+            for r in &self.ranges {
+                put_varint(out, r.lo.len() as u64);
+                out.extend_from_slice(&r.lo);
+                match &r.hi {
+                    Some(h) => {
+                        put_varint(out, h.len() as u64 + 1);
+                        out.extend_from_slice(h);
+                    }
+                    None => put_varint(out, 0),
+                }
+                out.put_i64(r.ts);
+                out.put_i32(r.local_deletion);
+            }
+        }
     }
 
     /// Decodes a stored row; values are slices of `buf` (no copies).
@@ -287,7 +672,8 @@ impl RowData {
             }
         };
         need(&b, 2)?;
-        if b.get_u8() != VERSION {
+        let version = b.get_u8();
+        if version != VERSION && version != VERSION_COMPLEX {
             return Err(CorruptRow("unknown row format version"));
         }
         let flags = b.get_u8();
@@ -336,6 +722,88 @@ impl RowData {
                 value,
                 local_deletion,
             });
+        }
+        if version == VERSION_COMPLEX {
+            let n = get_varint(&mut b)?;
+            if n > b.remaining() as u64 {
+                return Err(CorruptRow("complex cell count"));
+            }
+            for _ in 0..n {
+                let col =
+                    u32::try_from(get_varint(&mut b)?).map_err(|_| CorruptRow("column id"))?;
+                need(&b, 1)?;
+                let deletion = if b.get_u8() & 1 != 0 {
+                    need(&b, 12)?;
+                    Some((b.get_i64(), b.get_i32()))
+                } else {
+                    None
+                };
+                let m = get_varint(&mut b)?;
+                if m > b.remaining() as u64 {
+                    return Err(CorruptRow("element count"));
+                }
+                let mut elems = Vec::with_capacity(m as usize);
+                for _ in 0..m {
+                    let plen = get_varint(&mut b)? as usize;
+                    need(&b, plen)?;
+                    let path = b.split_to(plen);
+                    need(&b, 9)?;
+                    let cflags = b.get_u8();
+                    let ts = b.get_i64();
+                    let (ttl, expiry) = if cflags & 2 != 0 {
+                        need(&b, 8)?;
+                        (b.get_i32(), b.get_i32())
+                    } else {
+                        (0, 0)
+                    };
+                    let (value, local_deletion) = if cflags & 1 != 0 {
+                        need(&b, 4)?;
+                        (None, b.get_i32())
+                    } else {
+                        let len = get_varint(&mut b)? as usize;
+                        need(&b, len)?;
+                        (Some(b.split_to(len)), 0)
+                    };
+                    elems.push(Elem {
+                        path,
+                        ts,
+                        ttl,
+                        expiry,
+                        value,
+                        local_deletion,
+                    });
+                }
+                row.complex.push(ComplexCell {
+                    col,
+                    deletion,
+                    elems,
+                });
+            }
+        }
+        if b.has_remaining() {
+            let n = get_varint(&mut b)?;
+            if n > b.remaining() as u64 {
+                return Err(CorruptRow("range tombstone count"));
+            }
+            for _ in 0..n {
+                let len = get_varint(&mut b)? as usize;
+                need(&b, len)?;
+                let lo = b.split_to(len).to_vec();
+                let hlen = get_varint(&mut b)? as usize;
+                let hi = if hlen == 0 {
+                    None
+                } else {
+                    need(&b, hlen - 1)?;
+                    Some(b.split_to(hlen - 1).to_vec())
+                };
+                need(&b, 12)?;
+                row.ranges.push(RangeTombstone {
+                    lo,
+                    hi,
+                    ts: b.get_i64(),
+                    local_deletion: b.get_i32(),
+                });
+            }
         }
         Ok(row)
     }
@@ -400,13 +868,127 @@ mod tests {
             }),
             deletion: Some((3, 7)),
             cells: vec![cell(1, 4, Some(b"abc")), cell(9, 6, None)],
+            ranges: vec![
+                RangeTombstone {
+                    lo: vec![1, 2],
+                    hi: None,
+                    ts: 8,
+                    local_deletion: 9,
+                },
+                RangeTombstone {
+                    lo: vec![],
+                    hi: Some(vec![0]),
+                    ts: 10,
+                    local_deletion: 11,
+                },
+            ],
+            ..Default::default()
+        };
+        let mut base = Vec::new();
+        RowData {
+            ranges: Vec::new(),
+            ..row.clone()
+        }
+        .encode(&mut base);
+        let mut buf = Vec::new();
+        row.encode(&mut buf);
+        assert_eq!(
+            buf[0], 1,
+            "rows without complex cells keep format version 1"
+        );
+        assert_eq!(RowData::decode(&Bytes::from(buf.clone())).unwrap(), row);
+        for i in (0..buf.len()).filter(|&i| i != base.len()) {
+            assert!(RowData::decode(&Bytes::from(buf[..i].to_vec())).is_err());
+        }
+    }
+
+    fn elem(path: &'static [u8], ts: i64, v: Option<&'static [u8]>) -> Elem {
+        Elem {
+            path: Bytes::from_static(path),
+            ts,
+            ttl: 0,
+            expiry: 0,
+            value: v.map(Bytes::from_static),
+            local_deletion: 0,
+        }
+    }
+
+    #[test]
+    fn complex_cells_round_trip_and_merge() {
+        let mut row = RowData {
+            cells: vec![cell(1, 4, Some(b"abc"))],
+            complex: vec![ComplexCell {
+                col: 2,
+                deletion: Some((9, 1)),
+                elems: vec![elem(b"a", 10, Some(b"x")), elem(b"b", 11, None)],
+            }],
+            ..Default::default()
         };
         let mut buf = Vec::new();
         row.encode(&mut buf);
+        assert_eq!(buf[0], 2);
         assert_eq!(RowData::decode(&Bytes::from(buf.clone())).unwrap(), row);
         for i in 0..buf.len() {
             assert!(RowData::decode(&Bytes::from(buf[..i].to_vec())).is_err());
         }
+        // per-element last write wins; a newer collection deletion drops older elements
+        row.merge(RowData {
+            complex: vec![ComplexCell {
+                col: 2,
+                deletion: None,
+                elems: vec![elem(b"a", 9, Some(b"old")), elem(b"c", 12, Some(b"z"))],
+            }],
+            ..Default::default()
+        });
+        let c = row.complex_cell(2).unwrap();
+        assert_eq!(c.elems.len(), 3);
+        assert_eq!(c.elems[0].value.as_deref(), Some(&b"x"[..]));
+        row.merge(RowData {
+            complex: vec![ComplexCell {
+                col: 2,
+                deletion: Some((11, 2)),
+                elems: vec![],
+            }],
+            ..Default::default()
+        });
+        let c = row.complex_cell(2).unwrap();
+        assert_eq!(c.elems, vec![elem(b"c", 12, Some(b"z"))]);
+        // counters add up; list index out of bounds is an error
+        row.apply_pending(
+            vec![
+                Pending::CounterAdd {
+                    col: 5,
+                    delta: 3,
+                    ts: 1,
+                },
+                Pending::CounterAdd {
+                    col: 5,
+                    delta: -5,
+                    ts: 1,
+                },
+            ],
+            0,
+        )
+        .unwrap();
+        assert_eq!(
+            row.cell(5).unwrap().value.as_deref(),
+            Some(&(-2i64).to_be_bytes()[..])
+        );
+        let err = row.apply_pending(
+            vec![Pending::ListSet {
+                col: 2,
+                index: 1,
+                value: None,
+                ts: 20,
+                ttl: 0,
+                expiry: 0,
+            }],
+            0,
+        );
+        assert_eq!(
+            err.unwrap_err(),
+            "List index 1 out of bound, list has size 1"
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! physical partitions, reading, projecting and paging.
 
 use super::bind::BoundValues;
+use super::complex;
 use super::eval::{eval, Ctx, Val};
 use super::row::{self, RowData, KIND_HEADER, KIND_ROW};
 use super::write::{in_values, key_values, table_token};
@@ -18,7 +19,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 /// A range of storage keys.
-type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+pub(crate) type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
 /// One output column.
 #[derive(Debug, Clone)]
@@ -29,6 +30,179 @@ enum Proj {
     Ttl(usize),
     ToJson(Box<Proj>, CqlType),
     CountAll,
+    /// Functions, CAST, field and element selection.
+    Expr(Box<SExpr>),
+}
+
+/// A computed selector.
+#[derive(Debug, Clone)]
+enum SExpr {
+    Col(usize),
+    Const(Option<Bytes>),
+    Call(String, Vec<SExpr>, Vec<CqlType>),
+    Field(Box<SExpr>, usize),
+    /// A map value or set element by key.
+    Element(Box<SExpr>, CqlType, Bytes),
+    Cast(Box<SExpr>, CqlType, CqlType),
+}
+
+struct RowCtx<'a, 'r> {
+    t: &'a TableDef,
+    pk_parts: &'a [&'r [u8]],
+    ck: &'r [Bytes],
+    row: &'r RowData,
+    statics: &'r RowData,
+    now: i32,
+}
+
+fn eval_sexpr(e: &SExpr, rc: &RowCtx) -> Option<Vec<u8>> {
+    match e {
+        SExpr::Col(i) => column_value(rc.t, *i, rc.pk_parts, rc.ck, rc.row, rc.statics, rc.now)
+            .map(|v| v.to_vec()),
+        SExpr::Const(v) => v.as_ref().map(|b| b.to_vec()),
+        SExpr::Call(name, args, types) => {
+            let vals: Vec<Option<Vec<u8>>> = args.iter().map(|a| eval_sexpr(a, rc)).collect();
+            let refs: Vec<Option<&[u8]>> = vals.iter().map(|v| v.as_deref()).collect();
+            super::functions::call(name, types, &refs).ok().flatten()
+        }
+        SExpr::Field(inner, i) => {
+            let v = eval_sexpr(inner, rc)?;
+            let comps = value::tuple_components(&v).ok()?;
+            comps.get(*i).copied().flatten().map(|f| f.to_vec())
+        }
+        SExpr::Element(inner, ty, key) => {
+            let v = eval_sexpr(inner, rc)?;
+            match ty.unfrozen() {
+                CqlType::Map(kt, _) => value::map_entries(&v)
+                    .ok()?
+                    .into_iter()
+                    .find(|(k, _)| value::compare(kt, k, key) == Ordering::Equal)
+                    .map(|(_, x)| x.to_vec()),
+                CqlType::Set(et) => value::collection_elements(&v)
+                    .ok()?
+                    .filter_map(|r| r.ok().flatten())
+                    .find(|x| value::compare(et, x, key) == Ordering::Equal)
+                    .map(|x| x.to_vec()),
+                _ => None,
+            }
+        }
+        SExpr::Cast(inner, from, to) => {
+            let v = eval_sexpr(inner, rc)?;
+            super::functions::cast(from, to, &v)
+        }
+    }
+}
+
+/// Plans a selector as a computed expression.
+fn plan_sexpr(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)> {
+    Ok(match e {
+        SelectorExpr::Column(c) => {
+            let i = column_index(t, c)?;
+            (SExpr::Col(i), c.clone(), t.columns[i].ty.clone())
+        }
+        SelectorExpr::Function { name, args, .. } => {
+            let mut planned = Vec::with_capacity(args.len());
+            let mut types = Vec::with_capacity(args.len());
+            let mut names = Vec::with_capacity(args.len());
+            for a in args {
+                let (x, n, ty) = match a {
+                    SelectorExpr::Term(Term::Literal(l)) => {
+                        let ty = if name.starts_with("blobas") {
+                            CqlType::Blob
+                        } else if let Some(t) = name
+                            .strip_suffix("asblob")
+                            .and_then(CqlType::native_from_name)
+                        {
+                            t
+                        } else {
+                            CqlType::Timestamp
+                        };
+                        let v = match l {
+                            crate::cql::ast::Literal::Null => None,
+                            l => Some(Bytes::from(
+                                value::literal_to_bytes(&ty, l)
+                                    .map_err(|e| invalid(e.for_column(name)))?,
+                            )),
+                        };
+                        let text = v
+                            .as_ref()
+                            .map_or("null".into(), |b| value::to_cql_literal(&ty, b));
+                        (SExpr::Const(v), text, ty)
+                    }
+                    other => plan_sexpr(t, other)?,
+                };
+                planned.push(x);
+                types.push(ty);
+                names.push(n);
+            }
+            let ret = super::functions::return_type(name, &types).map_err(invalid)?;
+            (
+                SExpr::Call(name.clone(), planned, types),
+                format!("system.{name}({})", names.join(", ")),
+                ret,
+            )
+        }
+        SelectorExpr::Cast(inner, to) => {
+            let (x, n, from) = plan_sexpr(t, inner)?;
+            let to_ty = match to {
+                crate::cql::ast::TypeExpr::Native(name) => CqlType::native_from_name(name),
+                _ => None,
+            }
+            .ok_or_else(|| invalid(format!("{to:?} is not a valid target type for CAST")))?;
+            if !super::functions::cast_allowed(&from, &to_ty) {
+                return Err(invalid(format!("{from} cannot be cast to {to_ty}")));
+            }
+            (
+                SExpr::Cast(Box::new(x), from, to_ty.clone()),
+                format!("cast({n} as {to_ty})"),
+                to_ty,
+            )
+        }
+        SelectorExpr::Field(inner, f) => {
+            let (x, n, ty) = plan_sexpr(t, inner)?;
+            let CqlType::Udt(u) = ty.unfrozen() else {
+                return Err(invalid(format!(
+                    "Invalid field selection: {n} of type {ty} is not a user type"
+                )));
+            };
+            let Some(i) = u.fields.iter().position(|(name, _)| name == f) else {
+                return Err(invalid(format!("{} has no field {f}", u.name)));
+            };
+            let fty = u.fields[i].1.clone();
+            (SExpr::Field(Box::new(x), i), format!("{n}.{f}"), fty)
+        }
+        SelectorExpr::Element(inner, key) => {
+            let (x, n, ty) = plan_sexpr(t, inner)?;
+            let (kt, rt) = match ty.unfrozen() {
+                CqlType::Map(k, v) => ((**k).clone(), (**v).clone()),
+                CqlType::Set(e) => ((**e).clone(), (**e).clone()),
+                _ => {
+                    return Err(invalid(format!(
+                        "Element selection is only allowed on sets and maps, but {n} is a {}",
+                        match ty.unfrozen() {
+                            CqlType::List(_) => "list",
+                            _ => "non-collection",
+                        }
+                    )))
+                }
+            };
+            let Term::Literal(l) = key else {
+                return Err(invalid("Only constants are supported as element selectors"));
+            };
+            let k = value::literal_to_bytes(&kt, l).map_err(|e| invalid(e.for_column(&n)))?;
+            let text = value::to_cql_literal(&kt, &k);
+            (
+                SExpr::Element(Box::new(x), ty.clone(), Bytes::from(k)),
+                format!("{n}[{text}]"),
+                rt,
+            )
+        }
+        other => {
+            return Err(invalid(format!(
+                "This selector is not supported yet: {other:?}"
+            )))
+        }
+    })
 }
 
 const FILTERING_MSG: &str = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
@@ -124,15 +298,52 @@ fn plan_selector(t: &TableDef, e: &SelectorExpr) -> Result<(Proj, String, CqlTyp
             (Proj::CountAll, "count".into(), CqlType::Bigint)
         }
         other => {
-            return Err(invalid(format!(
-                "This selector is not supported yet: {other:?}"
-            )))
+            let (x, n, ty) = plan_sexpr(t, other)?;
+            (Proj::Expr(Box::new(x)), n, ty)
         }
     })
 }
 
+/// The `[json]` text of one row whose cells (`[int len][bytes]` each) are `cells`.
+fn row_json(proj: &[(Proj, String, CqlType)], mut cells: &[u8]) -> String {
+    let mut out = String::from("{");
+    for (i, (_, name, ty)) in proj.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        let key = if name.contains('(') {
+            name.clone()
+        } else {
+            crate::cql::types::quote_ident(name)
+        };
+        out.push_str(&serde_json::Value::String(key).to_string());
+        out.push_str(": ");
+        let len = cells
+            .get(..4)
+            .map_or(-1, |b| i32::from_be_bytes(b.try_into().expect("4 bytes")));
+        cells = cells.get(4..).unwrap_or_default();
+        if len < 0 {
+            out.push_str("null");
+        } else {
+            let (v, rest) = cells.split_at((len as usize).min(cells.len()));
+            cells = rest;
+            out.push_str(&value::to_json(ty, v));
+        }
+    }
+    out.push('}');
+    out
+}
+
 /// The result columns of a SELECT (for PREPARE and for the rows' metadata).
 pub fn result_columns(t: &TableDef, sel: &Select) -> Result<Vec<ResultColumn>> {
+    if sel.json {
+        return Ok(vec![ResultColumn {
+            keyspace: t.keyspace.clone(),
+            table: t.name.clone(),
+            name: "[json]".into(),
+            ty: CqlType::Text,
+        }]);
+    }
     Ok(plan_projection(t, sel)?
         .into_iter()
         .map(|(_, name, ty)| ResultColumn {
@@ -149,9 +360,43 @@ struct Filter {
     col: usize,
     op: Operator,
     values: Vec<Bytes>,
+    /// A multi-column restriction `(c1, c2) op (v1, v2)`: the columns (the first is `col`) and
+    /// one tuple per value (several for IN).
+    tuple: Option<(Vec<usize>, Vec<Vec<Bytes>>)>,
+}
+
+/// Lexicographic comparison of a row's values with a tuple, column by column.
+fn compare_tuple(
+    t: &TableDef,
+    cols: &[usize],
+    row: &[Option<&[u8]>],
+    tuple: &[Bytes],
+) -> Option<Ordering> {
+    for ((&ci, v), x) in cols.iter().zip(row).zip(tuple) {
+        let o = value::compare(&t.columns[ci].ty, (*v)?, x);
+        if o != Ordering::Equal {
+            return Some(o);
+        }
+    }
+    Some(Ordering::Equal)
 }
 
 impl Filter {
+    fn matches_tuple(&self, t: &TableDef, row: &[Option<&[u8]>]) -> bool {
+        let Some((cols, tuples)) = &self.tuple else {
+            return false;
+        };
+        let cmp = |tuple: &Vec<Bytes>| compare_tuple(t, cols, row, tuple);
+        match self.op {
+            Operator::Eq | Operator::In => tuples.iter().any(|x| cmp(x) == Some(Ordering::Equal)),
+            Operator::Lt => cmp(&tuples[0]) == Some(Ordering::Less),
+            Operator::Le => matches!(cmp(&tuples[0]), Some(Ordering::Less | Ordering::Equal)),
+            Operator::Gt => cmp(&tuples[0]) == Some(Ordering::Greater),
+            Operator::Ge => matches!(cmp(&tuples[0]), Some(Ordering::Greater | Ordering::Equal)),
+            _ => false,
+        }
+    }
+
     fn matches(&self, ty: &CqlType, v: Option<&[u8]>) -> bool {
         let Some(v) = v else { return false };
         match self.op {
@@ -207,15 +452,187 @@ fn all_filters(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Vec<Filter>> {
             col: ci,
             op: r.op,
             values,
+            tuple: None,
         });
     }
     Ok(out)
+}
+
+/// A multi-column restriction `(c1, c2) op (v1, v2)` on consecutive clustering columns.
+fn tuple_filter(t: &TableDef, cols: &[String], r: &Relation, ctx: &Ctx) -> Result<Filter> {
+    let idx: Vec<usize> = cols
+        .iter()
+        .map(|c| column_index(t, c))
+        .collect::<Result<_>>()?;
+    for (n, &ci) in idx.iter().enumerate() {
+        let c = &t.columns[ci];
+        if c.kind != ColumnKind::Clustering {
+            return Err(invalid(format!(
+                "Multi-column relations can only be applied to clustering columns but was applied to: {}",
+                c.name
+            )));
+        }
+        if n > 0 && c.position != t.columns[idx[n - 1]].position + 1 {
+            return Err(invalid(
+                "Clustering columns must appear in the PRIMARY KEY order in multi-column relations",
+            ));
+        }
+    }
+    let types: Vec<CqlType> = idx.iter().map(|&i| t.columns[i].ty.clone()).collect();
+    let tuple_ty = CqlType::Tuple(types.clone());
+    let name = format!("({})", cols.join(","));
+    let one = |term: &Term| -> Result<Vec<Bytes>> {
+        match term {
+            Term::Tuple(items) if items.len() == types.len() => items
+                .iter()
+                .zip(&types)
+                .zip(cols)
+                .map(|((it, ty), c)| eval_one(it, ty, c, ctx))
+                .collect(),
+            Term::Tuple(items) => Err(invalid(format!(
+                "Expected {} elements in value tuple, but got {}: {name}",
+                types.len(),
+                items.len()
+            ))),
+            other => {
+                let b = eval_one(other, &tuple_ty, &name, ctx)?;
+                let parts = value::tuple_components(&b)
+                    .map_err(|e| invalid(format!("Invalid tuple value for {name}: {e}")))?;
+                if parts.len() != types.len() {
+                    return Err(invalid(format!("Invalid tuple value for {name}")));
+                }
+                parts
+                    .into_iter()
+                    .map(|p| {
+                        p.map(Bytes::copy_from_slice).ok_or_else(|| {
+                            invalid(format!("Invalid null value in tuple for {name}"))
+                        })
+                    })
+                    .collect()
+            }
+        }
+    };
+    let tuples = match (r.op, &r.rhs) {
+        (Operator::In, Term::List(items)) => items.iter().map(one).collect::<Result<Vec<_>>>()?,
+        (Operator::In, other) => {
+            let list_ty = CqlType::List(Box::new(tuple_ty.clone()));
+            let b = eval_one(other, &list_ty, &name, ctx)?;
+            let elems = super::write::split_list(&b)
+                .ok_or_else(|| invalid(format!("Invalid list value for IN on {name}")))?;
+            elems
+                .iter()
+                .map(|e| {
+                    value::tuple_components(e)
+                        .map_err(|x| invalid(format!("Invalid tuple value for {name}: {x}")))?
+                        .into_iter()
+                        .map(|p| {
+                            p.map(Bytes::copy_from_slice).ok_or_else(|| {
+                                invalid(format!("Invalid null value in tuple for {name}"))
+                            })
+                        })
+                        .collect::<Result<Vec<_>>>()
+                })
+                .collect::<Result<Vec<_>>>()?
+        }
+        (Operator::Eq | Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge, term) => {
+            vec![one(term)?]
+        }
+        (op, _) => {
+            return Err(invalid(format!(
+                "Unsupported operator {} in a multi-column relation",
+                op.as_str()
+            )))
+        }
+    };
+    Ok(Filter {
+        col: idx[0],
+        op: r.op,
+        values: Vec::new(),
+        tuple: Some((idx, tuples)),
+    })
+}
+
+/// The per-partition row limit: PER PARTITION LIMIT n, or one row per partition for DISTINCT
+/// (which may select only partition key and static columns).
+fn per_partition_limit(
+    t: &TableDef,
+    sel: &Select,
+    proj: &[(Proj, String, CqlType)],
+    ctx: &Ctx,
+) -> Result<Option<usize>> {
+    if sel.distinct {
+        for (p, name, _) in proj {
+            let ok = match p {
+                Proj::Column(i) => {
+                    matches!(
+                        t.columns[*i].kind,
+                        ColumnKind::PartitionKey | ColumnKind::Static
+                    )
+                }
+                Proj::Token | Proj::CountAll => true,
+                _ => false,
+            };
+            if !ok {
+                return Err(invalid(format!(
+                    "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {name})"
+                )));
+            }
+        }
+        let selected: Vec<usize> = proj
+            .iter()
+            .filter_map(|(p, _, _)| match p {
+                Proj::Column(i) => Some(*i),
+                _ => None,
+            })
+            .collect();
+        let missing: Vec<&str> = t
+            .partition_key
+            .iter()
+            .filter(|i| !selected.contains(i))
+            .map(|&i| t.columns[i].name.as_str())
+            .collect();
+        if !missing.is_empty() && !matches!(sel.selection, Selection::All) {
+            return Err(invalid(format!(
+                "SELECT DISTINCT queries must request all the partition key columns (missing {})",
+                missing.join(", ")
+            )));
+        }
+        if sel.per_partition_limit.is_some() {
+            return Err(invalid(
+                "PER PARTITION LIMIT is not allowed with SELECT DISTINCT queries",
+            ));
+        }
+        return Ok(Some(1));
+    }
+    match &sel.per_partition_limit {
+        Some(term) => {
+            let v = eval_one(term, &CqlType::Int, "[per_partition_limit]", ctx)?;
+            let n = i32::from_be_bytes(
+                v[..]
+                    .try_into()
+                    .map_err(|_| invalid("Invalid per partition limit"))?,
+            );
+            if n <= 0 {
+                return Err(invalid("PER PARTITION LIMIT must be strictly positive"));
+            }
+            Ok(Some(n as usize))
+        }
+        None => Ok(None),
+    }
 }
 
 /// Where to read: named partitions, or a token range (lo exclusive, hi inclusive).
 enum Target {
     Partitions(Vec<Bytes>),
     Range(i128, i128),
+    /// The rows a secondary index lists for one value, within a token range.
+    Index {
+        index: crate::schema::IndexDef,
+        ty: CqlType,
+        value: Bytes,
+        lo: i128,
+        hi: i128,
+    },
 }
 
 struct Plan {
@@ -243,6 +660,7 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
     let mut token_lo: i128 = MIN_TOKEN as i128 - 1;
     let mut token_hi: i128 = MAX_TOKEN as i128;
     let mut has_token = false;
+    let mut tuple_filters: Vec<Filter> = Vec::new();
     // Validate every relation first.
     for r in &sel.where_clause {
         match &r.lhs {
@@ -286,10 +704,9 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
                     }
                 }
             }
-            RelationLhs::Tuple(_) | RelationLhs::Element(..) => {
-                return Err(invalid(
-                    "Multi-column and element restrictions are not supported yet",
-                ))
+            RelationLhs::Tuple(cols) => tuple_filters.push(tuple_filter(t, cols, r, ctx)?),
+            RelationLhs::Element(..) => {
+                return Err(invalid("Element restrictions are not supported yet"))
             }
         }
     }
@@ -448,11 +865,29 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
             col: ci,
             op: r.op,
             values,
+            tuple: None,
         });
     }
-    if !single_partition && used_ck > 0 {
+    if !single_partition && (used_ck > 0 || !tuple_filters.is_empty()) {
         need_filtering = true;
     }
+    if let Some(f) = tuple_filters.first() {
+        // A multi-column restriction must follow the clustering columns restricted before it.
+        let first = t.columns[f.col].position;
+        if first > used_ck {
+            need_filtering = true;
+        }
+    }
+    filters.extend(tuple_filters);
+    let (target, need_filtering) = use_index(
+        t,
+        target,
+        &filters,
+        need_filtering,
+        single_partition,
+        used_ck + pk_given,
+        sel.allow_filtering,
+    );
     if need_filtering && !sel.allow_filtering {
         return Err(invalid(FILTERING_MSG));
     }
@@ -497,8 +932,69 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
     })
 }
 
+/// A secondary index on a column restricted by `=` serves the query: a scan becomes an index
+/// lookup, and within one partition the restriction needs no ALLOW FILTERING. Returns the target
+/// and whether the query still filters.
+fn use_index(
+    t: &TableDef,
+    target: Target,
+    filters: &[Filter],
+    need_filtering: bool,
+    single_partition: bool,
+    key_restrictions: usize,
+    allow_filtering: bool,
+) -> (Target, bool) {
+    use crate::schema::IndexKind;
+    if !need_filtering || t.indexes.is_empty() {
+        return (target, need_filtering);
+    }
+    let indexed = |f: &Filter| {
+        f.op == Operator::Eq
+            && f.tuple.is_none()
+            && t.indexes.iter().any(|x| {
+                x.column == t.columns[f.col].name
+                    && matches!(x.kind, IndexKind::Value | IndexKind::Full)
+            })
+    };
+    if single_partition {
+        // Filtering only on indexed columns is what the index is for.
+        let still = filters
+            .iter()
+            .any(|f| !indexed(f) && t.columns[f.col].kind != ColumnKind::PartitionKey);
+        return (target, still);
+    }
+    let Target::Range(lo, hi) = target else {
+        return (target, need_filtering);
+    };
+    let Some(f) = filters.iter().find(|f| indexed(f)) else {
+        return (Target::Range(lo, hi), need_filtering);
+    };
+    let others = filters.len() > 1 || key_restrictions > 0;
+    if others && !allow_filtering {
+        return (Target::Range(lo, hi), need_filtering);
+    }
+    let col = &t.columns[f.col];
+    let index = t
+        .indexes
+        .iter()
+        .find(|x| x.column == col.name && matches!(x.kind, IndexKind::Value | IndexKind::Full))
+        .expect("checked above")
+        .clone();
+    let ty = super::index::indexed_type(&index, &col.ty);
+    (
+        Target::Index {
+            index,
+            ty,
+            value: f.values[0].clone(),
+            lo,
+            hi,
+        },
+        others,
+    )
+}
+
 /// Clustering key ranges (relative to a partition's row prefix) for = / IN prefixes and a slice.
-fn clustering_slices(
+pub(crate) fn clustering_slices(
     t: &TableDef,
     prefix_vals: &[Vec<Bytes>],
     slice: Option<&(usize, Vec<(Operator, Bytes)>)>,
@@ -627,9 +1123,11 @@ struct PagingState {
     last_key: Vec<u8>,
     /// Rows still allowed by LIMIT.
     remaining: Option<u32>,
+    /// Rows already returned from the partition of `last_key` (PER PARTITION LIMIT).
+    partition_rows: u32,
 }
 
-const PAGING_VERSION: u8 = 1;
+const PAGING_VERSION: u8 = 2;
 
 impl PagingState {
     fn encode(&self) -> Bytes {
@@ -637,25 +1135,31 @@ impl PagingState {
         b.put_u8(PAGING_VERSION);
         b.put_u32(self.partition);
         b.put_u32(self.remaining.map_or(u32::MAX, |r| r));
+        b.put_u32(self.partition_rows);
         b.put_u32(self.last_key.len() as u32);
         b.extend_from_slice(&self.last_key);
         b.freeze()
     }
     fn decode(b: &[u8]) -> Result<PagingState> {
         let bad = || invalid("Invalid value for the paging state");
-        if b.len() < 13 || b[0] != PAGING_VERSION {
+        if b.len() < 17 || b[0] != PAGING_VERSION {
             return Err(bad());
         }
-        let partition = u32::from_be_bytes(b[1..5].try_into().map_err(|_| bad())?);
-        let remaining = u32::from_be_bytes(b[5..9].try_into().map_err(|_| bad())?);
-        let len = u32::from_be_bytes(b[9..13].try_into().map_err(|_| bad())?) as usize;
-        if b.len() != 13 + len {
+        let int = |at: usize| -> Result<u32> {
+            Ok(u32::from_be_bytes(
+                b[at..at + 4].try_into().map_err(|_| bad())?,
+            ))
+        };
+        let (partition, remaining, partition_rows) = (int(1)?, int(5)?, int(9)?);
+        let len = int(13)? as usize;
+        if b.len() != 17 + len {
             return Err(bad());
         }
         Ok(PagingState {
             partition,
             remaining: (remaining != u32::MAX).then_some(remaining),
-            last_key: b[13..].to_vec(),
+            partition_rows,
+            last_key: b[17..].to_vec(),
         })
     }
 }
@@ -670,7 +1174,14 @@ struct Output<'a> {
     remaining: Option<usize>,
     now: i32,
     count_only: bool,
+    /// SELECT JSON: each row becomes one `[json]` text cell.
+    json: bool,
     count: i64,
+    /// PER PARTITION LIMIT (DISTINCT is a limit of one).
+    per_partition: Option<usize>,
+    /// The partition the per-partition count is for, and its count.
+    cur_pk: Option<Bytes>,
+    cur_count: usize,
     /// The table's partition map and what the scan read per physical partition (for RU).
     map: Option<Arc<crate::partition::map::PartitionMap>>,
     meter: Vec<(Arc<crate::partition::map::PhysicalPartition>, u64, u64)>,
@@ -707,6 +1218,16 @@ impl Output<'_> {
         row: &RowData,
         statics: &RowData,
     ) -> Flow {
+        if let Some(limit) = self.per_partition {
+            if self.cur_pk.as_deref() != Some(pk) {
+                self.cur_pk = Some(Bytes::copy_from_slice(pk));
+                self.cur_count = 0;
+            }
+            if self.cur_count >= limit {
+                return Flow::Continue;
+            }
+            self.cur_count += 1;
+        }
         if self.count_only {
             self.count += 1;
             return Flow::Continue;
@@ -717,6 +1238,7 @@ impl Output<'_> {
         } else {
             split_composite(pk, t.partition_key.len()).unwrap_or_default()
         };
+        let row_start = self.rows.content.len();
         for (p, _, _) in self.proj {
             let tok_bytes;
             let v: Option<&[u8]> = match p {
@@ -741,8 +1263,9 @@ impl Output<'_> {
                     let c = cell_of(t, *i, row, statics, self.now);
                     match c {
                         Some(c) if c.expiry != 0 => {
-                            self.rows
-                                .push_cell(Some(&(c.expiry - self.now).to_be_bytes()));
+                            // Expiry is rounded up to a whole second: never report more than the TTL.
+                            let left = (c.expiry - self.now).min(c.ttl);
+                            self.rows.push_cell(Some(&left.to_be_bytes()));
                             continue;
                         }
                         _ => None,
@@ -763,8 +1286,26 @@ impl Output<'_> {
                     continue;
                 }
                 Proj::CountAll => None,
+                Proj::Expr(e) => {
+                    let rc = RowCtx {
+                        t,
+                        pk_parts: &pk_parts,
+                        ck,
+                        row,
+                        statics,
+                        now: self.now,
+                    };
+                    let v = eval_sexpr(e, &rc);
+                    self.rows.push_cell(v.as_deref());
+                    continue;
+                }
             };
             self.rows.push_cell(v);
+        }
+        if self.json {
+            let json = row_json(self.proj, &self.rows.content[row_start..]);
+            self.rows.content.truncate(row_start);
+            self.rows.push_cell(Some(json.as_bytes()));
         }
         self.rows.count += 1;
         if let Some(r) = &mut self.remaining {
@@ -797,7 +1338,7 @@ fn cell_of<'r>(
     src.cell(col.id).filter(|c| c.is_live(now))
 }
 
-fn column_value<'r>(
+pub(crate) fn column_value<'r>(
     t: &TableDef,
     i: usize,
     pk_parts: &[&'r [u8]],
@@ -832,6 +1373,13 @@ fn passes(
         split_composite(pk, t.partition_key.len()).unwrap_or_default()
     };
     filters.iter().all(|f| {
+        if let Some((cols, _)) = &f.tuple {
+            let vals: Vec<Option<&[u8]>> = cols
+                .iter()
+                .map(|&c| column_value(t, c, &pk_parts, ck, row, statics, now))
+                .collect();
+            return f.matches_tuple(t, &vals);
+        }
         let v = column_value(t, f.col, &pk_parts, ck, row, statics, now);
         f.matches(&t.columns[f.col].ty, v)
     })
@@ -840,10 +1388,18 @@ fn passes(
 /// Removes what a partition deletion shadows.
 fn shadow(row: &mut RowData, partition_deletion: Option<(i64, i32)>) {
     if let Some((dts, _)) = partition_deletion {
-        if row.marker.is_some_and(|m| m.ts <= dts) {
-            row.marker = None;
+        row.shadow_at(dts);
+    }
+}
+
+/// Removes what the partition deletion and the range tombstones of the header shadow in a row
+/// stored under `key` (a full row key; its clustering bytes start at `ck_start`).
+fn shadow_row(row: &mut RowData, header: &RowData, key: &[u8], ck_start: usize) {
+    shadow(row, header.deletion);
+    if !header.ranges.is_empty() {
+        if let Some(dts) = header.range_deletion(key.get(ck_start..).unwrap_or(&[])) {
+            row.shadow_at(dts);
         }
-        row.cells.retain(|c| c.ts > dts);
     }
 }
 
@@ -856,10 +1412,11 @@ pub fn execute(
 ) -> Result<Rows> {
     let schema = engine.schema();
     let t = resolve_table(&schema, keyspace, &sel.table)?;
-    if sel.json || sel.distinct || !sel.group_by.is_empty() || sel.per_partition_limit.is_some() {
-        return Err(invalid(
-            "SELECT JSON, DISTINCT, GROUP BY and PER PARTITION LIMIT are not supported yet",
-        ));
+    if !sel.group_by.is_empty() {
+        return Err(invalid("GROUP BY is not supported yet"));
+    }
+    if sel.json && t.virtual_table {
+        return Err(invalid("SELECT JSON is not supported on system tables"));
     }
     let proj = plan_projection(t, sel)?;
     let count_only = proj.iter().any(|(p, _, _)| matches!(p, Proj::CountAll));
@@ -877,6 +1434,7 @@ pub fn execute(
     if t.virtual_table {
         plan.filters = all_filters(t, sel, &ctx)?;
     }
+    let per_partition = per_partition_limit(t, sel, &proj, &ctx)?;
     let paging = match &opts.paging_state {
         Some(b) if !count_only => Some(PagingState::decode(b)?),
         _ => None,
@@ -903,9 +1461,20 @@ pub fn execute(
         now: super::now_secs(),
         count_only,
         count: 0,
+        json: sel.json,
+        per_partition,
+        cur_pk: None,
+        cur_count: 0,
         map: engine.maps.get(t.storage_id),
         meter: Vec::new(),
     };
+    if let (Some(_), Some(p)) = (out.per_partition, &paging) {
+        // Resuming inside a partition: the rows it already returned count against its limit.
+        if let Ok(dk) = row::decode_key(&p.last_key, &[]) {
+            out.cur_pk = Some(dk.pk);
+            out.cur_count = p.partition_rows as usize;
+        }
+    }
     if t.virtual_table {
         opts.ctx.add_charge(crate::partition::ru::FIXED_RU);
         read_virtual(engine, &schema, t, &plan, &mut out, paging)?;
@@ -966,7 +1535,7 @@ fn admit_read(
                 }
             }
         }
-        Target::Range(lo, hi) => parts.extend(
+        Target::Range(lo, hi) | Target::Index { lo, hi, .. } => parts.extend(
             map.parts
                 .iter()
                 .filter(|p| (p.end as i128) > *lo && (p.start as i128) < *hi)
@@ -1048,6 +1617,7 @@ fn read_virtual(
                     partition: idx as u32,
                     last_key: Vec::new(),
                     remaining: out.remaining.map(|r| r as u32),
+                    partition_rows: out.cur_count as u32,
                 }
                 .encode(),
             );
@@ -1077,10 +1647,11 @@ fn read_stored(
                 let prefix = row::partition_prefix(sid, token, pk);
                 let mut header_key = prefix.clone();
                 header_key.push(KIND_HEADER);
-                let header = match engine.store.get(Space::Data, &header_key)? {
+                let mut header = match engine.store.get(Space::Data, &header_key)? {
                     Some(b) => RowData::decode(&b)?,
                     None => RowData::default(),
                 };
+                complex::materialize(&mut header, t, None, out.now);
                 let pdel = header.deletion;
                 let resume = paging
                     .as_ref()
@@ -1127,7 +1698,8 @@ fn read_stored(
                         out.scanned(token, k.len() + v.len());
                         let dk = row::decode_key(&k, &ck_types)?;
                         let mut data = RowData::decode(&v)?;
-                        shadow(&mut data, pdel);
+                        shadow_row(&mut data, &header, &k, rows_prefix.len());
+                        complex::materialize(&mut data, t, None, out.now);
                         if !data.is_live(out.now) {
                             continue;
                         }
@@ -1152,6 +1724,7 @@ fn read_stored(
                                         partition: i as u32,
                                         last_key: k.to_vec(),
                                         remaining: out.remaining.map(|r| r as u32),
+                                        partition_rows: out.cur_count as u32,
                                     }
                                     .encode(),
                                 );
@@ -1184,6 +1757,7 @@ fn read_stored(
                                         partition: i as u32 + 1,
                                         last_key: Vec::new(),
                                         remaining: out.remaining.map(|r| r as u32),
+                                        partition_rows: out.cur_count as u32,
                                     }
                                     .encode(),
                                 );
@@ -1195,6 +1769,13 @@ fn read_stored(
             }
             Ok(())
         }
+        Target::Index {
+            index,
+            ty,
+            value,
+            lo,
+            hi,
+        } => read_index(engine, t, plan, out, paging, (index, ty, value), (*lo, *hi)),
         Target::Range(lo, hi) => {
             if lo >= hi {
                 return Ok(());
@@ -1253,15 +1834,19 @@ fn read_stored(
                             hk.push(KIND_HEADER);
                             if let Some(h) = engine.store.get(Space::Data, &hk)? {
                                 header = RowData::decode(&h)?;
+                                complex::materialize(&mut header, t, None, out.now);
                             }
                         }
                     }
                     if dk.kind == KIND_HEADER {
                         header = RowData::decode(&v)?;
+                        complex::materialize(&mut header, t, None, out.now);
                         continue;
                     }
                     let mut data = RowData::decode(&v)?;
-                    shadow(&mut data, header.deletion);
+                    let ck_start = row::partition_prefix(sid, dk.token, &dk.pk).len() + 1;
+                    shadow_row(&mut data, &header, &k, ck_start);
+                    complex::materialize(&mut data, t, None, out.now);
                     if !data.is_live(out.now) {
                         continue;
                     }
@@ -1285,6 +1870,7 @@ fn read_stored(
                                     partition: 0,
                                     last_key: k.to_vec(),
                                     remaining: out.remaining.map(|r| r as u32),
+                                    partition_rows: out.cur_count as u32,
                                 }
                                 .encode(),
                             );
@@ -1296,6 +1882,97 @@ fn read_stored(
             Ok(())
         }
     }
+}
+
+/// Reads the rows an index lists for one value, in token order, re-checking each row.
+fn read_index(
+    engine: &Engine,
+    t: &TableDef,
+    plan: &Plan,
+    out: &mut Output,
+    paging: Option<PagingState>,
+    (index, ty, value): (&crate::schema::IndexDef, &CqlType, &Bytes),
+    (lo, hi): (i128, i128),
+) -> Result<()> {
+    if lo >= hi {
+        return Ok(());
+    }
+    let ck_types: Vec<(&CqlType, bool)> = t.clustering_columns().map(|c| (&c.ty, c.desc)).collect();
+    let prefix = super::index::value_prefix(index, ty, value);
+    let mut lo_key = prefix.clone();
+    if lo >= MIN_TOKEN as i128 {
+        lo_key.extend_from_slice(&row::token_bytes((lo + 1) as i64));
+    }
+    let hi_key: Bound<Vec<u8>> = if hi >= MAX_TOKEN as i128 {
+        prefix_successor(&prefix)
+            .map(Bound::Excluded)
+            .unwrap_or(Bound::Unbounded)
+    } else {
+        let mut k = prefix.clone();
+        k.extend_from_slice(&row::token_bytes((hi + 1) as i64));
+        Bound::Excluded(k)
+    };
+    let mut lo_b = Bound::Included(lo_key);
+    if let Some(p) = paging.as_ref().filter(|p| !p.last_key.is_empty()) {
+        lo_b = max_lo(lo_b, Bound::Excluded(p.last_key.clone()));
+    }
+    let mut cur_pk: Option<Bytes> = None;
+    let mut header = RowData::default();
+    for item in engine
+        .store
+        .scan(Space::Data, as_ref(&lo_b), as_ref(&hi_key), false)
+    {
+        let (entry, _) = item?;
+        let Some(row_key) = super::index::row_key_of_entry(t, index, ty, &entry) else {
+            continue;
+        };
+        let Some(v) = engine.store.get(Space::Data, &row_key)? else {
+            continue;
+        };
+        let dk = row::decode_key(&row_key, &ck_types)?;
+        out.scanned(dk.token, row_key.len() + v.len());
+        if cur_pk.as_ref() != Some(&dk.pk) {
+            cur_pk = Some(dk.pk.clone());
+            let mut hk = row::partition_prefix(t.storage_id, dk.token, &dk.pk);
+            hk.push(KIND_HEADER);
+            header = match engine.store.get(Space::Data, &hk)? {
+                Some(h) => RowData::decode(&h)?,
+                None => RowData::default(),
+            };
+            complex::materialize(&mut header, t, None, out.now);
+        }
+        let mut data = RowData::decode(&v)?;
+        complex::materialize(&mut data, t, header.deletion, out.now);
+        shadow(&mut data, header.deletion);
+        if !data.is_live(out.now)
+            || !passes(
+                t,
+                &plan.filters,
+                &dk.pk,
+                &dk.clustering,
+                &data,
+                &header,
+                out.now,
+            )
+        {
+            continue;
+        }
+        if let Flow::Stop(more) = out.emit(dk.token, &dk.pk, &dk.clustering, &data, &header) {
+            if more {
+                out.rows.paging_state = Some(
+                    PagingState {
+                        partition: 0,
+                        last_key: entry.to_vec(),
+                        remaining: out.remaining.map(|r| r as u32),
+                        partition_rows: out.cur_count as u32,
+                    }
+                    .encode(),
+                );
+            }
+            return Ok(());
+        }
+    }
+    Ok(())
 }
 
 fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {

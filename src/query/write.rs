@@ -4,8 +4,9 @@
 //! them locks the logical partitions involved (striped locks, in order), reads the current rows,
 //! merges with last-write-wins, and commits everything as one atomic storage batch.
 
+use super::complex::{self, ElemParams};
 use super::eval::{eval, Ctx, Val};
-use super::row::{self, Cell, Marker, RowData, KIND_HEADER, KIND_ROW};
+use super::row::{self, Cell, ComplexCell, Elem, Marker, Pending, RowData, KIND_HEADER, KIND_ROW};
 use super::{
     invalid, resolve_keyspace, resolve_table, Engine, Outcome, QueryOptions, Result, Session,
 };
@@ -14,8 +15,9 @@ use crate::cql::ast::{
     Statement, Term, Using,
 };
 use crate::cql::types::CqlType;
+use crate::cql::value;
 use crate::partition::token::{partition_key_bytes, token_of, Token};
-use crate::schema::{ddl, ColumnKind, Schema, TableDef};
+use crate::schema::{ddl, ColumnDef, ColumnKind, Schema, TableDef};
 use crate::storage::{Space, WriteBatch};
 use bytes::Bytes;
 use std::sync::Arc;
@@ -51,8 +53,18 @@ fn ensure_throughput_layout(engine: &Engine, ks: &str, table: &str) -> Result<()
 }
 
 /// Admits a write on the throughput budgets of the physical partitions it touches (before
-/// anything is read or stored); returns each table's per-partition RU/s.
-fn admit_writes(engine: &Engine, muts: &[Mutation]) -> Result<Vec<(u64, Option<f64>)>> {
+/// anything is read or stored).
+fn admit_writes(engine: &Engine, muts: &[Mutation]) -> Result<()> {
+    let (_, parts) = write_partitions(engine, muts);
+    let list: Vec<_> = parts.iter().map(|(p, r)| (&**p, *r)).collect();
+    crate::partition::throttle::admit(&engine.limits.throughput, &list)
+}
+
+type PartRates = Vec<(Arc<crate::partition::map::PhysicalPartition>, Option<f64>)>;
+
+/// Each table's per-partition RU/s (None: no throughput provisioned) and the physical
+/// partitions the mutations touch with their RU/s.
+fn write_partitions(engine: &Engine, muts: &[Mutation]) -> (Vec<(u64, Option<f64>)>, PartRates) {
     let schema = engine.schema();
     let mut rates: Vec<(u64, Option<f64>)> = Vec::new();
     let mut parts: Vec<Arc<crate::partition::map::PhysicalPartition>> = Vec::new();
@@ -72,9 +84,7 @@ fn admit_writes(engine: &Engine, muts: &[Mutation]) -> Result<Vec<(u64, Option<f
             part_rates.push(rate);
         }
     }
-    let list: Vec<_> = parts.iter().map(|p| &**p).zip(part_rates).collect();
-    crate::partition::throttle::admit(&engine.limits.throughput, &list)?;
-    Ok(rates)
+    (rates, parts.into_iter().zip(part_rates).collect())
 }
 
 /// One write to one storage key.
@@ -256,14 +266,14 @@ fn clustering_types(table: &TableDef) -> Vec<(&CqlType, bool)> {
         .collect()
 }
 
-fn row_key(table: &TableDef, pk: &[u8], clustering: &[Bytes]) -> Vec<u8> {
+pub(crate) fn row_key(table: &TableDef, pk: &[u8], clustering: &[Bytes]) -> Vec<u8> {
     let mut k = row::partition_prefix(table.storage_id, table_token(table, pk), pk);
     k.push(KIND_ROW);
     row::encode_clustering(&clustering_types(table), clustering, &mut k);
     k
 }
 
-fn header_key(table: &TableDef, pk: &[u8]) -> Vec<u8> {
+pub(crate) fn header_key(table: &TableDef, pk: &[u8]) -> Vec<u8> {
     let mut k = row::partition_prefix(table.storage_id, table_token(table, pk), pk);
     k.push(KIND_HEADER);
     k
@@ -309,10 +319,14 @@ fn using_params(
             "ttl is too large. requested ({ttl}) maximum ({MAX_TTL})"
         )));
     }
+    // Expiry has second resolution: round the deadline up so that a cell is never gone before
+    // its TTL has fully elapsed (it is gone at the first whole second at or after the deadline).
     let expiry = if ttl == 0 {
         0
     } else {
-        (super::now_secs() as i64 + ttl).min(i32::MAX as i64) as i32
+        let deadline_us = super::now_micros() + ttl * 1_000_000;
+        (deadline_us.div_euclid(1_000_000) + i64::from(deadline_us.rem_euclid(1_000_000) != 0))
+            .min(i32::MAX as i64) as i32
     };
     Ok(WriteParams {
         ts,
@@ -343,6 +357,75 @@ fn cell_for(col: u32, v: Val, p: &WriteParams) -> Option<Cell> {
     }
 }
 
+fn elem_params(p: &WriteParams) -> ElemParams {
+    ElemParams {
+        ts: p.ts,
+        ttl: p.ttl,
+        expiry: p.expiry,
+        now: super::now_secs(),
+    }
+}
+
+/// Adds the write of a whole value of column `col` to `upd`: one cell, or for a non-frozen
+/// collection or UDT a collection deletion just below the write and one cell per element.
+fn put_column(upd: &mut RowData, col: &ColumnDef, v: Val, p: &WriteParams) {
+    if !col.ty.is_multi_cell() {
+        upd.cells.extend(cell_for(col.id, v, p));
+        return;
+    }
+    let now = super::now_secs();
+    let (deletion_ts, elems) = match v {
+        Val::Unset => return,
+        Val::Null => (p.ts, Vec::new()),
+        Val::Value(b) => (
+            p.ts.saturating_sub(1),
+            complex::elems_of_value(&col.ty, &b, &elem_params(p)),
+        ),
+    };
+    upd.complex.push(ComplexCell {
+        col: col.id,
+        deletion: Some((deletion_ts, now)),
+        elems,
+    });
+}
+
+/// Adds elements (or element tombstones) to column `col`'s complex cell in `upd`.
+fn put_elems(upd: &mut RowData, col: u32, elems: Vec<Elem>) {
+    match upd.complex.iter_mut().find(|c| c.col == col) {
+        Some(c) => {
+            let merged = ComplexCell {
+                col,
+                deletion: None,
+                elems,
+            };
+            let mut cur = std::mem::take(c);
+            cur.col = col;
+            // later assignments of one statement win over earlier ones at the same timestamp
+            for e in merged.elems {
+                match cur.elems.binary_search_by(|x| x.path.cmp(&e.path)) {
+                    Ok(i) => cur.elems[i] = e,
+                    Err(i) => cur.elems.insert(i, e),
+                }
+            }
+            *c = cur;
+        }
+        None => {
+            let mut elems = elems;
+            elems.sort_by(|a, b| a.path.cmp(&b.path));
+            upd.complex.push(ComplexCell {
+                col,
+                deletion: None,
+                elems,
+            });
+        }
+    }
+}
+
+fn sort_update(upd: &mut RowData) {
+    upd.cells.sort_by_key(|c| c.col);
+    upd.complex.sort_by_key(|c| c.col);
+}
+
 fn reject_counter_table(table: &TableDef, what: &str) -> Result<()> {
     if table.is_counter_table() {
         return Err(invalid(format!(
@@ -365,34 +448,47 @@ fn insert_mutations(
             "Conditional updates (IF NOT EXISTS) are not supported yet",
         ));
     }
-    let InsertValues::Values { columns, values } = &ins.values else {
-        return Err(invalid("INSERT JSON is not supported yet"));
+    let pairs: Vec<(String, Val)> = match &ins.values {
+        InsertValues::Values { columns, values } => {
+            if columns.len() != values.len() {
+                return Err(invalid(format!(
+                    "Unmatched column names/values: {} columns but {} values",
+                    columns.len(),
+                    values.len()
+                )));
+            }
+            let mut pairs = Vec::with_capacity(columns.len());
+            for (i, (name, term)) in columns.iter().zip(values).enumerate() {
+                if columns[..i].contains(name) {
+                    return Err(invalid(format!(
+                        "Multiple definitions found for column {name}"
+                    )));
+                }
+                let col = table.column(name).ok_or_else(|| {
+                    invalid(format!(
+                        "Undefined column name {name} in table {}.{}",
+                        table.keyspace, table.name
+                    ))
+                })?;
+                pairs.push((name.clone(), eval(term, &col.ty, name, ctx)?));
+            }
+            pairs
+        }
+        InsertValues::Json {
+            value,
+            default_unset,
+        } => json_pairs(table, value, *default_unset, ctx)?,
     };
-    if columns.len() != values.len() {
-        return Err(invalid(format!(
-            "Unmatched column names/values: {} columns but {} values",
-            columns.len(),
-            values.len()
-        )));
-    }
     let p = using_params(table, &ins.using, ctx, ts)?;
     let mut pk_vals: Vec<Option<Vec<Bytes>>> = vec![None; table.partition_key.len()];
     let mut ck_vals: Vec<Option<Vec<Bytes>>> = vec![None; table.clustering.len()];
-    let mut cells: Vec<Cell> = Vec::new();
-    let mut static_cells: Vec<Cell> = Vec::new();
-    for (i, (name, term)) in columns.iter().zip(values).enumerate() {
-        if columns[..i].contains(name) {
-            return Err(invalid(format!(
-                "Multiple definitions found for column {name}"
-            )));
-        }
-        let col = table.column(name).ok_or_else(|| {
-            invalid(format!(
-                "Undefined column name {name} in table {}.{}",
-                table.keyspace, table.name
-            ))
-        })?;
-        let v = eval(term, &col.ty, name, ctx)?;
+    let mut cells = RowData::default();
+    let mut static_cells = RowData::default();
+    for (name, v) in pairs {
+        let name = &name;
+        let Some(col) = table.column(name) else {
+            continue;
+        };
         match col.kind {
             ColumnKind::PartitionKey => {
                 let v = match v {
@@ -408,8 +504,8 @@ fn insert_mutations(
             ColumnKind::Clustering => {
                 ck_vals[col.position] = Some(vec![key_value(v, col)?]);
             }
-            ColumnKind::Regular => cells.extend(cell_for(col.id, v, &p)),
-            ColumnKind::Static => static_cells.extend(cell_for(col.id, v, &p)),
+            ColumnKind::Regular => put_column(&mut cells, col, v, &p),
+            ColumnKind::Static => put_column(&mut static_cells, col, v, &p),
         }
     }
     let miss = missing(table, &table.clustering, &ck_vals);
@@ -424,8 +520,9 @@ fn insert_mutations(
         .into_iter()
         .map(|v| v.unwrap_or_default().remove(0))
         .collect();
-    cells.sort_by_key(|c| c.col);
-    static_cells.sort_by_key(|c| c.col);
+    sort_update(&mut cells);
+    sort_update(&mut static_cells);
+    let has_static = !static_cells.cells.is_empty() || !static_cells.complex.is_empty();
     let _ = engine;
     let mut out = Vec::new();
     for pk in pks {
@@ -440,22 +537,87 @@ fn insert_mutations(
                     expiry: p.expiry,
                 }),
                 deletion: None,
-                cells: cells.clone(),
+                ..cells.clone()
             },
         });
-        if !static_cells.is_empty() {
+        if has_static {
             out.push(Mutation {
                 table: Arc::clone(table),
                 key: header_key(table, &pk),
                 pk,
-                update: RowData {
-                    cells: static_cells.clone(),
-                    ..Default::default()
-                },
+                update: static_cells.clone(),
             });
         }
     }
     Ok(out)
+}
+
+/// The columns and values of `INSERT JSON`: every column of the table, those missing from the
+/// object null (DEFAULT NULL) or left alone (DEFAULT UNSET).
+fn json_pairs(
+    table: &TableDef,
+    value: &Term,
+    default_unset: bool,
+    ctx: &Ctx,
+) -> Result<Vec<(String, Val)>> {
+    let text = match eval(value, &CqlType::Text, "[json]", ctx)? {
+        Val::Value(b) => String::from_utf8(b.to_vec()).map_err(|_| invalid("Invalid JSON"))?,
+        _ => return Err(invalid("Got null for INSERT JSON values")),
+    };
+    let obj: serde_json::Map<String, serde_json::Value> = match serde_json::from_str(&text) {
+        Ok(serde_json::Value::Object(m)) => m,
+        Ok(_) => {
+            return Err(invalid(format!(
+                "Could not decode JSON string as a map: {text}"
+            )))
+        }
+        Err(e) => {
+            return Err(invalid(format!(
+                "Could not decode JSON string as a map: {e}. (String was: {text})"
+            )))
+        }
+    };
+    let mut given: Vec<(String, &serde_json::Value)> = Vec::with_capacity(obj.len());
+    for (k, v) in &obj {
+        let name = match k.strip_prefix('"').and_then(|x| x.strip_suffix('"')) {
+            Some(quoted) => quoted.replace("\"\"", "\""),
+            None => k.to_lowercase(),
+        };
+        if table.column(&name).is_none() {
+            return Err(invalid(format!(
+                "JSON values map contains unrecognized column: {k}"
+            )));
+        }
+        given.push((name, v));
+    }
+    let mut pairs = Vec::with_capacity(table.columns.len());
+    for col in &table.columns {
+        let v = match given.iter().find(|(n, _)| *n == col.name) {
+            Some((_, j)) => match value::from_json(&col.ty, j) {
+                Ok(b) => {
+                    value::validate(&col.ty, &b).map_err(|e| {
+                        invalid(format!("Error decoding JSON value for {}: {e}", col.name))
+                    })?;
+                    Val::Value(Bytes::from(b))
+                }
+                Err(value::ValueError::Null(_)) => Val::Null,
+                Err(e) => {
+                    return Err(invalid(format!(
+                        "Error decoding JSON value for {}: {}",
+                        col.name,
+                        e.for_column(&col.name)
+                    )))
+                }
+            },
+            None if default_unset => Val::Unset,
+            None => Val::Null,
+        };
+        if matches!(v, Val::Unset) && !matches!(col.kind, ColumnKind::PartitionKey) {
+            continue;
+        }
+        pairs.push((col.name.clone(), v));
+    }
+    Ok(pairs)
 }
 
 /// Checks that a WHERE clause of UPDATE/DELETE restricts only primary key columns with = / IN.
@@ -499,16 +661,26 @@ fn update_mutations(
     }
     check_write_where(table, &up.where_clause)?;
     let p = using_params(table, &up.using, ctx, ts)?;
-    let mut cells = Vec::new();
-    let mut static_cells = Vec::new();
+    let mut cells = RowData::default();
+    let mut static_cells = RowData::default();
+    if table.is_counter_table() {
+        if up.using.ttl.is_some() {
+            return Err(invalid("Cannot provide custom TTL for counter updates"));
+        }
+        if up.using.timestamp.is_some() {
+            return Err(invalid(
+                "Cannot provide custom timestamp for counter updates",
+            ));
+        }
+    }
     for a in &up.assignments {
-        let (column, value) = match a {
-            Assignment::Set { column, value } => (column, value),
-            other => {
-                return Err(invalid(format!(
-                    "This kind of assignment is not supported yet: {other:?}"
-                )))
-            }
+        let column = match a {
+            Assignment::Set { column, .. }
+            | Assignment::SetElement { column, .. }
+            | Assignment::SetField { column, .. }
+            | Assignment::Append { column, .. }
+            | Assignment::Prepend { column, .. }
+            | Assignment::Remove { column, .. } => column,
         };
         let col = table.column(column).ok_or_else(|| {
             invalid(format!(
@@ -521,28 +693,28 @@ fn update_mutations(
                 "PRIMARY KEY part {column} found in SET part"
             )));
         }
-        if col.ty.is_counter() {
-            return Err(invalid(format!(
-                "Cannot set the value of counter column {column} (counters can only be incremented/decremented, not set)"
-            )));
-        }
-        let v = eval(value, &col.ty, column, ctx)?;
         let target = if col.kind == ColumnKind::Static {
             &mut static_cells
         } else {
             &mut cells
         };
-        target.extend(cell_for(col.id, v, &p));
+        assign(target, col, a, ctx, &p)?;
     }
-    cells.sort_by_key(|c: &Cell| c.col);
-    static_cells.sort_by_key(|c: &Cell| c.col);
+    sort_update(&mut cells);
+    sort_update(&mut static_cells);
     let pks = partition_keys(
         table,
         key_values(table, &up.where_clause, ctx, &table.partition_key)?,
     )?;
     let ck_vals = key_values(table, &up.where_clause, ctx, &table.clustering)?;
     let mut out = Vec::new();
-    let need_rows = !cells.is_empty() || static_cells.is_empty();
+    let has_static = !static_cells.cells.is_empty()
+        || !static_cells.complex.is_empty()
+        || !static_cells.pending.is_empty();
+    let need_rows = !cells.cells.is_empty()
+        || !cells.complex.is_empty()
+        || !cells.pending.is_empty()
+        || !has_static;
     let cks = if need_rows {
         let miss = missing(table, &table.clustering, &ck_vals);
         if !miss.is_empty() {
@@ -566,25 +738,217 @@ fn update_mutations(
                 table: Arc::clone(table),
                 key: row_key(table, &pk, ck),
                 pk: pk.clone(),
-                update: RowData {
-                    cells: cells.clone(),
-                    ..Default::default()
-                },
+                update: cells.clone(),
             });
         }
-        if !static_cells.is_empty() {
+        if has_static {
             out.push(Mutation {
                 table: Arc::clone(table),
                 key: header_key(table, &pk),
                 pk: pk.clone(),
-                update: RowData {
-                    cells: static_cells.clone(),
-                    ..Default::default()
-                },
+                update: static_cells.clone(),
             });
         }
     }
     Ok(out)
+}
+
+/// The elements of a collection value `v` of type `ty` (list/set elements or map keys).
+fn items_of(v: &Bytes) -> Vec<Bytes> {
+    value::collection_elements(v)
+        .map(|it| {
+            it.filter_map(|r| r.ok().flatten())
+                .map(|e| v.slice_ref(e))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn op_text(a: &Assignment) -> String {
+    match a {
+        Assignment::Set { column, .. } => format!("{column} = ?"),
+        Assignment::SetElement { column, .. } => format!("{column}[?] = ?"),
+        Assignment::SetField { column, field, .. } => format!("{column}.{field} = ?"),
+        Assignment::Append { column, .. } => format!("{column} = {column} + ?"),
+        Assignment::Prepend { column, .. } => format!("{column} = ? + {column}"),
+        Assignment::Remove { column, .. } => format!("{column} = {column} - ?"),
+    }
+}
+
+/// Adds one assignment of UPDATE to `upd`.
+fn assign(
+    upd: &mut RowData,
+    col: &ColumnDef,
+    a: &Assignment,
+    ctx: &Ctx,
+    p: &WriteParams,
+) -> Result<()> {
+    let name = &col.name;
+    let ep = elem_params(p);
+    let multi = col.ty.is_multi_cell();
+    let bad_op = |what: &str| {
+        invalid(format!(
+            "Invalid operation ({}) for {what} column {name}",
+            op_text(a)
+        ))
+    };
+    match a {
+        Assignment::Set { value, .. } => {
+            if col.ty.is_counter() {
+                return Err(invalid(format!(
+                    "Cannot set the value of counter column {name} (counters can only be incremented/decremented, not set)"
+                )));
+            }
+            let v = eval(value, &col.ty, name, ctx)?;
+            put_column(upd, col, v, p);
+        }
+        Assignment::Append { value, .. } | Assignment::Remove { value, .. }
+            if col.ty.is_counter() =>
+        {
+            let delta = match eval(value, &CqlType::Bigint, name, ctx)? {
+                Val::Value(b) if b.len() == 8 => {
+                    i64::from_be_bytes(b[..].try_into().expect("8 bytes"))
+                }
+                Val::Unset => return Ok(()),
+                _ => return Err(invalid("Invalid null value for counter increment")),
+            };
+            let delta = if matches!(a, Assignment::Remove { .. }) {
+                delta.wrapping_neg()
+            } else {
+                delta
+            };
+            upd.pending.push(Pending::CounterAdd {
+                col: col.id,
+                delta,
+                ts: p.ts,
+            });
+        }
+        Assignment::Append { value, .. } | Assignment::Prepend { value, .. } => {
+            let prepend = matches!(a, Assignment::Prepend { .. });
+            if !multi || matches!(col.ty, CqlType::Udt(_)) {
+                return Err(bad_op(if col.ty.is_collection() {
+                    "frozen collection"
+                } else if prepend {
+                    "non list"
+                } else {
+                    "non counter"
+                }));
+            }
+            if prepend && !matches!(col.ty, CqlType::List(_)) {
+                return Err(bad_op("non list"));
+            }
+            let Val::Value(v) = eval(value, &col.ty, name, ctx)? else {
+                return Ok(());
+            };
+            let elems = match &col.ty {
+                CqlType::List(_) => complex::list_elems(items_of(&v), prepend, &ep),
+                _ => complex::elems_of_value(&col.ty, &v, &ep),
+            };
+            put_elems(upd, col.id, elems);
+        }
+        Assignment::Remove { value, .. } => {
+            if !multi || matches!(col.ty, CqlType::Udt(_)) {
+                return Err(bad_op(if col.ty.is_collection() {
+                    "frozen collection"
+                } else {
+                    "non counter"
+                }));
+            }
+            match &col.ty {
+                CqlType::List(_) => {
+                    if let Val::Value(v) = eval(value, &col.ty, name, ctx)? {
+                        upd.pending.push(Pending::ListRemove {
+                            col: col.id,
+                            values: items_of(&v),
+                            ts: p.ts,
+                        });
+                    }
+                }
+                CqlType::Set(et) | CqlType::Map(et, _) => {
+                    let set_ty = CqlType::Set(et.clone());
+                    if let Val::Value(v) = eval(value, &set_ty, name, ctx)? {
+                        let elems = items_of(&v)
+                            .iter()
+                            .map(|k| ep.elem(complex::key_path(et, k), None))
+                            .collect();
+                        put_elems(upd, col.id, elems);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Assignment::SetElement { key, value, .. } => match &col.ty {
+            CqlType::Map(kt, vt) => {
+                let k = match eval(key, kt, name, ctx)? {
+                    Val::Value(k) => k,
+                    _ => return Err(invalid("Invalid null value for map key")),
+                };
+                let v = match eval(value, vt, name, ctx)? {
+                    Val::Value(v) => Some(v),
+                    Val::Null => None,
+                    Val::Unset => return Ok(()),
+                };
+                put_elems(upd, col.id, vec![ep.elem(complex::key_path(kt, &k), v)]);
+            }
+            CqlType::List(et) => {
+                let index = match eval(key, &CqlType::Int, name, ctx)? {
+                    Val::Value(b) if b.len() == 4 => {
+                        i32::from_be_bytes(b[..].try_into().expect("4 bytes")) as i64
+                    }
+                    _ => return Err(invalid("Invalid null value for list index")),
+                };
+                let v = match eval(value, et, name, ctx)? {
+                    Val::Value(v) => Some(v),
+                    Val::Null => None,
+                    Val::Unset => return Ok(()),
+                };
+                upd.pending.push(Pending::ListSet {
+                    col: col.id,
+                    index,
+                    value: v,
+                    ts: p.ts,
+                    ttl: p.ttl,
+                    expiry: p.expiry,
+                });
+            }
+            _ => {
+                return Err(invalid(format!(
+                    "Invalid operation ({}) for {} column {name}",
+                    op_text(a),
+                    if col.ty.is_collection() {
+                        "frozen collection"
+                    } else {
+                        "non list/map"
+                    }
+                )))
+            }
+        },
+        Assignment::SetField { field, value, .. } => {
+            let CqlType::Udt(u) = &col.ty else {
+                return Err(invalid(format!(
+                    "Invalid operation ({}) for {} column {name}",
+                    op_text(a),
+                    if matches!(col.ty.unfrozen(), CqlType::Udt(_)) {
+                        "frozen UDT"
+                    } else {
+                        "non-UDT"
+                    }
+                )));
+            };
+            let Some(i) = u.fields.iter().position(|(n, _)| n == field) else {
+                return Err(invalid(format!(
+                    "UDT column {name} does not have a field named {field}"
+                )));
+            };
+            let v = match eval(value, &u.fields[i].1, name, ctx)? {
+                Val::Value(v) => Some(v),
+                Val::Null => None,
+                Val::Unset => return Ok(()),
+            };
+            put_elems(upd, col.id, vec![ep.elem(complex::field_path(i), v)]);
+        }
+    }
+    Ok(())
 }
 
 fn delete_mutations(
@@ -623,13 +987,57 @@ fn delete_mutations(
             table.columns[table.clustering[ck_vals.iter().rposition(|v| v.is_some()).unwrap_or(0)]].name
         )));
     }
-    let mut cells = Vec::new();
-    let mut static_cells = Vec::new();
+    // A slice (< <= > >=) on the clustering column after the = / IN prefix.
+    let mut slice: Option<(usize, Vec<(Operator, Bytes)>)> = None;
+    for r in &del.where_clause {
+        let RelationLhs::Column(name) = &r.lhs else {
+            continue;
+        };
+        if !matches!(
+            r.op,
+            Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge
+        ) {
+            continue;
+        }
+        let Some(col) = table.column(name) else {
+            continue;
+        };
+        if col.kind != ColumnKind::Clustering {
+            continue;
+        }
+        if col.position != given {
+            return Err(invalid(format!(
+                "PRIMARY KEY column \"{name}\" cannot be restricted as preceding column \"{}\" is not restricted",
+                table.columns[table.clustering[given.min(table.clustering.len() - 1)]].name
+            )));
+        }
+        let v = match eval(&r.rhs, &col.ty, name, ctx)? {
+            Val::Value(b) => b,
+            Val::Null => {
+                return Err(invalid(format!(
+                    "Invalid null value in condition for column {name}"
+                )))
+            }
+            Val::Unset => return Err(invalid(format!("Invalid unset value for column {name}"))),
+        };
+        let ci = table.clustering[given];
+        slice
+            .get_or_insert_with(|| (ci, Vec::new()))
+            .1
+            .push((r.op, v));
+    }
+    if slice.is_some() && !del.targets.is_empty() {
+        return Err(invalid(
+            "Range deletions are not supported for specific columns",
+        ));
+    }
+    let mut cells = RowData::default();
+    let mut static_cells = RowData::default();
     for t in &del.targets {
-        let DeleteTarget::Column(name) = t else {
-            return Err(invalid(
-                "Deleting collection elements or fields is not supported yet",
-            ));
+        let name = match t {
+            DeleteTarget::Column(name)
+            | DeleteTarget::Element(name, _)
+            | DeleteTarget::Field(name, _) => name,
         };
         let col = table.column(name).ok_or_else(|| {
             invalid(format!(
@@ -642,25 +1050,65 @@ fn delete_mutations(
                 "Invalid identifier {name} for deletion (should not be a PRIMARY KEY part)"
             )));
         }
-        let c = Cell {
-            col: col.id,
-            ts: p.ts,
-            ttl: 0,
-            expiry: 0,
-            value: None,
-            local_deletion: now,
-        };
-        if col.kind == ColumnKind::Static {
-            static_cells.push(c)
+        let upd = if col.kind == ColumnKind::Static {
+            &mut static_cells
         } else {
-            cells.push(c)
-        }
+            &mut cells
+        };
+        delete_target(upd, col, t, ctx, &p, now)?;
     }
-    cells.sort_by_key(|c| c.col);
-    static_cells.sort_by_key(|c| c.col);
+    sort_update(&mut cells);
+    sort_update(&mut static_cells);
+    let has_cells =
+        !cells.cells.is_empty() || !cells.complex.is_empty() || !cells.pending.is_empty();
+    let has_static = !static_cells.cells.is_empty()
+        || !static_cells.complex.is_empty()
+        || !static_cells.pending.is_empty();
     let mut out = Vec::new();
     for pk in pks {
-        if given == table.clustering.len() && (del.targets.is_empty() || !cells.is_empty()) {
+        if slice.is_some()
+            || (given > 0 && given < table.clustering.len() && del.targets.is_empty())
+        {
+            // A clustering range or prefix: range tombstones in the partition header.
+            let prefix_vals: Vec<Vec<Bytes>> = ck_vals
+                .iter()
+                .take(given)
+                .map(|v| v.clone().unwrap_or_default())
+                .collect();
+            let ranges = super::select::clustering_slices(table, &prefix_vals, slice.as_ref())
+                .into_iter()
+                .filter_map(|(lo, hi)| {
+                    let lo = match lo {
+                        std::ops::Bound::Included(k) => k,
+                        std::ops::Bound::Excluded(k) => row::prefix_successor_or_empty(k)?,
+                        std::ops::Bound::Unbounded => Vec::new(),
+                    };
+                    let hi = match hi {
+                        std::ops::Bound::Excluded(k) => Some(k),
+                        std::ops::Bound::Included(k) => row::prefix_successor_or_empty(k),
+                        std::ops::Bound::Unbounded => None,
+                    };
+                    if hi.as_ref().is_some_and(|h| *h <= lo) {
+                        return None;
+                    }
+                    Some(row::RangeTombstone {
+                        lo,
+                        hi,
+                        ts: p.ts,
+                        local_deletion: now,
+                    })
+                })
+                .collect();
+            out.push(Mutation {
+                table: Arc::clone(table),
+                key: header_key(table, &pk),
+                pk: pk.clone(),
+                update: RowData {
+                    ranges,
+                    ..Default::default()
+                },
+            });
+        } else if given == table.clustering.len() && (del.targets.is_empty() || has_cells) {
             let cks = combinations(
                 &ck_vals
                     .iter()
@@ -678,10 +1126,7 @@ fn delete_mutations(
                             ..Default::default()
                         }
                     } else {
-                        RowData {
-                            cells: cells.clone(),
-                            ..Default::default()
-                        }
+                        cells.clone()
                     },
                 });
             }
@@ -696,27 +1141,127 @@ fn delete_mutations(
                     ..Default::default()
                 },
             });
-        } else if del.targets.is_empty() || !cells.is_empty() {
+        } else if del.targets.is_empty() || has_cells {
             return Err(invalid(
                 "Range deletions (a prefix of the clustering columns) are not supported yet",
             ));
         }
-        if !static_cells.is_empty() {
+        if has_static {
             out.push(Mutation {
                 table: Arc::clone(table),
                 key: header_key(table, &pk),
                 pk: pk.clone(),
-                update: RowData {
-                    cells: static_cells.clone(),
-                    ..Default::default()
-                },
+                update: static_cells.clone(),
             });
         }
     }
     Ok(out)
 }
 
-fn mutations_for(
+/// Adds the deletion of a column, collection element or UDT field to `upd`.
+fn delete_target(
+    upd: &mut RowData,
+    col: &ColumnDef,
+    target: &DeleteTarget,
+    ctx: &Ctx,
+    p: &WriteParams,
+    now: i32,
+) -> Result<()> {
+    let name = &col.name;
+    let ep = ElemParams {
+        ts: p.ts,
+        ttl: 0,
+        expiry: 0,
+        now,
+    };
+    match target {
+        DeleteTarget::Column(_) => {
+            if col.ty.is_multi_cell() {
+                upd.complex.push(ComplexCell {
+                    col: col.id,
+                    deletion: Some((p.ts, now)),
+                    elems: Vec::new(),
+                });
+            } else {
+                upd.cells.push(Cell {
+                    col: col.id,
+                    ts: p.ts,
+                    ttl: 0,
+                    expiry: 0,
+                    value: None,
+                    local_deletion: now,
+                });
+            }
+        }
+        DeleteTarget::Element(_, key) => match &col.ty {
+            CqlType::Map(kt, _) | CqlType::Set(kt) => {
+                let k = match eval(key, kt, name, ctx)? {
+                    Val::Value(k) => k,
+                    Val::Unset => return Ok(()),
+                    Val::Null => {
+                        return Err(invalid(format!(
+                            "Invalid null value for {} element",
+                            if matches!(col.ty, CqlType::Map(..)) {
+                                "map"
+                            } else {
+                                "set"
+                            }
+                        )))
+                    }
+                };
+                put_elems(upd, col.id, vec![ep.elem(complex::key_path(kt, &k), None)]);
+            }
+            CqlType::List(_) => {
+                let index = match eval(key, &CqlType::Int, name, ctx)? {
+                    Val::Value(b) if b.len() == 4 => {
+                        i32::from_be_bytes(b[..].try_into().expect("4 bytes")) as i64
+                    }
+                    Val::Unset => return Ok(()),
+                    _ => return Err(invalid("Invalid null value for list index")),
+                };
+                upd.pending.push(Pending::ListSet {
+                    col: col.id,
+                    index,
+                    value: None,
+                    ts: p.ts,
+                    ttl: 0,
+                    expiry: 0,
+                });
+            }
+            _ => {
+                return Err(invalid(format!(
+                    "Invalid deletion operation for {} column {name}",
+                    if col.ty.is_collection() {
+                        "frozen collection"
+                    } else {
+                        "non-collection"
+                    }
+                )))
+            }
+        },
+        DeleteTarget::Field(_, field) => {
+            let CqlType::Udt(u) = &col.ty else {
+                return Err(invalid(format!(
+                    "Invalid deletion operation for {} column {name}",
+                    if matches!(col.ty.unfrozen(), CqlType::Udt(_)) {
+                        "frozen UDT"
+                    } else {
+                        "non-UDT"
+                    }
+                )));
+            };
+            let Some(i) = u.fields.iter().position(|(n, _)| n == field) else {
+                return Err(invalid(format!(
+                    "UDT column {name} does not have a field named {field}"
+                )));
+            };
+            put_elems(upd, col.id, vec![ep.elem(complex::field_path(i), None)]);
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn mutations_for(
     engine: &Engine,
     schema: &Schema,
     keyspace: Option<&str>,
@@ -746,7 +1291,7 @@ fn mutations_for(
     }
 }
 
-fn check_writable(t: &TableDef) -> Result<()> {
+pub(crate) fn check_writable(t: &TableDef) -> Result<()> {
     if t.virtual_table {
         return Err(invalid(format!(
             "Modification on table {}.{} is not allowed: it is a system table",
@@ -785,11 +1330,20 @@ pub fn execute_single(
         binds,
         max_value_bytes: engine.limits.max_value_bytes,
     };
+    if super::lwt::conditions(st).is_some() {
+        let item = super::lwt::Item {
+            st,
+            ctx: &ctx,
+            keyspace,
+        };
+        return super::lwt::execute(engine, &schema, &[item], ts, false);
+    }
     let muts = mutations_for(engine, &schema, keyspace, st, &ctx, ts)?;
     apply_with(engine, muts, Some(rctx))?;
     Ok(Outcome::Void)
 }
 
+/// A BATCH given as CQL text (`BEGIN ... APPLY BATCH`).
 pub fn execute_batch(
     engine: &Engine,
     keyspace: Option<&str>,
@@ -803,19 +1357,177 @@ pub fn execute_batch(
         binds,
         max_value_bytes: engine.limits.max_value_bytes,
     };
-    let ts = match &b.using.timestamp {
-        Some(t) => match eval(t, &CqlType::Bigint, "[timestamp]", &ctx)? {
-            Val::Value(v) if v.len() == 8 => i64::from_be_bytes(v[..].try_into().expect("8")),
-            _ => ts,
-        },
-        None => ts,
-    };
-    let mut all = Vec::new();
-    for st in &b.statements {
-        all.extend(mutations_for(engine, &schema, keyspace, st, &ctx, ts)?);
+    if b.using.ttl.is_some() {
+        return Err(invalid(
+            "Global TTL on the BATCH statement is not supported.",
+        ));
     }
+    let batch_ts = match &b.using.timestamp {
+        Some(t) => match eval(t, &CqlType::Bigint, "[timestamp]", &ctx)? {
+            Val::Value(v) if v.len() == 8 => Some(i64::from_be_bytes(v[..].try_into().expect("8"))),
+            Val::Unset => None,
+            _ => return Err(invalid("Invalid null value of timestamp")),
+        },
+        None => None,
+    };
+    let stmts: Vec<BatchStmt> = b
+        .statements
+        .iter()
+        .map(|st| BatchStmt {
+            st,
+            ctx: &ctx,
+            keyspace,
+        })
+        .collect();
+    run_batch(engine, &schema, b.kind, batch_ts, &stmts, ts, rctx)
+}
+
+/// One statement of a batch with its bound values and keyspace.
+pub struct BatchStmt<'a> {
+    pub st: &'a Statement,
+    pub ctx: &'a Ctx<'a>,
+    pub keyspace: Option<&'a str>,
+}
+
+fn has_own_timestamp(st: &Statement) -> bool {
+    match st {
+        Statement::Insert(i) => i.using.timestamp.is_some(),
+        Statement::Update(u) => u.using.timestamp.is_some(),
+        Statement::Delete(d) => d.using.timestamp.is_some(),
+        _ => false,
+    }
+}
+
+/// Validates and runs a batch (CQL text or protocol BATCH) as Cassandra does: counter rules,
+/// timestamps, conditions on one partition, size thresholds; then one atomic commit.
+pub fn run_batch(
+    engine: &Engine,
+    schema: &Schema,
+    kind: crate::cql::ast::BatchKind,
+    batch_ts: Option<i64>,
+    stmts: &[BatchStmt],
+    ts: i64,
+    rctx: &super::RequestCtx,
+) -> Result<Outcome> {
+    use crate::cql::ast::BatchKind;
+    let has_conditions = stmts.iter().any(|s| super::lwt::conditions(s.st).is_some());
+    if batch_ts.is_some() {
+        if has_conditions {
+            return Err(invalid(
+                "Cannot provide custom timestamp for conditional BATCH",
+            ));
+        }
+        if kind == BatchKind::Counter {
+            return Err(invalid("Cannot provide custom timestamp for counter BATCH"));
+        }
+    }
+    let (mut counters, mut non_counters) = (false, false);
+    for s in stmts {
+        if batch_ts.is_some() && has_own_timestamp(s.st) {
+            return Err(invalid(
+                "Timestamp must be set either on BATCH or individual statements",
+            ));
+        }
+        let tname = match s.st {
+            Statement::Insert(i) => &i.table,
+            Statement::Update(u) => &u.table,
+            Statement::Delete(d) => &d.table,
+            _ => {
+                return Err(invalid(
+                    "Only INSERT, UPDATE and DELETE statements are allowed in a BATCH",
+                ))
+            }
+        };
+        if resolve_table(schema, s.keyspace, tname)?.is_counter_table() {
+            counters = true;
+        } else {
+            non_counters = true;
+        }
+    }
+    if batch_ts.is_some() && counters {
+        return Err(invalid(
+            "Cannot provide custom timestamp for a BATCH containing counters",
+        ));
+    }
+    if kind == BatchKind::Counter && non_counters {
+        return Err(invalid(
+            "Cannot include non-counter statement in a counter batch",
+        ));
+    }
+    if counters && non_counters {
+        return Err(invalid(
+            "Counter and non-counter mutations cannot exist in the same batch",
+        ));
+    }
+    if kind == BatchKind::Logged && counters {
+        return Err(invalid(
+            "Cannot include a counter statement in a logged batch",
+        ));
+    }
+    let ts = batch_ts.unwrap_or(ts);
+    if has_conditions {
+        let items: Vec<super::lwt::Item> = stmts
+            .iter()
+            .map(|s| super::lwt::Item {
+                st: s.st,
+                ctx: s.ctx,
+                keyspace: s.keyspace,
+            })
+            .collect();
+        return super::lwt::execute(engine, schema, &items, ts, true);
+    }
+    let mut all = Vec::new();
+    for s in stmts {
+        all.extend(mutations_for(engine, schema, s.keyspace, s.st, s.ctx, ts)?);
+    }
+    check_batch_size(engine, &all, rctx)?;
     apply_with(engine, all, Some(rctx))?;
     Ok(Outcome::Void)
+}
+
+/// Cassandra's batch size thresholds, for batches spanning more than one partition.
+fn check_batch_size(engine: &Engine, muts: &[Mutation], rctx: &super::RequestCtx) -> Result<()> {
+    let mut partitions: Vec<(u64, &Bytes)> =
+        muts.iter().map(|m| (m.table.storage_id, &m.pk)).collect();
+    partitions.sort_unstable();
+    partitions.dedup();
+    if partitions.len() <= 1 {
+        return Ok(());
+    }
+    let size: usize = muts
+        .iter()
+        .map(|m| {
+            m.update
+                .cells
+                .iter()
+                .map(|c| c.value.as_ref().map_or(0, |v| v.len()) + 8)
+                .sum::<usize>()
+        })
+        .sum();
+    let warn = engine.limits.batch_warn_bytes;
+    if size <= warn {
+        return Ok(());
+    }
+    let mut tables: Vec<String> = muts
+        .iter()
+        .map(|m| format!("{}.{}", m.table.keyspace, m.table.name))
+        .collect();
+    tables.sort();
+    tables.dedup();
+    let tables = format!("[{}]", tables.join(", "));
+    let fail = engine.limits.batch_fail_bytes;
+    if size > fail {
+        tracing::error!(
+            "Batch for {tables} is of size {size}, exceeding specified threshold of {fail} by {}. (see batch_size_fail_threshold)",
+            size - fail
+        );
+        return Err(invalid("Batch too large"));
+    }
+    rctx.warn(format!(
+        "Batch for {tables} is of size {size}, exceeding specified threshold of {warn} by {}.",
+        size - warn
+    ));
+    Ok(())
 }
 
 /// Applies mutations atomically: locks their partitions, merges with stored rows, commits.
@@ -832,45 +1544,94 @@ pub fn apply_with(
     if muts.is_empty() {
         return Ok(());
     }
-    let rates = admit_writes(engine, &muts)?;
+    admit_writes(engine, &muts)?;
+    let stripes = stripes_of(engine, &muts);
+    let _guards: Vec<_> = stripes.iter().map(|&i| engine.stripe(i).lock()).collect();
+    apply_locked(engine, muts, rctx)
+}
+
+/// The lock stripes of the partitions mutations touch, sorted and distinct (lock them in order).
+pub(crate) fn stripes_of(engine: &Engine, muts: &[Mutation]) -> Vec<usize> {
     let mut stripes: Vec<usize> = muts
         .iter()
         .map(|m| engine.lock_stripe(m.table.storage_id, &m.pk))
         .collect();
     stripes.sort_unstable();
     stripes.dedup();
-    let _guards: Vec<_> = stripes.iter().map(|&i| engine.stripe(i).lock()).collect();
+    stripes
+}
+
+/// `apply` with the stripes of every mutation's partition already held by the caller.
+pub(crate) fn apply_locked(
+    engine: &Engine,
+    muts: Vec<Mutation>,
+    rctx: Option<&super::RequestCtx>,
+) -> Result<()> {
+    let rates = write_partitions(engine, &muts).0;
     let mut batch = WriteBatch::default();
-    // Several mutations of one batch may hit the same key: merge them in order.
-    let mut merged: Vec<(Vec<u8>, RowData)> = Vec::with_capacity(muts.len());
-    // Per merged key: (storage id, token, partition key, stored bytes before) for size accounting.
-    let mut owners: Vec<(u64, Token, Bytes, usize)> = Vec::with_capacity(muts.len());
+    // Several mutations of one batch may hit the same key: merge them in order. The stored
+    // version is kept for tables with secondary indexes, to update their entries.
+    struct Merged {
+        key: Vec<u8>,
+        table: Arc<TableDef>,
+        old: Option<RowData>,
+        row: RowData,
+        /// (token, stored bytes before) for size accounting.
+        token: Token,
+        old_len: usize,
+        pk: Bytes,
+    }
+    let mut merged: Vec<Merged> = Vec::with_capacity(muts.len());
     for m in muts {
-        if let Some((_, row)) = merged.iter_mut().find(|(k, _)| *k == m.key) {
-            row.merge(m.update);
+        if let Some(x) = merged.iter_mut().find(|x| x.key == m.key) {
+            x.row.merge(m.update);
+            let pending = std::mem::take(&mut x.row.pending);
+            x.row
+                .apply_pending(pending, super::now_secs())
+                .map_err(invalid)?;
             continue;
         }
         let stored = engine.store.get(Space::Data, &m.key)?;
-        owners.push((
-            m.table.storage_id,
-            table_token(&m.table, &m.pk),
-            m.pk.clone(),
-            stored.as_ref().map_or(0, |b| m.key.len() + b.len()),
-        ));
+        let token = table_token(&m.table, &m.pk);
+        let old_len = stored.as_ref().map_or(0, |b| m.key.len() + b.len());
         let mut current = match stored {
             Some(b) => RowData::decode(&b)?,
             None => RowData::default(),
         };
+        let old = (!m.table.indexes.is_empty()).then(|| current.clone());
         current.merge(m.update);
-        merged.push((m.key, current));
+        let pending = std::mem::take(&mut current.pending);
+        current
+            .apply_pending(pending, super::now_secs())
+            .map_err(invalid)?;
+        merged.push(Merged {
+            key: m.key,
+            table: m.table,
+            old,
+            row: current,
+            token,
+            old_len,
+            pk: m.pk,
+        });
     }
+    let now = super::now_secs();
     let mut sizes = crate::partition::sizes::Accounting::default();
     let limits = &engine.limits.partitions;
-    for ((k, row), (sid, token, pk, old_len)) in merged.into_iter().zip(owners) {
-        let mut buf = Vec::with_capacity(row.encoded_len());
-        row.encode(&mut buf);
-        sizes.key_change(limits, sid, token, &pk, old_len, k.len() + buf.len())?;
-        batch.put(Space::Data, k, buf);
+    for m in merged {
+        if let Some(old) = &m.old {
+            super::index::maintain(&m.table, &m.key, old, &m.row, now, &mut batch);
+        }
+        let mut buf = Vec::with_capacity(m.row.encoded_len());
+        m.row.encode(&mut buf);
+        sizes.key_change(
+            limits,
+            m.table.storage_id,
+            m.token,
+            &m.pk,
+            m.old_len,
+            m.key.len() + buf.len(),
+        )?;
+        batch.put(Space::Data, m.key, buf);
     }
     sizes.prepare(&*engine.store, limits, &mut batch, rctx)?;
     let touched = sizes.commit(&engine.maps, || engine.store.commit(batch))?;
@@ -921,14 +1682,18 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
                 if let Some((_, tables)) = &r {
                     for t in tables {
                         engine.maps.remove(t.storage_id, batch);
-                        purge_marker(t.storage_id, batch);
+                        for id in table_storage_ids(t) {
+                            purge_marker(id, batch);
+                        }
                     }
                 }
                 Ok(r)
             })?;
             if let Some((_, tables)) = &res {
                 for t in tables {
-                    spawn_purge(engine, t.storage_id);
+                    for id in table_storage_ids(t) {
+                        spawn_purge(engine, id);
+                    }
                 }
             }
             Ok(done(res.map(|r| r.0)))
@@ -976,12 +1741,16 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
                 let r = ddl::drop_table(s, ks, &name.name, *if_exists)?;
                 if let Some((_, t)) = &r {
                     engine.maps.remove(t.storage_id, batch);
-                    purge_marker(t.storage_id, batch);
+                    for id in table_storage_ids(t) {
+                        purge_marker(id, batch);
+                    }
                 }
                 Ok(r)
             })?;
             if let Some((_, t)) = &res {
-                spawn_purge(engine, t.storage_id);
+                for id in table_storage_ids(t) {
+                    spawn_purge(engine, id);
+                }
             }
             Ok(done(res.map(|r| r.0)))
         }
@@ -997,12 +1766,19 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
                 let mut t = (*old).clone();
                 t.storage_id = s.next_storage_id;
                 s.next_storage_id += 1;
+                // Index entries start empty too.
+                for ix in &mut t.indexes {
+                    ix.storage_id = s.next_storage_id;
+                    s.next_storage_id += 1;
+                }
                 let map = engine
                     .maps
                     .initial_layout(t.storage_id, table_throughput(s, &t), batch);
                 engine.maps.remove(old.storage_id, batch);
-                purge_marker(old.storage_id, batch);
-                swap = Some((old.storage_id, t.storage_id, map));
+                for id in table_storage_ids(&old) {
+                    purge_marker(id, batch);
+                }
+                swap = Some((table_storage_ids(&old), t.storage_id, map));
                 let mut k = (*k).clone();
                 k.tables.insert(tname.clone(), Arc::new(t));
                 s.keyspaces.insert(ks.clone(), Arc::new(k));
@@ -1010,7 +1786,9 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
             })?;
             if let Some((old, new, map)) = swap {
                 engine.maps.install(new, map);
-                spawn_purge(engine, old);
+                for id in old {
+                    spawn_purge(engine, id);
+                }
             }
             Ok(Outcome::Void)
         }
@@ -1030,11 +1808,60 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
             Ok(done(c))
         }
         Statement::AlterType { .. } => Err(invalid("ALTER TYPE is not supported yet")),
-        Statement::CreateIndex { .. } | Statement::DropIndex { .. } => {
-            Err(invalid("Secondary indexes are not supported yet"))
+        Statement::CreateIndex {
+            name,
+            table,
+            target,
+            if_not_exists,
+            custom_class,
+            ..
+        } => {
+            let ks = resolve_keyspace(keyspace, table)?;
+            let res = cat.update(|s, _| {
+                ddl::create_index(
+                    s,
+                    ks,
+                    &table.name,
+                    name.as_deref(),
+                    target,
+                    *if_not_exists,
+                    custom_class.as_deref(),
+                )
+            })?;
+            match res {
+                Some((change, t, index)) => {
+                    super::index::build(engine, &t, &index)?;
+                    Ok(Outcome::SchemaChange(change))
+                }
+                None => Ok(Outcome::Void),
+            }
+        }
+        Statement::DropIndex { name, if_exists } => {
+            let ks = resolve_keyspace(keyspace, name)?;
+            let res = cat.update(|s, batch| {
+                let r = ddl::drop_index(s, ks, &name.name, *if_exists)?;
+                if let Some((_, ix)) = &r {
+                    purge_marker(ix.storage_id, batch);
+                }
+                Ok(r)
+            })?;
+            match res {
+                Some((change, ix)) => {
+                    spawn_purge(engine, ix.storage_id);
+                    Ok(Outcome::SchemaChange(change))
+                }
+                None => Ok(Outcome::Void),
+            }
         }
         _ => Err(invalid("Unsupported statement")),
     }
+}
+
+/// The storage ids holding a table's data: its rows and its index entries.
+fn table_storage_ids(t: &TableDef) -> Vec<u64> {
+    std::iter::once(t.storage_id)
+        .chain(t.indexes.iter().map(|i| i.storage_id))
+        .collect()
 }
 
 fn purge_key(storage_id: u64) -> Vec<u8> {

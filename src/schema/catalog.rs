@@ -119,6 +119,8 @@ struct StoredTable {
     next_column_id: u32,
     #[serde(default)]
     dropped: Vec<(String, String, i64)>,
+    #[serde(default)]
+    indexes: Vec<super::IndexDef>,
 }
 
 fn encode(schema: &Schema) -> Result<Vec<u8>, SchemaError> {
@@ -168,6 +170,7 @@ fn encode(schema: &Schema) -> Result<Vec<u8>, SchemaError> {
                         options: t.options.clone(),
                         next_column_id: t.next_column_id,
                         dropped: t.dropped.clone(),
+                        indexes: t.indexes.clone(),
                     })
                     .collect(),
             })
@@ -257,7 +260,7 @@ fn decode(doc: &[u8]) -> Result<Schema, SchemaError> {
                     id: c.id,
                 });
             }
-            let table = super::ddl::assemble_table(
+            let mut table = super::ddl::assemble_table(
                 sk.name.clone(),
                 t.name.clone(),
                 t.id,
@@ -267,6 +270,7 @@ fn decode(doc: &[u8]) -> Result<Schema, SchemaError> {
                 t.next_column_id,
                 t.dropped,
             );
+            table.indexes = t.indexes;
             tables.insert(t.name, Arc::new(table));
         }
         schema.keyspaces.insert(

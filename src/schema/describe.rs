@@ -240,6 +240,27 @@ fn keyspace_elements(ks: &KeyspaceDef, only: bool, out: &mut Vec<VRow>) {
             &t.name,
             create_table_cql(t, ks.is_virtual),
         ));
+        index_elements(t, out);
+    }
+}
+
+pub fn create_index_cql(t: &TableDef, ix: &crate::schema::IndexDef) -> String {
+    format!(
+        "CREATE INDEX {} ON {} ({});",
+        quote_ident(&ix.name),
+        qualified(&t.keyspace, &t.name),
+        ix.target()
+    )
+}
+
+fn index_elements(t: &TableDef, out: &mut Vec<VRow>) {
+    for ix in &t.indexes {
+        out.push(element(
+            &t.keyspace,
+            "index",
+            &ix.name,
+            create_index_cql(t, ix),
+        ));
     }
 }
 
@@ -356,6 +377,7 @@ pub fn describe(
                 &t.name,
                 create_table_cql(t, k.is_virtual),
             ));
+            index_elements(t, &mut rows);
             element_columns()
         }
         DescribeTarget::Type(q) => {
@@ -379,7 +401,20 @@ pub fn describe(
                 q.name
             )));
         }
-        DescribeTarget::Index(q) | DescribeTarget::MaterializedView(q) => {
+        DescribeTarget::Index(q) => {
+            let ks = ks_of(q)?;
+            let k = schema
+                .keyspace(&ks)
+                .ok_or_else(|| not_found(format!("'{ks}' not found in keyspaces")))?;
+            let (t, ix) = k
+                .tables
+                .values()
+                .find_map(|t| t.indexes.iter().find(|i| i.name == q.name).map(|i| (t, i)))
+                .ok_or_else(|| not_found(format!("'{}' not found in keyspace '{ks}'", q.name)))?;
+            rows.push(element(&ks, "index", &ix.name, create_index_cql(t, ix)));
+            element_columns()
+        }
+        DescribeTarget::MaterializedView(q) => {
             let ks = ks_of(q)?;
             return Err(not_found(format!(
                 "'{}' not found in keyspace '{ks}'",

@@ -153,6 +153,46 @@ impl Default for TableOptions {
     }
 }
 
+/// What a secondary index indexes of its column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IndexKind {
+    /// The value of a regular, static or clustering column (or a frozen collection whole).
+    Value,
+    /// The elements of a list or set, or the values of a map.
+    Values,
+    /// The keys of a map.
+    Keys,
+    /// The (key, value) entries of a map.
+    Entries,
+    /// A frozen collection as a whole (`full(c)`).
+    Full,
+}
+
+/// A secondary index.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct IndexDef {
+    pub name: String,
+    pub column: String,
+    pub kind: IndexKind,
+    /// Prefix of the index entries in the data space.
+    pub storage_id: u64,
+}
+
+impl IndexDef {
+    /// The target as Cassandra writes it in `options['target']` and DESCRIBE.
+    pub fn target(&self) -> String {
+        let c = crate::cql::types::quote_ident(&self.column);
+        match self.kind {
+            IndexKind::Value => c,
+            IndexKind::Values => format!("values({c})"),
+            IndexKind::Keys => format!("keys({c})"),
+            IndexKind::Entries => format!("entries({c})"),
+            IndexKind::Full => format!("full({c})"),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct TableDef {
     pub keyspace: String,
@@ -172,6 +212,8 @@ pub struct TableDef {
     pub virtual_table: bool,
     /// (name, type string, dropped_time micros) of dropped columns.
     pub dropped: Vec<(String, String, i64)>,
+    /// Secondary indexes, maintained on every write.
+    pub indexes: Vec<IndexDef>,
 }
 
 impl TableDef {

@@ -650,6 +650,27 @@ pub fn virtual_rows(schema: &Schema, node: &NodeInfo, table: &TableDef) -> Optio
                 )
             })
             .collect(),
+        ("system_schema", "indexes") => schema
+            .keyspaces
+            .values()
+            .flat_map(|k| k.tables.values())
+            .flat_map(|tb| {
+                tb.indexes.iter().map(move |ix| {
+                    let mut opts = BTreeMap::new();
+                    opts.insert("target".to_string(), ix.target());
+                    row(
+                        t,
+                        &[
+                            ("keyspace_name", text(&tb.keyspace)),
+                            ("table_name", text(&tb.name)),
+                            ("index_name", text(&ix.name)),
+                            ("kind", text("COMPOSITES")),
+                            ("options", text_map(&opts)),
+                        ],
+                    )
+                })
+            })
+            .collect(),
         ("system_schema", "dropped_columns") => schema
             .keyspaces
             .values()

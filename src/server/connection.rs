@@ -504,6 +504,15 @@ fn execute(
         Request::Batch(b) => QueryOptions {
             timestamp: b.timestamp,
             keyspace: b.keyspace.clone(),
+            batch_kind: Some(match b.kind {
+                crate::protocol::request::batch_kind::UNLOGGED => {
+                    crate::cql::ast::BatchKind::Unlogged
+                }
+                crate::protocol::request::batch_kind::COUNTER => {
+                    crate::cql::ast::BatchKind::Counter
+                }
+                _ => crate::cql::ast::BatchKind::Logged,
+            }),
             ..Default::default()
         },
         _ => QueryOptions::default(),

@@ -185,6 +185,30 @@ def parse_authenticate(body):
     return Reader(body).string()
 
 
+def strip_extras(flags, body):
+    """The message body of a response without the tracing id (flag 0x02), warnings (0x08) and
+    custom payload (0x04) that precede it, in that order. (Compression is never negotiated by
+    this client.)"""
+    pos = 0
+    if flags & 0x02:
+        pos += 16
+    if flags & 0x08:
+        (n,) = struct.unpack_from(">H", body, pos)
+        pos += 2
+        for _ in range(n):
+            (ln,) = struct.unpack_from(">H", body, pos)
+            pos += 2 + ln
+    if flags & 0x04:
+        (n,) = struct.unpack_from(">H", body, pos)
+        pos += 2
+        for _ in range(n):
+            (kl,) = struct.unpack_from(">H", body, pos)
+            pos += 2 + kl
+            (vl,) = struct.unpack_from(">i", body, pos)
+            pos += 4 + max(vl, 0)
+    return body[pos:]
+
+
 def result_kind(body):
     return Reader(body).int()
 
@@ -248,7 +272,7 @@ class Conn:
         version, flags, stream, opcode, length = struct.unpack(">BBhBi", self._recv_exact(HEADER_LEN))
         assert 0 <= length <= 256 * 1024 * 1024, f"response frame declares body length {length}"
         body = self._recv_exact(length)
-        return Frame(version, flags, stream, opcode, body)
+        return Frame(version, flags, stream, opcode, strip_extras(flags, body))
 
     def read_response(self, stream):
         """The next frame on `stream`, skipping server-pushed events."""
@@ -303,7 +327,8 @@ class Conn:
                 version, flags, stream, opcode, length = struct.unpack(">BBhBi", buf[:HEADER_LEN])
                 if len(buf) < HEADER_LEN + length:
                     break
-                frames.append(Frame(version, flags, stream, opcode, buf[HEADER_LEN:HEADER_LEN + length]))
+                frames.append(Frame(version, flags, stream, opcode,
+                                    strip_extras(flags, buf[HEADER_LEN:HEADER_LEN + length])))
                 buf = buf[HEADER_LEN + length:]
 
 

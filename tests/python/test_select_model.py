@@ -82,7 +82,8 @@ def test_random_selects_agree_with_model(session, keyspace):
     checked = 0
     for i in range(160):
         shape = rng.choice(["scan", "pk", "pk_in", "pk_c1", "pk_c1_range", "pk_c1_c2", "pk_c1_in",
-                            "token", "order_desc", "filter_v", "limit"])
+                            "token", "order_desc", "filter_v", "limit", "per_partition", "distinct",
+                            "tuple_slice", "tuple_in"])
         pk = rng.choice(pks)
         a, b = sorted(rng.sample(range(-6, 7), 2))
         c2 = rng.choice(texts)
@@ -128,6 +129,29 @@ def test_random_selects_agree_with_model(session, keyspace):
             val = rng.randint(0, 9)
             q, p = f"SELECT {cols} FROM {t} WHERE v = %s ALLOW FILTERING", (val,)
             want = model.select(lambda *r: r[3] == val)
+        elif shape == "per_partition":
+            n = rng.randint(1, 4)
+            q, p = f"SELECT {cols} FROM {t} PER PARTITION LIMIT {n}", ()
+            want, per = [], {}
+            for r in model.select(lambda *r: True):
+                per[r[0]] = per.get(r[0], 0) + 1
+                if per[r[0]] <= n:
+                    want.append(r)
+        elif shape == "distinct":
+            q, p = f"SELECT DISTINCT pk FROM {t}", ()
+            want = [(k,) for k in sorted({k[0] for k in rows}, key=token_of_int)]
+        elif shape == "tuple_slice":
+            op = rng.choice([">", ">=", "<", "<="])
+            q, p = f"SELECT {cols} FROM {t} WHERE pk = %s AND (c1, c2) {op} (%s, %s)", (pk, a, c2)
+            key = (a, c2.encode())
+            cmp = {">": lambda x: x > key, ">=": lambda x: x >= key,
+                   "<": lambda x: x < key, "<=": lambda x: x <= key}[op]
+            want = model.select(lambda k, x, y, _: k == pk and cmp((x, y.encode())))
+        elif shape == "tuple_in":
+            pairs = [(rng.randint(-6, 6), rng.choice(texts)) for _ in range(3)]
+            lit = ", ".join(f"({x}, '{y}')" for x, y in pairs)
+            q, p = f"SELECT {cols} FROM {t} WHERE pk = %s AND (c1, c2) IN ({lit})", (pk,)
+            want = model.select(lambda k, x, y, _: k == pk and (x, y) in pairs)
         else:
             n = rng.randint(1, 40)
             q, p = f"SELECT {cols} FROM {t} LIMIT {n}", ()

@@ -1,0 +1,182 @@
+//! Secondary indexes: entries kept in the data space, maintained in the same atomic batch as
+//! every row change, and read back for `WHERE col = ?` queries without ALLOW FILTERING.
+//!
+//! Entry key: `[index storage id: u64 BE][indexed value, order-preserving key encoding]
+//! [the row's key without the table's storage id]`, empty value. The row key tail holds token,
+//! partition key, kind and clustering, so a lookup of one value walks its rows in token order
+//! (Cassandra's order for index queries) and rebuilds each row key exactly. Readers re-check the
+//! row itself, so an entry left behind by an expired cell never yields a wrong row.
+
+use super::row::{self, RowData, KIND_ROW};
+use super::Engine;
+use crate::cql::types::CqlType;
+use crate::cql::value;
+use crate::schema::{ColumnKind, IndexDef, IndexKind, TableDef};
+use crate::storage::{Space, WriteBatch};
+use std::collections::BTreeSet;
+
+/// The key prefix of all entries of `index` for the indexed value `v`.
+pub fn value_prefix(index: &IndexDef, ty: &CqlType, v: &[u8]) -> Vec<u8> {
+    let mut k = index.storage_id.to_be_bytes().to_vec();
+    value::encode_key(ty, v, false, &mut k);
+    k
+}
+
+/// The type of the values an index stores for its column.
+pub fn indexed_type(index: &IndexDef, col_ty: &CqlType) -> CqlType {
+    match (index.kind, col_ty.unfrozen()) {
+        (IndexKind::Values, CqlType::List(e) | CqlType::Set(e)) => (**e).clone(),
+        (IndexKind::Values, CqlType::Map(_, v)) => (**v).clone(),
+        (IndexKind::Keys, CqlType::Map(k, _)) => (**k).clone(),
+        (IndexKind::Entries, CqlType::Map(k, v)) => {
+            CqlType::Tuple(vec![(**k).clone(), (**v).clone()])
+        }
+        _ => col_ty.clone(),
+    }
+}
+
+/// The indexed values of one stored row (empty if the column is null or the cell not live).
+fn values_of(
+    table: &TableDef,
+    index: &IndexDef,
+    row_key: &[u8],
+    data: &RowData,
+    now: i32,
+) -> Vec<Vec<u8>> {
+    let Some(col) = table.column(&index.column) else {
+        return Vec::new();
+    };
+    match col.kind {
+        ColumnKind::Regular => match data.cell(col.id).filter(|c| c.is_live(now)) {
+            Some(c) => match (&c.value, index.kind) {
+                (Some(v), IndexKind::Value | IndexKind::Full) => vec![v.to_vec()],
+                _ => Vec::new(),
+            },
+            None => Vec::new(),
+        },
+        ColumnKind::Clustering => {
+            if !data.is_live(now) {
+                return Vec::new();
+            }
+            let types: Vec<(&CqlType, bool)> = table
+                .clustering_columns()
+                .map(|c| (&c.ty, c.desc))
+                .collect();
+            match row::decode_key(row_key, &types) {
+                Ok(dk) => dk
+                    .clustering
+                    .get(col.position)
+                    .map(|b| b.to_vec())
+                    .into_iter()
+                    .collect(),
+                Err(_) => Vec::new(),
+            }
+        }
+        ColumnKind::PartitionKey => {
+            if !data.is_live(now) {
+                return Vec::new();
+            }
+            match row::decode_key(row_key, &[]) {
+                Ok(dk) => {
+                    crate::partition::token::split_composite(&dk.pk, table.partition_key.len())
+                        .and_then(|parts| parts.get(col.position).map(|p| p.to_vec()))
+                        .into_iter()
+                        .collect()
+                }
+                Err(_) => Vec::new(),
+            }
+        }
+        ColumnKind::Static => Vec::new(),
+    }
+}
+
+/// Entry keys of a row for every index of its table.
+fn entry_keys(table: &TableDef, row_key: &[u8], data: &RowData, now: i32) -> BTreeSet<Vec<u8>> {
+    let mut out = BTreeSet::new();
+    for ix in &table.indexes {
+        let Some(col) = table.column(&ix.column) else {
+            continue;
+        };
+        let ty = indexed_type(ix, &col.ty);
+        for v in values_of(table, ix, row_key, data, now) {
+            let mut k = value_prefix(ix, &ty, &v);
+            k.extend_from_slice(&row_key[8..]);
+            out.insert(k);
+        }
+    }
+    out
+}
+
+/// Adds the index changes of one row write (old -> new) to `batch`.
+pub fn maintain(
+    table: &TableDef,
+    row_key: &[u8],
+    old: &RowData,
+    new: &RowData,
+    now: i32,
+    batch: &mut WriteBatch,
+) {
+    if table.indexes.is_empty() || row_key.len() < 17 || !is_row_key(row_key) {
+        return;
+    }
+    let before = entry_keys(table, row_key, old, now);
+    let after = entry_keys(table, row_key, new, now);
+    for k in before.difference(&after) {
+        batch.delete(Space::Data, k.clone());
+    }
+    for k in after.difference(&before) {
+        batch.put(Space::Data, k.clone(), Vec::new());
+    }
+}
+
+fn is_row_key(key: &[u8]) -> bool {
+    row::decode_key(key, &[])
+        .map(|d| d.kind == KIND_ROW)
+        .unwrap_or(false)
+}
+
+/// Writes the entries of every existing row of the table for a new index (bounded batches).
+pub fn build(engine: &Engine, table: &TableDef, index: &IndexDef) -> super::Result<()> {
+    const BATCH: usize = 1000;
+    let mut single = table.clone();
+    single.indexes = vec![index.clone()];
+    let now = super::now_secs();
+    let lo = table.storage_id.to_be_bytes();
+    let hi = (table.storage_id + 1).to_be_bytes();
+    let mut batch = WriteBatch::default();
+    for item in engine.store.scan(
+        Space::Data,
+        std::ops::Bound::Included(&lo[..]),
+        std::ops::Bound::Excluded(&hi[..]),
+        false,
+    ) {
+        let (k, v) = item?;
+        if !is_row_key(&k) {
+            continue;
+        }
+        let data = RowData::decode(&v)?;
+        for e in entry_keys(&single, &k, &data, now) {
+            batch.put(Space::Data, e, Vec::new());
+        }
+        if batch.ops.len() >= BATCH {
+            engine.store.commit(std::mem::take(&mut batch))?;
+        }
+    }
+    engine.store.commit(batch)?;
+    Ok(())
+}
+
+/// The row key an index entry points to.
+pub fn row_key_of_entry(
+    table: &TableDef,
+    index: &IndexDef,
+    ty: &CqlType,
+    entry: &[u8],
+) -> Option<Vec<u8>> {
+    let mut rest = entry.get(8..)?;
+    value::decode_key(ty, &mut rest, false).ok()?;
+    let _ = index;
+    let mut k = table.storage_id.to_be_bytes().to_vec();
+    k.extend_from_slice(rest);
+    Some(k)
+}

@@ -1,0 +1,487 @@
+//! Lightweight transactions: INSERT ... IF NOT EXISTS, UPDATE/DELETE ... IF EXISTS / IF conditions,
+//! and conditional batches (one partition).
+//!
+//! The partition's lock stripe is held while the current row is read, the conditions evaluated
+//! and the mutations committed, so conditional writes on one partition are linearizable (every
+//! write to the partition takes the same stripe). Reads see committed data only, so SERIAL and
+//! LOCAL_SERIAL reads see the last applied write.
+
+use super::eval::{eval, Ctx, Val};
+use super::row::{self, RowData, KIND_ROW};
+use super::write::{self, in_values, key_values, Mutation};
+use super::{invalid, resolve_table, Engine, Outcome, Result, ResultColumn, Rows};
+use crate::cql::ast::{Condition, Conditions, Operator, Statement};
+use crate::cql::types::CqlType;
+use crate::cql::value;
+use crate::partition::token::split_composite;
+use crate::schema::{ColumnKind, Schema, TableDef};
+use crate::storage::Space;
+use bytes::Bytes;
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+/// One statement of a conditional write: the statement, its bound values, its keyspace.
+pub struct Item<'a> {
+    pub st: &'a Statement,
+    pub ctx: &'a Ctx<'a>,
+    pub keyspace: Option<&'a str>,
+}
+
+/// The conditions of a statement, if any.
+pub fn conditions(st: &Statement) -> Option<Conditions> {
+    match st {
+        Statement::Insert(i) if i.if_not_exists => Some(Conditions::IfNotExists),
+        Statement::Update(u) => u.conditions.clone(),
+        Statement::Delete(d) => d.conditions.clone(),
+        _ => None,
+    }
+}
+
+fn without_conditions(st: &Statement) -> Statement {
+    let mut st = st.clone();
+    match &mut st {
+        Statement::Insert(i) => i.if_not_exists = false,
+        Statement::Update(u) => u.conditions = None,
+        Statement::Delete(d) => d.conditions = None,
+        _ => {}
+    }
+    st
+}
+
+/// A condition evaluated against one row (or the static row when `row_key` is None).
+struct Check {
+    row_key: Option<Vec<u8>>,
+    conds: Conditions,
+    /// Evaluated values of column conditions (in the order of `conds`).
+    values: Vec<Vec<Val>>,
+}
+
+/// Executes conditional statements (one, or a conditional batch) and returns the
+/// `[applied]` result.
+pub fn execute(
+    engine: &Engine,
+    schema: &Schema,
+    items: &[Item],
+    ts: i64,
+    is_batch: bool,
+) -> Result<Outcome> {
+    let mut table: Option<Arc<TableDef>> = None;
+    let mut pk: Option<Bytes> = None;
+    let mut checks: Vec<Check> = Vec::new();
+    let mut muts: Vec<Mutation> = Vec::new();
+    // None: every column (IF [NOT] EXISTS); else the conditioned columns in order.
+    let mut cond_cols: Option<Vec<usize>> = Some(Vec::new());
+    for item in items {
+        let (tname, kind) = match item.st {
+            Statement::Insert(i) => (&i.table, "updates"),
+            Statement::Update(u) => (&u.table, "updates"),
+            Statement::Delete(d) => (&d.table, "deletions"),
+            _ => {
+                return Err(invalid(
+                    "Only INSERT, UPDATE and DELETE statements are allowed in a BATCH",
+                ))
+            }
+        };
+        let t = resolve_table(schema, item.keyspace, tname)?;
+        write::check_writable(t)?;
+        match &table {
+            Some(prev) if prev.storage_id != t.storage_id => {
+                return Err(invalid("Batch with conditions cannot span multiple tables"))
+            }
+            _ => table = Some(Arc::clone(t)),
+        }
+        let conds = conditions(item.st);
+        let using_ts = match item.st {
+            Statement::Insert(i) => i.using.timestamp.is_some(),
+            Statement::Update(u) => u.using.timestamp.is_some(),
+            Statement::Delete(d) => d.using.timestamp.is_some(),
+            _ => false,
+        };
+        if using_ts && conds.is_some() {
+            return Err(invalid(
+                "Cannot provide custom timestamp for conditional updates",
+            ));
+        }
+        let plain = without_conditions(item.st);
+        let m = write::mutations_for(engine, schema, item.keyspace, &plain, item.ctx, ts)?;
+        for x in &m {
+            match &pk {
+                Some(p) if *p != x.pk => {
+                    return Err(invalid(if is_batch {
+                        "Batch with conditions cannot span multiple partitions".to_string()
+                    } else {
+                        format!("IN on the partition key is not supported with conditional {kind}")
+                    }))
+                }
+                _ => pk = Some(x.pk.clone()),
+            }
+        }
+        if let Some(conds) = conds {
+            let row_key = condition_row(t, item.st, item.ctx, &m, kind)?;
+            let mut values = Vec::new();
+            match &conds {
+                Conditions::IfExists | Conditions::IfNotExists => cond_cols = None,
+                Conditions::Columns(cs) => {
+                    for c in cs {
+                        let (ci, vals) = condition_values(t, c, item.ctx)?;
+                        let col = &t.columns[ci];
+                        if col.kind == ColumnKind::Regular && row_key.is_none() {
+                            return Err(invalid(format!(
+                                "Some clustering keys are missing: {}",
+                                t.clustering_columns()
+                                    .map(|c| c.name.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )));
+                        }
+                        if let Some(cols) = &mut cond_cols {
+                            if !cols.contains(&ci) {
+                                cols.push(ci);
+                            }
+                        }
+                        values.push(vals);
+                    }
+                }
+            }
+            checks.push(Check {
+                row_key,
+                conds,
+                values,
+            });
+        }
+        muts.extend(m);
+    }
+    let (Some(t), Some(pk)) = (table, pk) else {
+        return Err(invalid("A conditional write needs a statement"));
+    };
+    let stripe = engine.lock_stripe(t.storage_id, &pk);
+    let _guard = engine.stripe(stripe).lock();
+    let now = super::now_secs();
+    let header_key = write::header_key(&t, &pk);
+    let mut header = match engine.store.get(Space::Data, &header_key)? {
+        Some(b) => RowData::decode(&b)?,
+        None => RowData::default(),
+    };
+    if let Some((dts, _)) = header.deletion {
+        // Statics are shadowed by the partition deletion; rows below.
+        let ranges = std::mem::take(&mut header.ranges);
+        header.shadow_at(dts);
+        header.ranges = ranges;
+        header.deletion = Some((dts, 0));
+    }
+    let ck_start = header_key.len();
+    let mut rows: Vec<(Vec<u8>, RowData)> = Vec::new();
+    for c in &checks {
+        if let Some(k) = &c.row_key {
+            if rows.iter().any(|(rk, _)| rk == k) {
+                continue;
+            }
+            let mut r = match engine.store.get(Space::Data, k)? {
+                Some(b) => RowData::decode(&b)?,
+                None => RowData::default(),
+            };
+            if let Some((dts, _)) = header.deletion {
+                r.shadow_at(dts);
+            }
+            if let Some(dts) = header.range_deletion(k.get(ck_start..).unwrap_or(&[])) {
+                r.shadow_at(dts);
+            }
+            rows.push((k.clone(), r));
+        }
+    }
+    let empty = RowData::default();
+    let mut applied = true;
+    for c in &checks {
+        let row = c
+            .row_key
+            .as_ref()
+            .and_then(|k| rows.iter().find(|(rk, _)| rk == k))
+            .map(|(_, r)| r);
+        let exists = match row {
+            Some(r) => r.is_live(now),
+            None => header.cells.iter().any(|x| x.is_live(now)),
+        };
+        let ok = match &c.conds {
+            Conditions::IfExists => exists,
+            Conditions::IfNotExists => !exists,
+            Conditions::Columns(cs) => {
+                let mut all = true;
+                for (cond, vals) in cs.iter().zip(&c.values) {
+                    let ci = t.columns.iter().position(|x| x.name == cond.column);
+                    let Some(ci) = ci else { continue };
+                    let col = &t.columns[ci];
+                    let src = if col.kind == ColumnKind::Static {
+                        &header
+                    } else {
+                        row.unwrap_or(&empty)
+                    };
+                    let cur = src
+                        .cell(col.id)
+                        .filter(|x| x.is_live(now))
+                        .and_then(|x| x.value.as_deref());
+                    if !holds(&col.ty, cond.op, cur, vals) {
+                        all = false;
+                        break;
+                    }
+                }
+                all
+            }
+        };
+        if !ok {
+            applied = false;
+            break;
+        }
+    }
+    let ks_table = (t.keyspace.clone(), t.name.clone());
+    let applied_col = ResultColumn {
+        keyspace: ks_table.0.clone(),
+        table: ks_table.1.clone(),
+        name: "[applied]".into(),
+        ty: CqlType::Boolean,
+    };
+    if applied {
+        write::apply_locked(engine, muts, None)?;
+        let mut out = Rows::new(Arc::new(vec![applied_col]));
+        out.push_cell(Some(&[1]));
+        out.count = 1;
+        return Ok(Outcome::Rows(out));
+    }
+    // Not applied: the current values of the rows the conditions read.
+    let cols: Vec<usize> = match cond_cols {
+        None => (0..t.columns.len()).collect(),
+        Some(c) => {
+            let mut v: Vec<usize> = Vec::new();
+            if is_batch {
+                v.extend(t.partition_key.iter().copied());
+                v.extend(t.clustering.iter().copied());
+            }
+            for i in c {
+                if !v.contains(&i) {
+                    v.push(i);
+                }
+            }
+            v
+        }
+    };
+    let mut columns = vec![applied_col];
+    columns.extend(cols.iter().map(|&i| ResultColumn {
+        keyspace: ks_table.0.clone(),
+        table: ks_table.1.clone(),
+        name: t.columns[i].name.clone(),
+        ty: t.columns[i].ty.clone(),
+    }));
+    let mut out = Rows::new(Arc::new(columns));
+    let pk_parts: Vec<&[u8]> = if t.partition_key.len() == 1 {
+        vec![&pk[..]]
+    } else {
+        split_composite(&pk, t.partition_key.len()).unwrap_or_default()
+    };
+    let ck_types: Vec<(&CqlType, bool)> = t.clustering_columns().map(|c| (&c.ty, c.desc)).collect();
+    let statics_live = header.cells.iter().any(|x| x.is_live(now));
+    let mut emitted = false;
+    let mut seen: Vec<&Vec<u8>> = Vec::new();
+    for c in &checks {
+        let Some(k) = &c.row_key else { continue };
+        if seen.contains(&k) {
+            continue;
+        }
+        seen.push(k);
+        let Some((_, r)) = rows.iter().find(|(rk, _)| rk == k) else {
+            continue;
+        };
+        if !r.is_live(now) {
+            continue;
+        }
+        let dk = row::decode_key(k, &ck_types)?;
+        push_row(
+            &mut out,
+            &t,
+            &cols,
+            &pk_parts,
+            &dk.clustering,
+            r,
+            &header,
+            now,
+        );
+        emitted = true;
+    }
+    if !emitted && statics_live && (t.has_static()) {
+        push_row(
+            &mut out,
+            &t,
+            &cols,
+            &pk_parts,
+            &[],
+            &RowData::default(),
+            &header,
+            now,
+        );
+        emitted = true;
+    }
+    if !emitted {
+        out = Rows::new(Arc::new(vec![ResultColumn {
+            keyspace: ks_table.0,
+            table: ks_table.1,
+            name: "[applied]".into(),
+            ty: CqlType::Boolean,
+        }]));
+        out.push_cell(Some(&[0]));
+        out.count = 1;
+    }
+    Ok(Outcome::Rows(out))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn push_row(
+    out: &mut Rows,
+    t: &TableDef,
+    cols: &[usize],
+    pk_parts: &[&[u8]],
+    ck: &[Bytes],
+    row: &RowData,
+    statics: &RowData,
+    now: i32,
+) {
+    out.push_cell(Some(&[0]));
+    for &i in cols {
+        let v = super::select::column_value(t, i, pk_parts, ck, row, statics, now);
+        out.push_cell(v);
+    }
+    out.count += 1;
+}
+
+/// The row key a statement's conditions read (None: only static columns are concerned).
+fn condition_row(
+    t: &TableDef,
+    st: &Statement,
+    ctx: &Ctx,
+    muts: &[Mutation],
+    kind: &str,
+) -> Result<Option<Vec<u8>>> {
+    if let Statement::Insert(_) = st {
+        return Ok(muts
+            .iter()
+            .find(|m| is_row_key(t, m))
+            .map(|m| m.key.clone()));
+    }
+    let rels = match st {
+        Statement::Update(u) => &u.where_clause,
+        Statement::Delete(d) => &d.where_clause,
+        _ => return Ok(None),
+    };
+    let ck = key_values(t, rels, ctx, &t.clustering)?;
+    if ck.iter().any(|v| v.as_ref().is_some_and(|v| v.len() > 1)) {
+        return Err(invalid(format!(
+            "IN on the clustering key columns is not supported with conditional {kind}"
+        )));
+    }
+    if ck.iter().any(|v| v.is_none()) {
+        if t.clustering.is_empty() {
+            return Ok(muts
+                .iter()
+                .find(|m| is_row_key(t, m))
+                .map(|m| m.key.clone()));
+        }
+        return Ok(None);
+    }
+    let ck: Vec<Bytes> = ck
+        .into_iter()
+        .map(|v| v.unwrap_or_default().remove(0))
+        .collect();
+    let pk = muts
+        .first()
+        .map(|m| m.pk.clone())
+        .ok_or_else(|| invalid("A conditional write needs a partition key"))?;
+    Ok(Some(write::row_key(t, &pk, &ck)))
+}
+
+fn is_row_key(t: &TableDef, m: &Mutation) -> bool {
+    let h = write::header_key(t, &m.pk);
+    m.key.len() >= h.len() && m.key[h.len() - 1] == KIND_ROW
+}
+
+/// The column of a condition and its evaluated value(s).
+fn condition_values(t: &TableDef, c: &Condition, ctx: &Ctx) -> Result<(usize, Vec<Val>)> {
+    let ci = t
+        .columns
+        .iter()
+        .position(|x| x.name == c.column)
+        .ok_or_else(|| {
+            invalid(format!(
+                "Undefined column name {} in table {}.{}",
+                c.column, t.keyspace, t.name
+            ))
+        })?;
+    let col = &t.columns[ci];
+    if matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
+        return Err(invalid(format!(
+            "PRIMARY KEY column '{}' cannot have IF conditions",
+            col.name
+        )));
+    }
+    if c.element.is_some() || c.field.is_some() {
+        return Err(invalid(
+            "Conditions on collection elements and UDT fields are not supported yet",
+        ));
+    }
+    let vals = match c.op {
+        Operator::In => in_values(&c.value, &col.ty, &col.name, ctx)?,
+        Operator::Eq | Operator::Ne | Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge => {
+            vec![eval(&c.value, &col.ty, &col.name, ctx)?]
+        }
+        other => {
+            return Err(invalid(format!(
+                "Unsupported operator {} in a condition",
+                other.as_str()
+            )))
+        }
+    };
+    for v in &vals {
+        match v {
+            Val::Unset => return Err(invalid("Invalid 'unset' value in condition")),
+            Val::Null
+                if matches!(
+                    c.op,
+                    Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge
+                ) =>
+            {
+                return Err(invalid(format!(
+                    "Invalid comparison with null for operator \"{}\"",
+                    c.op.as_str()
+                )))
+            }
+            _ => {}
+        }
+    }
+    Ok((ci, vals))
+}
+
+fn equal(ty: &CqlType, cur: Option<&[u8]>, v: &Val) -> bool {
+    match (cur, v) {
+        (None, Val::Null) => true,
+        (Some(a), Val::Value(b)) => value::compare(ty, a, b) == Ordering::Equal,
+        _ => false,
+    }
+}
+
+/// Whether a condition holds for the current value of its column.
+fn holds(ty: &CqlType, op: Operator, cur: Option<&[u8]>, vals: &[Val]) -> bool {
+    match op {
+        Operator::Eq => vals.first().is_some_and(|v| equal(ty, cur, v)),
+        Operator::Ne => vals.first().is_some_and(|v| !equal(ty, cur, v)),
+        Operator::In => vals.iter().any(|v| equal(ty, cur, v)),
+        _ => {
+            let (Some(a), Some(Val::Value(b))) = (cur, vals.first()) else {
+                return false;
+            };
+            let o = value::compare(ty, a, b);
+            match op {
+                Operator::Lt => o == Ordering::Less,
+                Operator::Le => o != Ordering::Greater,
+                Operator::Gt => o == Ordering::Greater,
+                Operator::Ge => o != Ordering::Less,
+                _ => false,
+            }
+        }
+    }
+}

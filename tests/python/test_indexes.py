@@ -1,0 +1,99 @@
+"""Secondary indexes: created on existing data, maintained on every write and delete, used by
+queries without ALLOW FILTERING, shown in system_schema.indexes, DESCRIBE and driver metadata."""
+import struct
+
+import pytest
+from cassandra import InvalidRequest
+from cassandra.metadata import Murmur3Token
+from cassandra.query import SimpleStatement
+
+
+def tok(k):
+    return Murmur3Token.hash_fn(struct.pack(">i", k))
+
+
+def test_index_on_regular_column(session, cluster, keyspace):
+    t = f"{keyspace}.users"
+    session.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, city text, age int)")
+    ins = session.prepare(f"INSERT INTO {t} (id, city, age) VALUES (?, ?, ?)")
+    cities = ["paris", "oslo", "lima"]
+    for i in range(300):
+        session.execute(ins, (i, cities[i % 3], i % 50))
+    # without an index the query needs ALLOW FILTERING
+    with pytest.raises(InvalidRequest, match="ALLOW FILTERING"):
+        session.execute(f"SELECT id FROM {t} WHERE city = 'oslo'")
+    # the index is built over the existing rows
+    session.execute(f"CREATE INDEX users_city ON {t} (city)")
+    got = [r.id for r in session.execute(f"SELECT id FROM {t} WHERE city = 'oslo'")]
+    want = sorted((i for i in range(300) if i % 3 == 1), key=tok)
+    assert got == want, "index results come back in token order"
+    # paging over index results
+    stmt = SimpleStatement(f"SELECT id FROM {t} WHERE city = 'oslo'", fetch_size=7)
+    assert [r.id for r in session.execute(stmt)] == want
+    # maintained on update and delete
+    session.execute(f"UPDATE {t} SET city = 'rome' WHERE id = 1")
+    session.execute(f"DELETE FROM {t} WHERE id = 4")
+    session.execute(f"INSERT INTO {t} (id, city, age) VALUES (1000, 'oslo', 1)")
+    got = {r.id for r in session.execute(f"SELECT id FROM {t} WHERE city = 'oslo'")}
+    assert got == (set(want) - {1, 4}) | {1000}
+    assert [r.id for r in session.execute(f"SELECT id FROM {t} WHERE city = 'rome'")] == [1]
+    # a null removes the entry
+    session.execute(f"UPDATE {t} SET city = null WHERE id = 1")
+    assert list(session.execute(f"SELECT id FROM {t} WHERE city = 'rome'")) == []
+    # prepared, and combined with another restriction under ALLOW FILTERING
+    p = session.prepare(f"SELECT id FROM {t} WHERE city = ? AND age = ? ALLOW FILTERING")
+    got = sorted(r.id for r in session.execute(p, ("paris", 3)))
+    assert got == sorted(i for i in range(300) if i % 3 == 0 and i % 50 == 3)
+    with pytest.raises(InvalidRequest, match="ALLOW FILTERING"):
+        session.execute(f"SELECT id FROM {t} WHERE city = 'paris' AND age = 3")
+
+    # visible in the schema tables, DESCRIBE and the driver's metadata
+    row = session.execute("SELECT kind, options FROM system_schema.indexes WHERE keyspace_name = %s "
+                          "AND table_name = 'users' AND index_name = 'users_city'", (keyspace,)).one()
+    assert row.kind == "COMPOSITES" and row.options["target"] == "city"
+    desc = "\n".join(r.create_statement for r in session.execute(f"DESCRIBE TABLE {t}"))
+    assert f"CREATE INDEX users_city ON {t} (city);" in desc
+    cluster.refresh_table_metadata(keyspace, "users")
+    assert "users_city" in cluster.metadata.keyspaces[keyspace].tables["users"].indexes
+
+    # IF NOT EXISTS, duplicates, drop
+    session.execute(f"CREATE INDEX IF NOT EXISTS users_city ON {t} (city)")
+    with pytest.raises(InvalidRequest):
+        session.execute(f"CREATE INDEX users_city ON {t} (city)")
+    with pytest.raises(InvalidRequest, match="dependent secondary indexes"):
+        session.execute(f"ALTER TABLE {t} DROP city")
+    session.execute(f"DROP INDEX {keyspace}.users_city")
+    with pytest.raises(InvalidRequest, match="ALLOW FILTERING"):
+        session.execute(f"SELECT id FROM {t} WHERE city = 'oslo'")
+    session.execute(f"DROP INDEX IF EXISTS {keyspace}.users_city")
+    with pytest.raises(InvalidRequest):
+        session.execute(f"DROP INDEX {keyspace}.users_city")
+
+
+def test_index_on_clustering_column_and_default_name(session, keyspace):
+    t = f"{keyspace}.ev"
+    session.execute(f"CREATE TABLE {t} (dev int, day int, seq int, v text, PRIMARY KEY (dev, day, seq))")
+    ins = session.prepare(f"INSERT INTO {t} (dev, day, seq, v) VALUES (?, ?, ?, ?)")
+    for dev in range(10):
+        for day in range(5):
+            session.execute(ins, (dev, day, dev * 10 + day, "x"))
+    session.execute(f"CREATE INDEX ON {t} (seq)")
+    names = [r.index_name for r in session.execute(
+        "SELECT index_name FROM system_schema.indexes WHERE keyspace_name = %s AND table_name = 'ev'", (keyspace,))]
+    assert names == ["ev_seq_idx"]
+    rows = list(session.execute(f"SELECT dev, day FROM {t} WHERE seq = 42"))
+    assert [(r.dev, r.day) for r in rows] == [(4, 2)]
+    # within one partition an indexed restriction needs no ALLOW FILTERING either
+    rows = list(session.execute(f"SELECT day FROM {t} WHERE dev = 3 AND seq = 31"))
+    assert [r.day for r in rows] == [1]
+
+
+def test_index_errors(session, keyspace):
+    t = f"{keyspace}.errs"
+    session.execute(f"CREATE TABLE {t} (k int PRIMARY KEY, c counter)")
+    with pytest.raises(InvalidRequest, match="only partition key column"):
+        session.execute(f"CREATE INDEX ON {t} (k)")
+    with pytest.raises(InvalidRequest, match="counter"):
+        session.execute(f"CREATE INDEX ON {t} (c)")
+    with pytest.raises(InvalidRequest):
+        session.execute(f"CREATE INDEX ON {t} (nosuch)")
