@@ -112,6 +112,12 @@ fn serve(cfg: Config) -> Result<(), String> {
                 logical_max_bytes: cfg.partitions.logical_max_bytes.0,
                 row_max_bytes: cfg.partitions.row_max_bytes.0,
             },
+            throughput: ringgate::partition::throttle::ThroughputLimits {
+                default_table_ru: cfg.throughput.default_table_ru,
+                burst: cfg.throughput.burst,
+                server_side_retry: cfg.throughput.server_side_retry,
+                enforce: cfg.throughput.enforce,
+            },
             ..EngineLimits::default()
         };
         let engine = Arc::new(Engine::new(Arc::clone(&store), node, limits)?);

@@ -4,5 +4,6 @@ pub mod map;
 pub mod ru;
 pub mod sizes;
 pub mod split;
+pub mod throttle;
 pub mod token;
 pub mod views;

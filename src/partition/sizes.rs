@@ -63,6 +63,8 @@ pub struct PartStats {
     pub split_queued: AtomicBool,
     /// Request units consumed.
     pub consumed: super::ru::Consumption,
+    /// Throughput budget.
+    pub bucket: super::throttle::Bucket,
 }
 
 pub const SIZE_PREFIX: &[u8] = b"lsize/";
@@ -328,12 +330,12 @@ impl Accounting {
 
     /// Commits (via `commit`) while holding the shared lock of every physical partition the
     /// write touches, then updates their counters. Returns the partitions touched (to check
-    /// for splits).
+    /// for splits) with the request units written to each.
     pub fn commit<E>(
         &self,
         maps: &PartitionMaps,
         commit: impl FnOnce() -> Result<(), E>,
-    ) -> Result<Vec<(u64, Arc<super::map::PhysicalPartition>)>, E> {
+    ) -> Result<Vec<(u64, Arc<super::map::PhysicalPartition>, f64)>, E> {
         let mut commit = Some(commit);
         loop {
             let mut tables: Vec<(u64, Arc<PartitionMap>)> = Vec::new();
@@ -370,8 +372,9 @@ impl Accounting {
             if let Some(f) = commit.take() {
                 f()?;
             }
+            let mut ru = vec![0.0f64; parts.len()];
             for c in &self.changes {
-                let Some((_, p)) = parts.iter().find(|(s, p)| {
+                let Some((i, (_, p))) = parts.iter().enumerate().find(|(_, (s, p))| {
                     *s == c.storage_id
                         && (p.contains(c.token) || p.start == MIN_TOKEN && c.token == MIN_TOKEN)
                 }) else {
@@ -379,13 +382,18 @@ impl Accounting {
                 };
                 p.stats.bytes.fetch_add(c.new - c.old, Ordering::SeqCst);
                 p.stats.consumed.add(c.ru);
+                ru[i] += c.ru;
                 let dl = (c.new > 0) as i64 - (c.old > 0) as i64;
                 if dl != 0 {
                     p.stats.logical.fetch_add(dl, Ordering::SeqCst);
                 }
             }
             drop(guards);
-            return Ok(parts);
+            return Ok(parts
+                .into_iter()
+                .zip(ru)
+                .map(|((s, p), r)| (s, p, r))
+                .collect());
         }
     }
 }

@@ -4,6 +4,7 @@
 
 use super::map::PartitionMaps;
 use super::sizes::scan_range;
+use super::throttle::{partition_rate, provisioned_ru};
 use super::token::{split_composite, MAX_TOKEN, MIN_TOKEN};
 use crate::schema::{Schema, TableDef};
 use crate::storage::Store;
@@ -19,6 +20,9 @@ fn text(s: &str) -> Option<Bytes> {
     Some(Bytes::copy_from_slice(s.as_bytes()))
 }
 fn bigint(v: i64) -> Option<Bytes> {
+    Some(Bytes::copy_from_slice(&v.to_be_bytes()))
+}
+fn double(v: f64) -> Option<Bytes> {
     Some(Bytes::copy_from_slice(&v.to_be_bytes()))
 }
 fn int(v: i32) -> Option<Bytes> {
@@ -69,6 +73,7 @@ pub fn rows(
     store: &dyn Store,
     schema: &Schema,
     table: &TableDef,
+    default_ru: u64,
 ) -> Option<Vec<VRow>> {
     let t = table;
     let mut out = Vec::new();
@@ -78,12 +83,25 @@ pub fn rows(
                 let Some(map) = maps.get(ut.storage_id) else {
                     continue;
                 };
+                let ru = provisioned_ru(schema, ut).unwrap_or(default_ru as i64);
+                let rate = partition_rate(ru, map.parts.len());
                 for p in &map.parts {
+                    let consumed = p.stats.consumed.last_second();
                     out.push(row(
                         t,
                         &[
                             ("keyspace_name", text(&ut.keyspace)),
                             ("table_name", text(&ut.name)),
+                            ("provisioned_ru", double(rate)),
+                            ("consumed_ru", double(consumed)),
+                            (
+                                "normalized_ru_consumption",
+                                double((consumed / rate).min(1.0)),
+                            ),
+                            (
+                                "throttled_requests",
+                                bigint(p.stats.bucket.throttled.load(Ordering::Relaxed) as i64),
+                            ),
                             ("partition_id", bigint(p.id as i64)),
                             ("token_start", bigint(p.start)),
                             ("token_end", bigint(p.end)),
@@ -95,6 +113,52 @@ pub fn rows(
                         ],
                     ));
                 }
+            }
+        }
+        ("system_views", "throughput") => {
+            for ut in user_tables(schema) {
+                let Some(map) = maps.get(ut.storage_id) else {
+                    continue;
+                };
+                let own = provisioned_ru(schema, ut);
+                let ru = own.unwrap_or(default_ru as i64);
+                let rate = partition_rate(ru, map.parts.len());
+                let consumed: Vec<f64> = map
+                    .parts
+                    .iter()
+                    .map(|p| p.stats.consumed.last_second())
+                    .collect();
+                let normalized = consumed
+                    .iter()
+                    .fold(0.0f64, |m, c| m.max(c / rate))
+                    .min(1.0);
+                let throttled: u64 = map
+                    .parts
+                    .iter()
+                    .map(|p| p.stats.bucket.throttled.load(Ordering::Relaxed))
+                    .sum();
+                let autoscale = ut.options.cosmosdb_autoscale_max_throughput.or_else(|| {
+                    schema
+                        .keyspace(&ut.keyspace)
+                        .and_then(|k| k.cosmosdb_autoscale_max_throughput)
+                });
+                out.push(row(
+                    t,
+                    &[
+                        ("keyspace_name", text(&ut.keyspace)),
+                        ("table_name", text(&ut.name)),
+                        ("provisioned_ru", bigint(ru)),
+                        ("autoscale_max_ru", autoscale.and_then(bigint)),
+                        (
+                            "enforced",
+                            Some(Bytes::copy_from_slice(&[own.is_some() as u8])),
+                        ),
+                        ("current_ru", double(consumed.iter().sum())),
+                        ("normalized_ru_consumption", double(normalized)),
+                        ("physical_partitions", int(map.parts.len() as i32)),
+                        ("throttled_requests", bigint(throttled as i64)),
+                    ],
+                ));
             }
         }
         ("system_views", "logical_partitions") => {

@@ -47,6 +47,9 @@ pub enum QueryError {
     Unauthorized(String),
     #[error("{0}")]
     Server(String),
+    /// Over the provisioned throughput (Cosmos DB's 429 as Overloaded).
+    #[error("{0}")]
+    Overloaded(String),
 }
 
 fn hex(b: &[u8]) -> String {
@@ -309,6 +312,8 @@ pub struct EngineLimits {
     pub batch_fail_bytes: usize,
     /// Physical partition split size, logical partition and row limits.
     pub partitions: crate::partition::sizes::PartitionLimits,
+    /// Provisioned throughput and rate limiting.
+    pub throughput: crate::partition::throttle::ThroughputLimits,
 }
 
 impl Default for EngineLimits {
@@ -320,6 +325,7 @@ impl Default for EngineLimits {
             batch_warn_bytes: 5 << 10,
             batch_fail_bytes: 50 << 10,
             partitions: Default::default(),
+            throughput: Default::default(),
         }
     }
 }

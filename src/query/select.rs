@@ -1947,6 +1947,7 @@ pub fn execute(
         opts.ctx.add_charge(crate::partition::ru::FIXED_RU);
         read_virtual(engine, &schema, t, &plan, &mut out, paging)?;
     } else {
+        let rate = admit_read(engine, &schema, t, &plan, out.map.as_deref())?;
         let res = read_stored(engine, t, &plan, &mut out, paging);
         let (rows, bytes) = out
             .meter
@@ -1955,6 +1956,15 @@ pub fn execute(
         opts.ctx
             .add_charge(crate::partition::ru::read_cost(rows, bytes));
         crate::partition::ru::charge_partitions(&out.meter);
+        if let Some(rate) = rate {
+            for (p, rows, bytes) in &out.meter {
+                p.stats.bucket.debit(
+                    rate,
+                    engine.limits.throughput.burst,
+                    crate::partition::ru::read_cost(*rows, *bytes),
+                );
+            }
+        }
         res?;
     }
     if out.agg.is_some() && out.rows.paging_state.is_none() && out.remaining != Some(0) {
@@ -1962,6 +1972,45 @@ pub fn execute(
         let _ = out.flush_group();
     }
     Ok(out.rows)
+}
+
+/// Admits a read on the throughput budgets of the physical partitions it targets; returns
+/// their RU/s (None when the table has no provisioned throughput).
+fn admit_read(
+    engine: &Engine,
+    schema: &crate::schema::Schema,
+    t: &TableDef,
+    plan: &Plan,
+    map: Option<&crate::partition::map::PartitionMap>,
+) -> Result<Option<f64>> {
+    use crate::partition::throttle;
+    let Some(map) = map else {
+        return Ok(None);
+    };
+    let Some(ru) = throttle::provisioned_ru(schema, t) else {
+        return Ok(None);
+    };
+    let rate = throttle::partition_rate(ru, map.parts.len());
+    let mut parts: Vec<&crate::partition::map::PhysicalPartition> = Vec::new();
+    match &plan.target {
+        Target::Partitions(keys) => {
+            for k in keys {
+                let p = map.route(table_token(t, k));
+                if !parts.iter().any(|q| q.id == p.id) {
+                    parts.push(p);
+                }
+            }
+        }
+        Target::Range(lo, hi) | Target::Index { lo, hi, .. } => parts.extend(
+            map.parts
+                .iter()
+                .filter(|p| (p.end as i128) > *lo && (p.start as i128) < *hi)
+                .map(|p| &**p),
+        ),
+    }
+    let list: Vec<_> = parts.into_iter().map(|p| (p, Some(rate))).collect();
+    throttle::admit(&engine.limits.throughput, &list)?;
+    Ok(Some(rate))
 }
 
 fn read_virtual(
@@ -1977,9 +2026,15 @@ fn read_virtual(
             .traces
             .rows(t, engine.node.listen.ip(), engine.node.listen.port())
     } else {
-        crate::partition::views::rows(&engine.maps, &*engine.store, schema, t)
-            .or_else(|| crate::schema::system::virtual_rows(schema, &engine.node, t))
-            .unwrap_or_default()
+        crate::partition::views::rows(
+            &engine.maps,
+            &*engine.store,
+            schema,
+            t,
+            engine.limits.throughput.default_table_ru,
+        )
+        .or_else(|| crate::schema::system::virtual_rows(schema, &engine.node, t))
+        .unwrap_or_default()
     };
     let start = paging.map_or(0, |p| p.partition as usize);
     let mut idx = 0usize;
@@ -2321,6 +2376,7 @@ fn read_index(
             continue;
         };
         let dk = row::decode_key(&row_key, &ck_types)?;
+        out.scanned(dk.token, row_key.len() + v.len());
         if cur_pk.as_ref() != Some(&dk.pk) {
             cur_pk = Some(dk.pk.clone());
             let mut hk = row::partition_prefix(t.storage_id, dk.token, &dk.pk);

@@ -52,6 +52,41 @@ fn ensure_throughput_layout(engine: &Engine, ks: &str, table: &str) -> Result<()
     Ok(())
 }
 
+/// Admits a write on the throughput budgets of the physical partitions it touches (before
+/// anything is read or stored).
+fn admit_writes(engine: &Engine, muts: &[Mutation]) -> Result<()> {
+    let (_, parts) = write_partitions(engine, muts);
+    let list: Vec<_> = parts.iter().map(|(p, r)| (&**p, *r)).collect();
+    crate::partition::throttle::admit(&engine.limits.throughput, &list)
+}
+
+type PartRates = Vec<(Arc<crate::partition::map::PhysicalPartition>, Option<f64>)>;
+
+/// Each table's per-partition RU/s (None: no throughput provisioned) and the physical
+/// partitions the mutations touch with their RU/s.
+fn write_partitions(engine: &Engine, muts: &[Mutation]) -> (Vec<(u64, Option<f64>)>, PartRates) {
+    let schema = engine.schema();
+    let mut rates: Vec<(u64, Option<f64>)> = Vec::new();
+    let mut parts: Vec<Arc<crate::partition::map::PhysicalPartition>> = Vec::new();
+    let mut part_rates: Vec<Option<f64>> = Vec::new();
+    for m in muts {
+        let Some(map) = engine.maps.get(m.table.storage_id) else {
+            continue;
+        };
+        let rate = crate::partition::throttle::provisioned_ru(&schema, &m.table)
+            .map(|ru| crate::partition::throttle::partition_rate(ru, map.parts.len()));
+        if !rates.iter().any(|(s, _)| *s == m.table.storage_id) {
+            rates.push((m.table.storage_id, rate));
+        }
+        let p = map.route(table_token(&m.table, &m.pk));
+        if !parts.iter().any(|q| Arc::ptr_eq(q, p)) {
+            parts.push(Arc::clone(p));
+            part_rates.push(rate);
+        }
+    }
+    (rates, parts.into_iter().zip(part_rates).collect())
+}
+
 /// One write to one storage key.
 pub struct Mutation {
     pub table: Arc<TableDef>,
@@ -1555,6 +1590,7 @@ pub fn apply_with(
     if muts.is_empty() {
         return Ok(());
     }
+    admit_writes(engine, &muts)?;
     let stripes = stripes_of(engine, &muts);
     let _guards: Vec<_> = stripes.iter().map(|&i| engine.stripe(i).lock()).collect();
     apply_locked(engine, muts, rctx)
@@ -1577,6 +1613,7 @@ pub(crate) fn apply_locked(
     muts: Vec<Mutation>,
     rctx: Option<&super::RequestCtx>,
 ) -> Result<()> {
+    let rates = write_partitions(engine, &muts).0;
     let mut batch = WriteBatch::default();
     // Several mutations of one batch may hit the same key: merge them in order. The stored
     // version is kept for tables with secondary indexes, to update their entries.
@@ -1647,8 +1684,13 @@ pub(crate) fn apply_locked(
     if let Some(c) = rctx {
         c.add_charge(sizes.request_units());
     }
-    for (sid, p) in &touched {
+    for (sid, p, ru) in &touched {
         engine.splitter.check(*sid, p);
+        if let Some(rate) = rates.iter().find(|(s, _)| s == sid).and_then(|r| r.1) {
+            p.stats
+                .bucket
+                .debit(rate, engine.limits.throughput.burst, *ru);
+        }
     }
     Ok(())
 }

@@ -177,5 +177,6 @@ pub fn error(e: &QueryError) -> ErrorResponse {
         QueryError::Unprepared(id) => ErrorResponse::unprepared(e.to_string(), id.clone()),
         QueryError::Unauthorized(m) => ErrorResponse::new(c::UNAUTHORIZED, m.clone()),
         QueryError::Server(m) => ErrorResponse::server(m.clone()),
+        QueryError::Overloaded(m) => ErrorResponse::new(c::OVERLOADED, m.clone()),
     }
 }

@@ -203,7 +203,8 @@ def test_kill9_during_splits(server_factory, unique_name):
 
 
 def test_alter_throughput_splits(server_factory, unique_name):
-    srv = server_factory()
+    # The load below is far above 400 RU/s: this test is about the layout, not rate limiting.
+    srv = server_factory(set_args=["throughput.server_side_retry=true"])
     c, s = connect(srv)
     ks = unique_name("ks")
     create_keyspace(s, ks)
