@@ -93,6 +93,7 @@ impl Filter {
         } else if data.marker.is_none()
             && data.deletion.is_none()
             && data.cells.is_empty()
+            && data.complex.is_empty()
             && data.ranges.is_empty()
         {
             Purge::Remove
@@ -177,7 +178,7 @@ mod tests {
                 cell(2, 1, 0, None, 100),
                 cell(3, 1, 0, Some(b"keep"), 0),
             ],
-            ranges: Vec::new(),
+            ..Default::default()
         };
         let mut early = r.clone();
         purge_row(&mut early, 105, 10);

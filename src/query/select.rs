@@ -2007,6 +2007,19 @@ fn admit_read(
                 .filter(|p| (p.end as i128) > *lo && (p.start as i128) < *hi)
                 .map(|p| &**p),
         ),
+        Target::Ranges(ranges) => {
+            for (lo, hi) in ranges {
+                for p in map
+                    .parts
+                    .iter()
+                    .filter(|p| (p.end as i128) > *lo && (p.start as i128) < *hi)
+                {
+                    if !parts.iter().any(|q| q.id == p.id) {
+                        parts.push(p);
+                    }
+                }
+            }
+        }
     }
     let list: Vec<_> = parts.into_iter().map(|p| (p, Some(rate))).collect();
     throttle::admit(&engine.limits.throughput, &list)?;
