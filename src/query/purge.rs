@@ -178,6 +178,7 @@ mod tests {
                 cell(3, 1, 0, Some(b"keep"), 0),
             ],
             ranges: Vec::new(),
+            ..Default::default()
         };
         let mut early = r.clone();
         purge_row(&mut early, 105, 10);

@@ -2007,6 +2007,16 @@ fn admit_read(
                 .filter(|p| (p.end as i128) > *lo && (p.start as i128) < *hi)
                 .map(|p| &**p),
         ),
+        Target::Ranges(ranges) => parts.extend(
+            map.parts
+                .iter()
+                .filter(|p| {
+                    ranges
+                        .iter()
+                        .any(|&(lo, hi)| (p.end as i128) > lo && (p.start as i128) < hi)
+                })
+                .map(|p| &**p),
+        ),
     }
     let list: Vec<_> = parts.into_iter().map(|p| (p, Some(rate))).collect();
     throttle::admit(&engine.limits.throughput, &list)?;
