@@ -178,6 +178,7 @@ mod tests {
                 cell(2, 1, 0, None, 100),
                 cell(3, 1, 0, Some(b"keep"), 0),
             ],
+            ranges: Vec::new(),
             ..Default::default()
         };
         let mut early = r.clone();

@@ -2007,19 +2007,16 @@ fn admit_read(
                 .filter(|p| (p.end as i128) > *lo && (p.start as i128) < *hi)
                 .map(|p| &**p),
         ),
-        Target::Ranges(ranges) => {
-            for (lo, hi) in ranges {
-                for p in map
-                    .parts
-                    .iter()
-                    .filter(|p| (p.end as i128) > *lo && (p.start as i128) < *hi)
-                {
-                    if !parts.iter().any(|q| q.id == p.id) {
-                        parts.push(p);
-                    }
-                }
-            }
-        }
+        Target::Ranges(ranges) => parts.extend(
+            map.parts
+                .iter()
+                .filter(|p| {
+                    ranges
+                        .iter()
+                        .any(|&(lo, hi)| (p.end as i128) > lo && (p.start as i128) < hi)
+                })
+                .map(|p| &**p),
+        ),
     }
     let list: Vec<_> = parts.into_iter().map(|p| (p, Some(rate))).collect();
     throttle::admit(&engine.limits.throughput, &list)?;
