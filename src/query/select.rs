@@ -455,6 +455,8 @@ struct Filter {
     /// A multi-column restriction `(c1, c2) op (v1, v2)`: the columns (the first is `col`) and
     /// one tuple per value (several for IN).
     tuple: Option<(Vec<usize>, Vec<Vec<Bytes>>)>,
+    /// `m[k] = v`: `values` holds the key and the value of the map entry.
+    entry: bool,
 }
 
 /// Lexicographic comparison of a row's values with a tuple, column by column.
@@ -491,6 +493,19 @@ impl Filter {
 
     fn matches(&self, ty: &CqlType, v: Option<&[u8]>) -> bool {
         let Some(v) = v else { return false };
+        if self.entry {
+            let CqlType::Map(kt, vt) = ty.unfrozen() else {
+                return false;
+            };
+            return value::map_entries(v)
+                .map(|es| {
+                    es.iter().any(|(k, x)| {
+                        value::compare(kt, k, &self.values[0]) == Ordering::Equal
+                            && value::compare(vt, x, &self.values[1]) == Ordering::Equal
+                    })
+                })
+                .unwrap_or(false);
+        }
         match self.op {
             Operator::Eq | Operator::In => self
                 .values
@@ -579,9 +594,30 @@ fn all_filters(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Vec<Filter>> {
             op: r.op,
             values,
             tuple: None,
+            entry: false,
         });
     }
     Ok(out)
+}
+
+/// `m[k] = v` on a map column: rows whose map holds that entry.
+fn entry_filter(t: &TableDef, c: &str, key: &Term, r: &Relation, ctx: &Ctx) -> Result<Filter> {
+    let ci = column_index(t, c)?;
+    let CqlType::Map(kt, vt) = t.columns[ci].ty.unfrozen() else {
+        return Err(invalid(format!("Column {c} cannot be used as a map")));
+    };
+    if r.op != Operator::Eq {
+        return Err(invalid(format!(
+            "Only EQ relations are supported on map entries (column {c})"
+        )));
+    }
+    Ok(Filter {
+        col: ci,
+        op: Operator::Eq,
+        values: vec![eval_one(key, kt, c, ctx)?, eval_one(&r.rhs, vt, c, ctx)?],
+        tuple: None,
+        entry: true,
+    })
 }
 
 /// A multi-column restriction `(c1, c2) op (v1, v2)` on consecutive clustering columns.
@@ -675,6 +711,7 @@ fn tuple_filter(t: &TableDef, cols: &[String], r: &Relation, ctx: &Ctx) -> Resul
         op: r.op,
         values: Vec::new(),
         tuple: Some((idx, tuples)),
+        entry: false,
     })
 }
 
@@ -954,6 +991,7 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
     let mut token_hi: i128 = MAX_TOKEN as i128;
     let mut has_token = false;
     let mut tuple_filters: Vec<Filter> = Vec::new();
+    let mut entry_filters: Vec<Filter> = Vec::new();
     // Validate every relation first.
     for r in &sel.where_clause {
         match &r.lhs {
@@ -998,9 +1036,7 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
                 }
             }
             RelationLhs::Tuple(cols) => tuple_filters.push(tuple_filter(t, cols, r, ctx)?),
-            RelationLhs::Element(..) => {
-                return Err(invalid("Element restrictions are not supported yet"))
-            }
+            RelationLhs::Element(c, key) => entry_filters.push(entry_filter(t, c, key, r, ctx)?),
         }
     }
     // Partition key: all components by = / IN.
@@ -1166,6 +1202,7 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
             op: r.op,
             values,
             tuple: None,
+            entry: false,
         });
     }
     if !single_partition && (used_ck > 0 || !tuple_filters.is_empty()) {
@@ -1179,6 +1216,10 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
         }
     }
     filters.extend(tuple_filters);
+    if !entry_filters.is_empty() {
+        need_filtering = true;
+    }
+    filters.extend(entry_filters);
     let (target, need_filtering) = use_index(
         t,
         target,
@@ -1257,6 +1298,7 @@ fn use_index(
         t.indexes.iter().find(|x| {
             x.column == t.columns[f.col].name
                 && match f.op {
+                    Operator::Eq if f.entry => x.kind == IndexKind::Entries,
                     Operator::Eq => matches!(x.kind, IndexKind::Value | IndexKind::Full),
                     Operator::Contains => x.kind == IndexKind::Values,
                     Operator::ContainsKey => x.kind == IndexKind::Keys,
@@ -1289,7 +1331,14 @@ fn use_index(
         Target::Index {
             index,
             ty,
-            value: f.values[0].clone(),
+            value: if f.entry {
+                Bytes::from(value::encode_tuple(&[
+                    Some(&f.values[0]),
+                    Some(&f.values[1]),
+                ]))
+            } else {
+                f.values[0].clone()
+            },
             lo,
             hi,
         },

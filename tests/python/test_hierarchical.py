@@ -84,10 +84,12 @@ def test_prefix_routing_over_split_partitions(server_factory, cluster_factory):
         parts = list(session.execute("SELECT partition_id, token_start, token_end, bytes FROM "
                                      "system_views.physical_partitions WHERE keyspace_name = 'mh' "
                                      "AND table_name = 'events'"))
-        if len(parts) >= 4 and all(p.bytes <= 300 * 1024 for p in parts) or time.time() > deadline:
+        if len(parts) >= 4 and all(p.bytes <= 256 * 1024 + 4096 for p in parts) or time.time() > deadline:
             break
         time.sleep(0.5)
     assert len(parts) >= 4, parts
+    # none above the split threshold (plus at most one write)
+    assert all(p.bytes <= 256 * 1024 + 4096 for p in parts), parts
     total = len(parts)
 
     # the big tenant spans several physical partitions

@@ -142,3 +142,21 @@ def test_contains_and_collection_indexes(session, keyspace):
     assert sorted(idx.values()) == ["keys(attrs)", "values(hist)", "values(tags)"]
     with pytest.raises(InvalidRequest):
         session.execute(f"SELECT id FROM {t} WHERE id CONTAINS 3 ALLOW FILTERING")
+
+
+def test_map_entry_restrictions(session, keyspace):
+    t = f"{keyspace}.ent"
+    session.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, attrs map<text, int>)")
+    ins = session.prepare(f"INSERT INTO {t} (id, attrs) VALUES (?, ?)")
+    for i in range(40):
+        session.execute(ins, (i, {f"k{i % 4}": i % 3, "z": 0}))
+    want = sorted(i for i in range(40) if i % 4 == 1 and i % 3 == 2)
+    with pytest.raises(InvalidRequest, match="ALLOW FILTERING"):
+        session.execute(f"SELECT id FROM {t} WHERE attrs['k1'] = 2")
+    got = sorted(r.id for r in session.execute(f"SELECT id FROM {t} WHERE attrs['k1'] = 2 ALLOW FILTERING"))
+    assert got == want
+    session.execute(f"CREATE INDEX ON {t} (entries(attrs))")
+    got = sorted(r.id for r in session.execute(f"SELECT id FROM {t} WHERE attrs['k1'] = 2"))
+    assert got == want
+    p = session.prepare(f"SELECT id FROM {t} WHERE attrs[?] = ?")
+    assert sorted(r.id for r in session.execute(p, ("k1", 2))) == want
