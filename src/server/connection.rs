@@ -648,11 +648,17 @@ fn execute(
     let extras = ResponseExtras {
         tracing_id: tracer.as_ref().map(|t| t.session_id),
         warnings: opts.ctx.take_warnings(),
-        // Every response carries its request charge (Cosmos DB's custom payload).
-        custom_payload: vec![(
-            "RequestCharge".to_string(),
-            Bytes::copy_from_slice(&charge.to_be_bytes()),
-        )],
+        // The request charge (Cosmos DB's custom payload). Every statement costs at least a
+        // little; a zero charge (e.g. PREPARE) is left out because cdrs-tokio does not expect
+        // a custom payload there.
+        custom_payload: if charge > 0.0 {
+            vec![(
+                "RequestCharge".to_string(),
+                Bytes::copy_from_slice(&charge.to_be_bytes()),
+            )]
+        } else {
+            Vec::new()
+        },
     };
     Produced {
         response,
