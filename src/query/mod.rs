@@ -598,6 +598,21 @@ fn prepared_id(keyspace: Option<&str>, text: &str) -> Bytes {
     Bytes::copy_from_slice(&h.finalize())
 }
 
+/// The position of a table's column by name, with Cassandra's error for an unknown one.
+pub fn require_column_index(table: &TableDef, name: &str) -> Result<usize> {
+    table.column_index(name).ok_or_else(|| {
+        invalid(format!(
+            "Undefined column name {name} in table {}.{}",
+            table.keyspace, table.name
+        ))
+    })
+}
+
+/// A table's column by name, with Cassandra's error for an unknown one.
+pub fn require_column<'a>(table: &'a TableDef, name: &str) -> Result<&'a crate::schema::ColumnDef> {
+    Ok(&table.columns[require_column_index(table, name)?])
+}
+
 /// Resolves a possibly-qualified table name against the current keyspace.
 pub fn resolve_table<'a>(
     schema: &'a Schema,

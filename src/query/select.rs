@@ -274,12 +274,7 @@ fn plan_sexpr(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)
 const FILTERING_MSG: &str = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
 
 fn column_index(t: &TableDef, name: &str) -> Result<usize> {
-    t.column_index(name).ok_or_else(|| {
-        invalid(format!(
-            "Undefined column name {name} in table {}.{}",
-            t.keyspace, t.name
-        ))
-    })
+    super::require_column_index(t, name)
 }
 
 fn plan_projection(t: &TableDef, sel: &Select) -> Result<Vec<(Proj, String, CqlType)>> {
@@ -1431,14 +1426,16 @@ fn bound_key(b: &Bound<Vec<u8>>) -> Option<&Vec<u8>> {
     }
 }
 
-fn max_lo(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
+/// The tighter of two bounds on the same side of a range: the greater for a lower bound, the
+/// smaller for an upper bound; on equal keys an exclusive bound is the tighter.
+fn tighter(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>, lower: bool) -> Bound<Vec<u8>> {
     match (bound_key(&a), bound_key(&b)) {
         (None, _) => b,
         (_, None) => a,
-        (Some(x), Some(y)) => match x.cmp(y) {
-            Ordering::Less => b,
-            Ordering::Greater => a,
-            Ordering::Equal => {
+        (Some(x), Some(y)) => match (x.cmp(y), lower) {
+            (Ordering::Less, true) | (Ordering::Greater, false) => b,
+            (Ordering::Greater, true) | (Ordering::Less, false) => a,
+            (Ordering::Equal, _) => {
                 if matches!(a, Bound::Excluded(_)) {
                     a
                 } else {
@@ -1449,22 +1446,12 @@ fn max_lo(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
     }
 }
 
+fn max_lo(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
+    tighter(a, b, true)
+}
+
 fn min_hi(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
-    match (bound_key(&a), bound_key(&b)) {
-        (None, _) => b,
-        (_, None) => a,
-        (Some(x), Some(y)) => match x.cmp(y) {
-            Ordering::Less => a,
-            Ordering::Greater => b,
-            Ordering::Equal => {
-                if matches!(a, Bound::Excluded(_)) {
-                    a
-                } else {
-                    b
-                }
-            }
-        },
-    }
+    tighter(a, b, false)
 }
 
 /// Where a paged query stopped.

@@ -464,12 +464,7 @@ fn insert_mutations(
                         "Multiple definitions found for column {name}"
                     )));
                 }
-                let col = table.column(name).ok_or_else(|| {
-                    invalid(format!(
-                        "Undefined column name {name} in table {}.{}",
-                        table.keyspace, table.name
-                    ))
-                })?;
+                let col = super::require_column(table, name)?;
                 pairs.push((name.clone(), eval(term, &col.ty, name, ctx)?));
             }
             pairs
@@ -625,9 +620,7 @@ fn check_write_where(table: &TableDef, rels: &[Relation]) -> Result<()> {
     for r in rels {
         match &r.lhs {
             RelationLhs::Column(c) => {
-                let col = table.column(c).ok_or_else(|| {
-                    invalid(format!("Undefined column name {c} in table {}.{}", table.keyspace, table.name))
-                })?;
+                let col = super::require_column(table, c)?;
                 if !matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
                     return Err(invalid(format!(
                         "Non PRIMARY KEY columns found in where clause: {c} "
@@ -682,12 +675,7 @@ fn update_mutations(
             | Assignment::Prepend { column, .. }
             | Assignment::Remove { column, .. } => column,
         };
-        let col = table.column(column).ok_or_else(|| {
-            invalid(format!(
-                "Undefined column name {column} in table {}.{}",
-                table.keyspace, table.name
-            ))
-        })?;
+        let col = super::require_column(table, column)?;
         if matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
             return Err(invalid(format!(
                 "PRIMARY KEY part {column} found in SET part"
@@ -1039,12 +1027,7 @@ fn delete_mutations(
             | DeleteTarget::Element(name, _)
             | DeleteTarget::Field(name, _) => name,
         };
-        let col = table.column(name).ok_or_else(|| {
-            invalid(format!(
-                "Undefined column name {name} in table {}.{}",
-                table.keyspace, table.name
-            ))
-        })?;
+        let col = super::require_column(table, name)?;
         if matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
             return Err(invalid(format!(
                 "Invalid identifier {name} for deletion (should not be a PRIMARY KEY part)"
