@@ -13,8 +13,9 @@ use std::sync::atomic::{AtomicI64, Ordering};
 pub struct ElemParams {
     pub ts: i64,
     pub ttl: i32,
-    pub expiry: i32,
-    pub now: i32,
+    pub expiry: i64,
+    /// Milliseconds since the epoch.
+    pub now: i64,
 }
 
 impl ElemParams {
@@ -26,7 +27,7 @@ impl ElemParams {
             ttl: if live { self.ttl } else { 0 },
             expiry: if live { self.expiry } else { 0 },
             value,
-            local_deletion: if live { 0 } else { self.now },
+            local_deletion: if live { 0 } else { super::row::secs(self.now) },
         }
     }
 }
@@ -134,7 +135,7 @@ pub fn elems_of_value(ty: &CqlType, v: &Bytes, p: &ElemParams) -> Vec<Elem> {
 }
 
 /// The value of a complex cell's live elements, or None if there are none.
-pub fn assemble(ty: &CqlType, c: &ComplexCell, now: i32) -> Option<Bytes> {
+pub fn assemble(ty: &CqlType, c: &ComplexCell, now: i64) -> Option<Bytes> {
     let mut live = c.live(now).peekable();
     live.peek()?;
     let v = match ty {
@@ -189,19 +190,17 @@ pub fn assemble(ty: &CqlType, c: &ComplexCell, now: i32) -> Option<Bytes> {
     Some(Bytes::from(v))
 }
 
-/// Replaces the complex cells of a row read from storage by simple cells holding their
-/// assembled values (shadowed by the partition deletion `pdel`), so that the read path sees
-/// every column as one cell.
-pub fn materialize(row: &mut RowData, t: &TableDef, pdel: Option<(i64, i32)>, now: i32) {
-    if row.complex.is_empty() {
-        return;
-    }
-    for mut c in std::mem::take(&mut row.complex) {
+/// Adds to a row read from storage a simple cell per complex cell holding its assembled value
+/// (shadowed by the partition deletion `pdel`), so that the read path sees every column as one
+/// cell. The complex cells stay (shadowed too) for per-element writetime() and ttl().
+pub fn materialize(row: &mut RowData, t: &TableDef, pdel: Option<(i64, i32)>, now: i64) {
+    for i in 0..row.complex.len() {
+        let c = &mut row.complex[i];
         c.shadow(pdel.map(|d| d.0));
         let Some(col) = t.columns.iter().find(|x| x.id == c.col) else {
             continue;
         };
-        let Some(v) = assemble(&col.ty, &c, now) else {
+        let Some(v) = assemble(&col.ty, c, now) else {
             continue;
         };
         let ts = c.live(now).map(|e| e.ts).max().unwrap_or(0);

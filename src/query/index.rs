@@ -41,7 +41,7 @@ fn values_of(
     index: &IndexDef,
     row_key: &[u8],
     data: &RowData,
-    now: i32,
+    now: i64,
 ) -> Vec<Vec<u8>> {
     let Some(col) = table.column(&index.column) else {
         return Vec::new();
@@ -119,7 +119,7 @@ fn collection_values(ty: &CqlType, kind: IndexKind, v: &[u8]) -> Vec<Vec<u8>> {
 }
 
 /// Entry keys of a row for every index of its table.
-fn entry_keys(table: &TableDef, row_key: &[u8], data: &RowData, now: i32) -> BTreeSet<Vec<u8>> {
+fn entry_keys(table: &TableDef, row_key: &[u8], data: &RowData, now: i64) -> BTreeSet<Vec<u8>> {
     let mut out = BTreeSet::new();
     for ix in &table.indexes {
         let Some(col) = table.column(&ix.column) else {
@@ -141,7 +141,7 @@ pub fn maintain(
     row_key: &[u8],
     old: &RowData,
     new: &RowData,
-    now: i32,
+    now: i64,
     batch: &mut WriteBatch,
 ) {
     if table.indexes.is_empty() || row_key.len() < 17 || !is_row_key(row_key) {
@@ -171,7 +171,7 @@ pub fn build(engine: &Engine, table: &TableDef, index: &IndexDef) -> super::Resu
     const BATCH: usize = 1000;
     let mut single = table.clone();
     single.indexes = vec![index.clone()];
-    let now = super::now_secs();
+    let now = super::now_millis();
     let lo = table.storage_id.to_be_bytes();
     let hi = (table.storage_id + 1).to_be_bytes();
     let mut batch = WriteBatch::default();

@@ -174,7 +174,7 @@ pub fn execute(
     };
     let stripe = engine.lock_stripe(t.storage_id, &pk);
     let _guard = engine.stripe(stripe).lock();
-    let now = super::now_secs();
+    let now = super::now_millis();
     let header_key = write::header_key(&t, &pk);
     let mut header = match engine.store.get(Space::Data, &header_key)? {
         Some(b) => RowData::decode(&b)?,
@@ -358,7 +358,7 @@ fn push_row(
     ck: &[Bytes],
     row: &RowData,
     statics: &RowData,
-    now: i32,
+    now: i64,
 ) {
     out.push_cell(Some(&[0]));
     for &i in cols {

@@ -219,6 +219,11 @@ pub fn now_micros() -> i64 {
         .unwrap_or(0)
 }
 
+/// Milliseconds since the epoch: the clock of expiry (TTL) and liveness.
+pub fn now_millis() -> i64 {
+    now_micros().div_euclid(1000)
+}
+
 pub fn now_secs() -> i32 {
     (now_micros() / 1_000_000) as i32
 }

@@ -124,16 +124,31 @@ fn kind_of(key: &[u8]) -> Option<(usize, u8)> {
 /// Drops what is purgeable in a row (or header) at `now` with `gc` seconds of grace.
 fn purge_row(row: &mut RowData, now: i32, gc: i32) {
     let gone = |t: i32| i64::from(t) + i64::from(gc) <= i64::from(now);
+    let expired = |ms: i64| ms != 0 && ms.div_euclid(1000) + i64::from(gc) <= i64::from(now);
     row.cells.retain(|c| {
         if c.value.is_none() {
             !gone(c.local_deletion)
         } else {
-            c.expiry == 0 || !gone(c.expiry)
+            !expired(c.expiry)
         }
     });
-    if row.marker.is_some_and(|m| m.expiry != 0 && gone(m.expiry)) {
+    if row.marker.is_some_and(|m| expired(m.expiry)) {
         row.marker = None;
     }
+    for c in &mut row.complex {
+        c.elems.retain(|e| {
+            if e.value.is_none() {
+                !gone(e.local_deletion)
+            } else {
+                !expired(e.expiry)
+            }
+        });
+        if c.deletion.is_some_and(|(_, ldt)| gone(ldt)) {
+            c.deletion = None;
+        }
+    }
+    row.complex
+        .retain(|c| c.deletion.is_some() || !c.elems.is_empty());
 }
 
 /// Drops a row deletion once purgeable. Rows only: a row deletion shadows only its own key,
@@ -153,7 +168,7 @@ mod tests {
     use super::*;
     use crate::query::row::{Cell, Marker};
 
-    fn cell(col: u32, ts: i64, expiry: i32, v: Option<&'static [u8]>, ldt: i32) -> Cell {
+    fn cell(col: u32, ts: i64, expiry: i64, v: Option<&'static [u8]>, ldt: i32) -> Cell {
         Cell {
             col,
             ts,
@@ -170,11 +185,11 @@ mod tests {
             marker: Some(Marker {
                 ts: 1,
                 ttl: 10,
-                expiry: 100,
+                expiry: 100_000,
             }),
             deletion: None,
             cells: vec![
-                cell(1, 1, 100, Some(b"a"), 0),
+                cell(1, 1, 100_000, Some(b"a"), 0),
                 cell(2, 1, 0, None, 100),
                 cell(3, 1, 0, Some(b"keep"), 0),
             ],

@@ -5,12 +5,14 @@
 //! by token, then partition key bytes, then clustering order (ASC/DESC per column).
 //! Kind 0x01 is the partition header (static cells and partition deletion), 0x02 a row.
 //!
-//! Value: version byte 1, flags (0x01 row marker, 0x02 deletion), the marker
-//! (timestamp i64, ttl i32, expiry i32 seconds; 0 = never), the deletion (timestamp i64, local
-//! deletion time i32), then a varint count of cells, each: varint column id, flags (0x01
-//! tombstone, 0x02 expiring), timestamp i64, [ttl i32, expiry i32], and for live cells a varint
-//! length and the value bytes (for tombstones: local deletion time i32). Cells are sorted by
-//! column id.
+//! Value: version byte 1, flags (0x01 row marker, 0x02 deletion, 0x04 marker expiry in
+//! milliseconds), the marker (timestamp i64, ttl i32, expiry: i64 milliseconds since the epoch
+//! with flag 0x04, else i32 seconds; 0 = never), the deletion (timestamp i64, local deletion
+//! time i32 seconds), then a varint count of cells, each: varint column id, flags (0x01
+//! tombstone, 0x02 expiring, 0x04 expiry in milliseconds), timestamp i64, [ttl i32, expiry i64
+//! milliseconds (i32 seconds without 0x04)], and for live cells a varint length and the value
+//! bytes (for tombstones: local deletion time i32 seconds). Cells are sorted by column id.
+//! Writers always set 0x04; seconds expiries are read from rows of earlier versions.
 //!
 //! Version 2 (written only when the row has complex cells; version 1 rows stay readable and
 //! are still written for rows without them) appends the complex cells of non-frozen
@@ -166,8 +168,8 @@ pub fn decode_key(key: &[u8], clustering: &[(&CqlType, bool)]) -> Result<Decoded
 pub struct Marker {
     pub ts: i64,
     pub ttl: i32,
-    /// Seconds since the epoch at which it expires; 0 = never.
-    pub expiry: i32,
+    /// Milliseconds since the epoch at which it expires; 0 = never.
+    pub expiry: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -175,7 +177,7 @@ pub struct Cell {
     pub col: u32,
     pub ts: i64,
     pub ttl: i32,
-    pub expiry: i32,
+    pub expiry: i64,
     /// None: a tombstone (deleted at `ts`).
     pub value: Option<Bytes>,
     /// For tombstones: when it was written (seconds), for purging after gc_grace_seconds.
@@ -183,8 +185,8 @@ pub struct Cell {
 }
 
 impl Cell {
-    pub fn is_live(&self, now_secs: i32) -> bool {
-        self.value.is_some() && (self.expiry == 0 || self.expiry > now_secs)
+    pub fn is_live(&self, now_ms: i64) -> bool {
+        self.value.is_some() && (self.expiry == 0 || self.expiry > now_ms)
     }
 }
 
@@ -211,15 +213,15 @@ pub struct Elem {
     pub path: Bytes,
     pub ts: i64,
     pub ttl: i32,
-    pub expiry: i32,
+    pub expiry: i64,
     /// None: a tombstone.
     pub value: Option<Bytes>,
     pub local_deletion: i32,
 }
 
 impl Elem {
-    pub fn is_live(&self, now_secs: i32) -> bool {
-        self.value.is_some() && (self.expiry == 0 || self.expiry > now_secs)
+    pub fn is_live(&self, now_ms: i64) -> bool {
+        self.value.is_some() && (self.expiry == 0 || self.expiry > now_ms)
     }
 }
 
@@ -284,13 +286,13 @@ impl ComplexCell {
         self.elems.retain(|e| e.ts > dts);
     }
 
-    pub fn is_live(&self, now_secs: i32) -> bool {
-        self.elems.iter().any(|e| e.is_live(now_secs))
+    pub fn is_live(&self, now_ms: i64) -> bool {
+        self.elems.iter().any(|e| e.is_live(now_ms))
     }
 
     /// The live elements.
-    pub fn live(&self, now_secs: i32) -> impl Iterator<Item = &Elem> {
-        self.elems.iter().filter(move |e| e.is_live(now_secs))
+    pub fn live(&self, now_ms: i64) -> impl Iterator<Item = &Elem> {
+        self.elems.iter().filter(move |e| e.is_live(now_ms))
     }
 }
 
@@ -306,7 +308,7 @@ pub enum Pending {
         value: Option<Bytes>,
         ts: i64,
         ttl: i32,
-        expiry: i32,
+        expiry: i64,
     },
     /// `l = l - [values]`.
     ListRemove {
@@ -336,11 +338,11 @@ impl RangeTombstone {
 
 impl RowData {
     /// Live if its marker or any cell is live.
-    pub fn is_live(&self, now_secs: i32) -> bool {
+    pub fn is_live(&self, now_ms: i64) -> bool {
         self.marker
-            .is_some_and(|m| m.expiry == 0 || m.expiry > now_secs)
-            || self.cells.iter().any(|c| c.is_live(now_secs))
-            || self.complex.iter().any(|c| c.is_live(now_secs))
+            .is_some_and(|m| m.expiry == 0 || m.expiry > now_ms)
+            || self.cells.iter().any(|c| c.is_live(now_ms))
+            || self.complex.iter().any(|c| c.is_live(now_ms))
     }
 
     pub fn complex_cell(&self, col: u32) -> Option<&ComplexCell> {
@@ -369,13 +371,13 @@ impl RowData {
 
     /// Applies read-before-write operations to this (current, merged) row. Errors are the
     /// client's (a list index out of bounds).
-    pub fn apply_pending(&mut self, pending: Vec<Pending>, now_secs: i32) -> Result<(), String> {
+    pub fn apply_pending(&mut self, pending: Vec<Pending>, now_ms: i64) -> Result<(), String> {
         for p in pending {
             match p {
                 Pending::CounterAdd { col, delta, ts } => {
                     let cur = self
                         .cell(col)
-                        .filter(|c| c.is_live(now_secs))
+                        .filter(|c| c.is_live(now_ms))
                         .and_then(|c| c.value.as_deref())
                         .and_then(|v| <[u8; 8]>::try_from(v).ok())
                         .map_or(0, i64::from_be_bytes);
@@ -404,17 +406,17 @@ impl RowData {
                     expiry,
                 } => {
                     let cc = self.complex_mut(col);
-                    let size = cc.live(now_secs).count();
+                    let size = cc.live(now_ms).count();
                     let Some(path) = usize::try_from(index)
                         .ok()
-                        .and_then(|i| cc.live(now_secs).nth(i))
+                        .and_then(|i| cc.live(now_ms).nth(i))
                         .map(|e| e.path.clone())
                     else {
                         return Err(format!(
                             "List index {index} out of bound, list has size {size}"
                         ));
                     };
-                    let local_deletion = if value.is_none() { now_secs } else { 0 };
+                    let local_deletion = if value.is_none() { secs(now_ms) } else { 0 };
                     cc.merge(ComplexCell {
                         col,
                         deletion: None,
@@ -434,7 +436,7 @@ impl RowData {
                     };
                     let cc = &mut self.complex[i];
                     let doomed: Vec<Elem> = cc
-                        .live(now_secs)
+                        .live(now_ms)
                         .filter(|e| {
                             e.value
                                 .as_ref()
@@ -446,7 +448,7 @@ impl RowData {
                             ttl: 0,
                             expiry: 0,
                             value: None,
-                            local_deletion: now_secs,
+                            local_deletion: secs(now_ms),
                         })
                         .collect();
                     cc.merge(ComplexCell {
@@ -584,12 +586,13 @@ impl RowData {
         } else {
             VERSION_COMPLEX
         });
-        let flags = u8::from(self.marker.is_some()) | (u8::from(self.deletion.is_some()) << 1);
+        let flags = u8::from(self.marker.is_some()) * (ROW_MARKER | ROW_MARKER_MS)
+            | u8::from(self.deletion.is_some()) * ROW_DELETION;
         out.push(flags);
         if let Some(m) = self.marker {
             out.put_i64(m.ts);
             out.put_i32(m.ttl);
-            out.put_i32(m.expiry);
+            out.put_i64(m.expiry);
         }
         if let Some((ts, ldt)) = self.deletion {
             out.put_i64(ts);
@@ -598,20 +601,14 @@ impl RowData {
         put_varint(out, self.cells.len() as u64);
         for c in &self.cells {
             put_varint(out, c.col as u64);
-            let flags = u8::from(c.value.is_none()) | (u8::from(c.expiry != 0) << 1);
-            out.push(flags);
-            out.put_i64(c.ts);
-            if c.expiry != 0 {
-                out.put_i32(c.ttl);
-                out.put_i32(c.expiry);
-            }
-            match &c.value {
-                Some(v) => {
-                    put_varint(out, v.len() as u64);
-                    out.extend_from_slice(v);
-                }
-                None => out.put_i32(c.local_deletion),
-            }
+            put_cell(
+                out,
+                c.ts,
+                c.ttl,
+                c.expiry,
+                c.value.as_deref(),
+                c.local_deletion,
+            );
         }
         if !self.complex.is_empty() {
             put_varint(out, self.complex.len() as u64);
@@ -627,20 +624,14 @@ impl RowData {
             for e in &c.elems {
                 put_varint(out, e.path.len() as u64);
                 out.extend_from_slice(&e.path);
-                let flags = u8::from(e.value.is_none()) | (u8::from(e.expiry != 0) << 1);
-                out.push(flags);
-                out.put_i64(e.ts);
-                if e.expiry != 0 {
-                    out.put_i32(e.ttl);
-                    out.put_i32(e.expiry);
-                }
-                match &e.value {
-                    Some(v) => {
-                        put_varint(out, v.len() as u64);
-                        out.extend_from_slice(v);
-                    }
-                    None => out.put_i32(e.local_deletion),
-                }
+                put_cell(
+                    out,
+                    e.ts,
+                    e.ttl,
+                    e.expiry,
+                    e.value.as_deref(),
+                    e.local_deletion,
+                );
             }
         }
         if !self.ranges.is_empty() {
@@ -678,15 +669,18 @@ impl RowData {
         }
         let flags = b.get_u8();
         let mut row = RowData::default();
-        if flags & 1 != 0 {
+        if flags & ROW_MARKER != 0 {
             need(&b, 16)?;
-            row.marker = Some(Marker {
-                ts: b.get_i64(),
-                ttl: b.get_i32(),
-                expiry: b.get_i32(),
-            });
+            let (ts, ttl) = (b.get_i64(), b.get_i32());
+            let expiry = if flags & ROW_MARKER_MS != 0 {
+                need(&b, 8)?;
+                b.get_i64()
+            } else {
+                i64::from(b.get_i32()) * 1000
+            };
+            row.marker = Some(Marker { ts, ttl, expiry });
         }
-        if flags & 2 != 0 {
+        if flags & ROW_DELETION != 0 {
             need(&b, 12)?;
             row.deletion = Some((b.get_i64(), b.get_i32()));
         }
@@ -697,23 +691,7 @@ impl RowData {
         row.cells.reserve(n as usize);
         for _ in 0..n {
             let col = u32::try_from(get_varint(&mut b)?).map_err(|_| CorruptRow("column id"))?;
-            need(&b, 9)?;
-            let cflags = b.get_u8();
-            let ts = b.get_i64();
-            let (ttl, expiry) = if cflags & 2 != 0 {
-                need(&b, 8)?;
-                (b.get_i32(), b.get_i32())
-            } else {
-                (0, 0)
-            };
-            let (value, local_deletion) = if cflags & 1 != 0 {
-                need(&b, 4)?;
-                (None, b.get_i32())
-            } else {
-                let len = get_varint(&mut b)? as usize;
-                need(&b, len)?;
-                (Some(b.split_to(len)), 0)
-            };
+            let (ts, ttl, expiry, value, local_deletion) = get_cell(&mut b)?;
             row.cells.push(Cell {
                 col,
                 ts,
@@ -747,23 +725,7 @@ impl RowData {
                     let plen = get_varint(&mut b)? as usize;
                     need(&b, plen)?;
                     let path = b.split_to(plen);
-                    need(&b, 9)?;
-                    let cflags = b.get_u8();
-                    let ts = b.get_i64();
-                    let (ttl, expiry) = if cflags & 2 != 0 {
-                        need(&b, 8)?;
-                        (b.get_i32(), b.get_i32())
-                    } else {
-                        (0, 0)
-                    };
-                    let (value, local_deletion) = if cflags & 1 != 0 {
-                        need(&b, 4)?;
-                        (None, b.get_i32())
-                    } else {
-                        let len = get_varint(&mut b)? as usize;
-                        need(&b, len)?;
-                        (Some(b.split_to(len)), 0)
-                    };
+                    let (ts, ttl, expiry, value, local_deletion) = get_cell(&mut b)?;
                     elems.push(Elem {
                         path,
                         ts,
@@ -817,6 +779,75 @@ fn newer_wins(old: &Cell, new: &Cell) -> bool {
         (_, None) => true,
         (None, Some(_)) => false,
         (Some(a), Some(b)) => b > a,
+    }
+}
+
+const ROW_MARKER: u8 = 0x01;
+const ROW_DELETION: u8 = 0x02;
+/// The marker's expiry is i64 milliseconds (rows written before had i32 seconds).
+const ROW_MARKER_MS: u8 = 0x04;
+const CELL_TOMBSTONE: u8 = 0x01;
+const CELL_EXPIRING: u8 = 0x02;
+/// The cell's expiry is i64 milliseconds (cells written before had i32 seconds).
+const CELL_EXPIRY_MS: u8 = 0x04;
+
+/// Seconds of a millisecond time (local deletion times are in seconds).
+pub fn secs(ms: i64) -> i32 {
+    (ms / 1000) as i32
+}
+
+/// The body of a simple cell or collection element (see the module documentation).
+fn put_cell(out: &mut Vec<u8>, ts: i64, ttl: i32, expiry: i64, value: Option<&[u8]>, ldt: i32) {
+    let mut flags = if value.is_none() { CELL_TOMBSTONE } else { 0 };
+    if expiry != 0 {
+        flags |= CELL_EXPIRING | CELL_EXPIRY_MS;
+    }
+    out.push(flags);
+    out.put_i64(ts);
+    if expiry != 0 {
+        out.put_i32(ttl);
+        out.put_i64(expiry);
+    }
+    match value {
+        Some(v) => {
+            put_varint(out, v.len() as u64);
+            out.extend_from_slice(v);
+        }
+        None => out.put_i32(ldt),
+    }
+}
+
+/// (timestamp, ttl, expiry in milliseconds, value, local deletion time) of a cell or element.
+type CellBody = (i64, i32, i64, Option<Bytes>, i32);
+
+/// Decodes what [`put_cell`] wrote (and the seconds-expiry cells of older rows).
+fn get_cell(b: &mut Bytes) -> Result<CellBody, CorruptRow> {
+    let need = |b: &Bytes, n: usize| {
+        if b.remaining() < n {
+            Err(CorruptRow("truncated"))
+        } else {
+            Ok(())
+        }
+    };
+    need(b, 9)?;
+    let flags = b.get_u8();
+    let ts = b.get_i64();
+    let (ttl, expiry) = if flags & CELL_EXPIRING == 0 {
+        (0, 0)
+    } else if flags & CELL_EXPIRY_MS != 0 {
+        need(b, 12)?;
+        (b.get_i32(), b.get_i64())
+    } else {
+        need(b, 8)?;
+        (b.get_i32(), i64::from(b.get_i32()) * 1000)
+    };
+    if flags & CELL_TOMBSTONE != 0 {
+        need(b, 4)?;
+        Ok((ts, ttl, expiry, None, b.get_i32()))
+    } else {
+        let len = get_varint(b)? as usize;
+        need(b, len)?;
+        Ok((ts, ttl, expiry, Some(b.split_to(len)), 0))
     }
 }
 
@@ -900,6 +931,37 @@ mod tests {
         for i in (0..buf.len()).filter(|&i| i != base.len()) {
             assert!(RowData::decode(&Bytes::from(buf[..i].to_vec())).is_err());
         }
+    }
+
+    #[test]
+    fn seconds_expiries_of_earlier_rows_read_as_milliseconds() {
+        // Version 1 as written before millisecond expiry: a marker and one expiring cell with
+        // i32 second deadlines (flag 0x04 unset).
+        let mut old = vec![1u8, ROW_MARKER];
+        old.put_i64(5);
+        old.put_i32(10);
+        old.put_i32(1_700_000_000);
+        put_varint(&mut old, 1);
+        put_varint(&mut old, 3);
+        old.push(CELL_EXPIRING);
+        old.put_i64(5);
+        old.put_i32(10);
+        old.put_i32(1_700_000_010);
+        put_varint(&mut old, 1);
+        old.push(b'x');
+        let row = RowData::decode(&Bytes::from(old)).unwrap();
+        assert_eq!(row.marker.unwrap().expiry, 1_700_000_000_000);
+        assert_eq!(row.cells[0].expiry, 1_700_000_010_000);
+        assert_eq!(row.cells[0].value.as_deref(), Some(&b"x"[..]));
+        // Re-encoded, the deadline keeps its millisecond precision.
+        let mut c = row.clone();
+        c.cells[0].expiry += 1;
+        let mut buf = Vec::new();
+        c.encode(&mut buf);
+        let back = RowData::decode(&Bytes::from(buf)).unwrap();
+        assert_eq!(back.cells[0].expiry, 1_700_000_010_001);
+        assert!(back.cells[0].is_live(1_700_000_010_000));
+        assert!(!back.cells[0].is_live(1_700_000_010_001));
     }
 
     fn elem(path: &'static [u8], ts: i64, v: Option<&'static [u8]>) -> Elem {

@@ -26,13 +26,20 @@ pub(crate) type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 enum Proj {
     Column(usize),
     Token,
-    WriteTime(usize),
-    Ttl(usize),
+    /// writetime(), maxwritetime() or ttl() of a column.
+    Timing(usize, Timing),
     ToJson(Box<Proj>, CqlType),
     /// An aggregate over the rows (of a group): count(*), count(c), min, max, sum, avg.
     Agg(super::aggregate::AggKind, Option<usize>),
     /// Functions, CAST, field and element selection.
     Expr(Box<SExpr>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Timing {
+    WriteTime,
+    MaxWriteTime,
+    Ttl,
 }
 
 /// A computed selector.
@@ -55,7 +62,7 @@ struct RowCtx<'a, 'r> {
     ck: &'r [Bytes],
     row: &'r RowData,
     statics: &'r RowData,
-    now: i32,
+    now: i64,
 }
 
 fn eval_sexpr(e: &SExpr, rc: &RowCtx) -> Option<Vec<u8>> {
@@ -306,25 +313,29 @@ fn plan_selector(t: &TableDef, e: &SelectorExpr) -> Result<(Proj, String, CqlTyp
             "count".into(),
             CqlType::Bigint,
         ),
-        SelectorExpr::WriteTime(c) | SelectorExpr::Ttl(c) => {
+        SelectorExpr::WriteTime(c) | SelectorExpr::MaxWriteTime(c) | SelectorExpr::Ttl(c) => {
             let i = column_index(t, c)?;
             let col = &t.columns[i];
-            let is_wt = matches!(e, SelectorExpr::WriteTime(_));
-            let fname = if is_wt { "writetime" } else { "ttl" };
+            let (timing, fname, ty) = match e {
+                SelectorExpr::WriteTime(_) => (Timing::WriteTime, "writetime", CqlType::Bigint),
+                SelectorExpr::MaxWriteTime(_) => {
+                    (Timing::MaxWriteTime, "maxwritetime", CqlType::Bigint)
+                }
+                _ => (Timing::Ttl, "ttl", CqlType::Int),
+            };
             if matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
                 return Err(invalid(format!(
                     "Cannot use selection function {fname} on PRIMARY KEY part {c}"
                 )));
             }
-            if is_wt {
-                (
-                    Proj::WriteTime(i),
-                    format!("writetime({c})"),
-                    CqlType::Bigint,
-                )
+            // Cassandra 5.0: one timestamp or TTL per element of a non-frozen collection or
+            // UDT, as a list (maxwritetime stays one value: the newest).
+            let ty = if col.ty.is_multi_cell() && timing != Timing::MaxWriteTime {
+                CqlType::List(Box::new(ty))
             } else {
-                (Proj::Ttl(i), format!("ttl({c})"), CqlType::Int)
-            }
+                ty
+            };
+            (Proj::Timing(i, timing), format!("{fname}({c})"), ty)
         }
         SelectorExpr::Function { name, args, .. } if name == "token" => {
             let cols: Vec<&str> = args
@@ -1524,7 +1535,7 @@ struct Output<'a> {
     page_rows: usize,
     page_bytes: usize,
     remaining: Option<usize>,
-    now: i32,
+    now: i64,
     /// Aggregate queries: the groups being accumulated.
     agg: Option<Aggregation>,
     /// The last emit stopped before consuming its row: resume at that row.
@@ -1748,29 +1759,10 @@ impl Output<'_> {
                     tok_bytes = token.to_be_bytes();
                     Some(&tok_bytes[..])
                 }
-                Proj::WriteTime(i) => {
-                    tok_bytes = [0; 8];
-                    let _ = tok_bytes;
-                    let c = cell_of(t, *i, row, statics, self.now);
-                    match c {
-                        Some(c) => {
-                            self.rows.push_cell(Some(&c.ts.to_be_bytes()));
-                            continue;
-                        }
-                        None => None,
-                    }
-                }
-                Proj::Ttl(i) => {
-                    let c = cell_of(t, *i, row, statics, self.now);
-                    match c {
-                        Some(c) if c.expiry != 0 => {
-                            // Expiry is rounded up to a whole second: never report more than the TTL.
-                            let left = (c.expiry - self.now).min(c.ttl);
-                            self.rows.push_cell(Some(&left.to_be_bytes()));
-                            continue;
-                        }
-                        _ => None,
-                    }
+                Proj::Timing(i, timing) => {
+                    let v = timing_value(t, *i, *timing, row, statics, self.now);
+                    self.rows.push_cell(v.as_ref().map(TimingValue::bytes));
+                    continue;
                 }
                 Proj::ToJson(inner, ty) => {
                     let raw = match &**inner {
@@ -1827,12 +1819,90 @@ impl Output<'_> {
     }
 }
 
+/// Whole seconds left until `expiry` (ms), rounded up, never more than the TTL.
+fn ttl_left(expiry: i64, ttl: i32, now: i64) -> i32 {
+    ((expiry - now + 999) / 1000).min(i64::from(ttl)) as i32
+}
+
+/// writetime(), maxwritetime() or ttl() of column `i` of a row; for non-frozen collections
+/// and UDTs writetime() and ttl() are lists with one entry per live element (a null TTL for
+/// an element without one).
+fn timing_value(
+    t: &TableDef,
+    i: usize,
+    timing: Timing,
+    row: &RowData,
+    statics: &RowData,
+    now: i64,
+) -> Option<TimingValue> {
+    let col = &t.columns[i];
+    if col.ty.is_multi_cell() && timing != Timing::MaxWriteTime {
+        let src = if col.kind == ColumnKind::Static {
+            statics
+        } else {
+            row
+        };
+        let cc = src.complex_cell(col.id).filter(|c| c.is_live(now))?;
+        let of = |e: &row::Elem| match timing {
+            Timing::Ttl => {
+                (e.expiry != 0).then(|| ttl_left(e.expiry, e.ttl, now).to_be_bytes().to_vec())
+            }
+            _ => Some(e.ts.to_be_bytes().to_vec()),
+        };
+        let items: Vec<Option<Vec<u8>>> = match &col.ty {
+            // A UDT has an entry per field, null for the fields that are not set.
+            CqlType::Udt(u) => {
+                let mut items = vec![None; u.fields.len()];
+                for e in cc.live(now) {
+                    let Ok(f) = <[u8; 2]>::try_from(&e.path[..]).map(u16::from_be_bytes) else {
+                        continue;
+                    };
+                    if let Some(slot) = items.get_mut(f as usize) {
+                        *slot = of(e);
+                    }
+                }
+                items
+            }
+            _ => cc.live(now).map(of).collect(),
+        };
+        let refs: Vec<Option<&[u8]>> = items.iter().map(|x| x.as_deref()).collect();
+        return Some(TimingValue::List(crate::cql::value::encode_list(&refs)));
+    }
+    let c = cell_of(t, i, row, statics, now)?;
+    match timing {
+        Timing::Ttl => (c.expiry != 0).then(|| TimingValue::int(ttl_left(c.expiry, c.ttl, now))),
+        _ => Some(TimingValue::Fixed(c.ts.to_be_bytes(), 8)),
+    }
+}
+
+/// A timing selector's value, without allocating for the single-cell cases.
+enum TimingValue {
+    /// Big-endian bytes and their length (4 for an int, 8 for a bigint).
+    Fixed([u8; 8], usize),
+    List(Vec<u8>),
+}
+
+impl TimingValue {
+    fn int(v: i32) -> Self {
+        let mut b = [0; 8];
+        b[..4].copy_from_slice(&v.to_be_bytes());
+        TimingValue::Fixed(b, 4)
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            TimingValue::Fixed(b, n) => &b[..*n],
+            TimingValue::List(v) => v,
+        }
+    }
+}
+
 fn cell_of<'r>(
     t: &TableDef,
     i: usize,
     row: &'r RowData,
     statics: &'r RowData,
-    now: i32,
+    now: i64,
 ) -> Option<&'r row::Cell> {
     let col = &t.columns[i];
     let src = if col.kind == ColumnKind::Static {
@@ -1850,7 +1920,7 @@ pub(crate) fn column_value<'r>(
     ck: &'r [Bytes],
     row: &'r RowData,
     statics: &'r RowData,
-    now: i32,
+    now: i64,
 ) -> Option<&'r [u8]> {
     let col = &t.columns[i];
     match col.kind {
@@ -1867,7 +1937,7 @@ fn passes(
     ck: &[Bytes],
     row: &RowData,
     statics: &RowData,
-    now: i32,
+    now: i64,
 ) -> bool {
     if filters.is_empty() {
         return true;
@@ -1962,7 +2032,7 @@ pub fn execute(
             engine.limits.max_page_bytes
         },
         remaining,
-        now: super::now_secs(),
+        now: super::now_millis(),
         agg: aggregating.then(|| Aggregation::new(&proj, t, group_cols)),
         resume_inclusive: false,
         json: sel.json,

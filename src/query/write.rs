@@ -282,7 +282,8 @@ pub(crate) fn header_key(table: &TableDef, pk: &[u8]) -> Vec<u8> {
 struct WriteParams {
     ts: i64,
     ttl: i32,
-    expiry: i32,
+    /// Milliseconds since the epoch; 0 = never.
+    expiry: i64,
 }
 
 fn using_params(
@@ -319,14 +320,12 @@ fn using_params(
             "ttl is too large. requested ({ttl}) maximum ({MAX_TTL})"
         )));
     }
-    // Expiry has second resolution: round the deadline up so that a cell is never gone before
-    // its TTL has fully elapsed (it is gone at the first whole second at or after the deadline).
+    // The deadline in milliseconds, rounded up: a cell is gone exactly when its TTL has elapsed
+    // and never before.
     let expiry = if ttl == 0 {
         0
     } else {
-        let deadline_us = super::now_micros() + ttl * 1_000_000;
-        (deadline_us.div_euclid(1_000_000) + i64::from(deadline_us.rem_euclid(1_000_000) != 0))
-            .min(i32::MAX as i64) as i32
+        (super::now_micros() + 999).div_euclid(1000) + ttl * 1000
     };
     Ok(WriteParams {
         ts,
@@ -362,7 +361,7 @@ fn elem_params(p: &WriteParams) -> ElemParams {
         ts: p.ts,
         ttl: p.ttl,
         expiry: p.expiry,
-        now: super::now_secs(),
+        now: super::now_millis(),
     }
 }
 
@@ -1155,7 +1154,7 @@ fn delete_target(
         ts: p.ts,
         ttl: 0,
         expiry: 0,
-        now,
+        now: i64::from(now) * 1000,
     };
     match target {
         DeleteTarget::Column(_) => {
@@ -1616,7 +1615,7 @@ pub(crate) fn apply_locked(
             x.row.merge(m.update);
             let pending = std::mem::take(&mut x.row.pending);
             x.row
-                .apply_pending(pending, super::now_secs())
+                .apply_pending(pending, super::now_millis())
                 .map_err(invalid)?;
             continue;
         }
@@ -1631,7 +1630,7 @@ pub(crate) fn apply_locked(
         current.merge(m.update);
         let pending = std::mem::take(&mut current.pending);
         current
-            .apply_pending(pending, super::now_secs())
+            .apply_pending(pending, super::now_millis())
             .map_err(invalid)?;
         merged.push(Merged {
             key: m.key,
@@ -1643,7 +1642,7 @@ pub(crate) fn apply_locked(
             pk: m.pk,
         });
     }
-    let now = super::now_secs();
+    let now = super::now_millis();
     let mut sizes = crate::partition::sizes::Accounting::default();
     let limits = &engine.limits.partitions;
     for m in merged {
