@@ -586,8 +586,13 @@ impl RowData {
         } else {
             VERSION_COMPLEX
         });
-        let flags = u8::from(self.marker.is_some()) * (ROW_MARKER | ROW_MARKER_MS)
-            | u8::from(self.deletion.is_some()) * ROW_DELETION;
+        let mut flags = 0;
+        if self.marker.is_some() {
+            flags |= ROW_MARKER | ROW_MARKER_MS;
+        }
+        if self.deletion.is_some() {
+            flags |= ROW_DELETION;
+        }
         out.push(flags);
         if let Some(m) = self.marker {
             out.put_i64(m.ts);
