@@ -198,6 +198,11 @@ impl Collector<'_> {
                         self.term(k, &cond.column, &CqlType::Int);
                         (**et).clone()
                     }
+                    (None, CqlType::Udt(u)) if cond.field.is_some() => u
+                        .fields
+                        .iter()
+                        .find(|(n, _)| Some(n) == cond.field.as_ref())
+                        .map_or(ty.clone(), |(_, t)| t.clone()),
                     _ => ty,
                 };
                 if cond.op == crate::cql::ast::Operator::In {

@@ -52,8 +52,53 @@ fn without_conditions(st: &Statement) -> Statement {
 struct Check {
     row_key: Option<Vec<u8>>,
     conds: Conditions,
-    /// Evaluated values of column conditions (in the order of `conds`).
-    values: Vec<Vec<Val>>,
+    /// Evaluated column conditions (in the order of `conds`).
+    values: Vec<CondEval>,
+}
+
+/// What part of a column a condition reads.
+#[derive(Debug, Clone, PartialEq)]
+enum Access {
+    Whole,
+    /// `m[key]`: a map entry's value (the key's type and value).
+    MapKey(CqlType, Bytes),
+    /// `l[index]`: a list element.
+    ListIndex(i32),
+    /// `u.field`: a UDT field (by position).
+    Field(usize),
+}
+
+/// A column condition with its operands evaluated.
+struct CondEval {
+    col: usize,
+    access: Access,
+    /// The type of what is compared (the column's, its elements' or the field's).
+    ty: CqlType,
+    vals: Vec<Val>,
+}
+
+impl CondEval {
+    /// The part of the column's current value the condition compares.
+    fn read<'a>(&self, cur: Option<&'a [u8]>) -> Option<&'a [u8]> {
+        let cur = cur?;
+        match &self.access {
+            Access::Whole => Some(cur),
+            Access::MapKey(kt, key) => value::map_entries(cur)
+                .ok()?
+                .into_iter()
+                .find(|(k, _)| value::compare(kt, k, key) == Ordering::Equal)
+                .map(|(_, v)| v),
+            Access::ListIndex(i) => value::collection_elements(cur)
+                .ok()?
+                .nth(usize::try_from(*i).ok()?)
+                .and_then(|e| e.ok().flatten()),
+            Access::Field(i) => value::tuple_components(cur)
+                .ok()?
+                .get(*i)
+                .copied()
+                .flatten(),
+        }
+    }
 }
 
 /// Executes conditional statements (one, or a conditional batch) and returns the
@@ -141,7 +186,8 @@ pub fn execute(
                 Conditions::IfExists | Conditions::IfNotExists => cond_cols = None,
                 Conditions::Columns(cs) => {
                     for c in cs {
-                        let (ci, vals) = condition_values(t, c, item.ctx)?;
+                        let ce = condition_values(t, c, item.ctx)?;
+                        let ci = ce.col;
                         let col = &t.columns[ci];
                         if col.kind == ColumnKind::Regular && row_key.is_none() {
                             return Err(invalid(format!(
@@ -157,7 +203,7 @@ pub fn execute(
                                 cols.push(ci);
                             }
                         }
-                        values.push(vals);
+                        values.push(ce);
                     }
                 }
             }
@@ -187,6 +233,8 @@ pub fn execute(
         header.ranges = ranges;
         header.deletion = Some((dts, 0));
     }
+    // Non-frozen collections and UDTs are read (and returned) as whole values.
+    super::complex::materialize(&mut header, &t, None, now);
     let ck_start = header_key.len();
     let mut rows: Vec<(Vec<u8>, RowData)> = Vec::new();
     for c in &checks {
@@ -204,6 +252,7 @@ pub fn execute(
             if let Some(dts) = header.range_deletion(k.get(ck_start..).unwrap_or(&[])) {
                 r.shadow_at(dts);
             }
+            super::complex::materialize(&mut r, &t, None, now);
             rows.push((k.clone(), r));
         }
     }
@@ -224,10 +273,8 @@ pub fn execute(
             Conditions::IfNotExists => !exists,
             Conditions::Columns(cs) => {
                 let mut all = true;
-                for (cond, vals) in cs.iter().zip(&c.values) {
-                    let ci = t.columns.iter().position(|x| x.name == cond.column);
-                    let Some(ci) = ci else { continue };
-                    let col = &t.columns[ci];
+                for (cond, ce) in cs.iter().zip(&c.values) {
+                    let col = &t.columns[ce.col];
                     let src = if col.kind == ColumnKind::Static {
                         &header
                     } else {
@@ -237,7 +284,7 @@ pub fn execute(
                         .cell(col.id)
                         .filter(|x| x.is_live(now))
                         .and_then(|x| x.value.as_deref());
-                    if !holds(&col.ty, cond.op, cur, vals) {
+                    if !holds(&ce.ty, cond.op, ce.read(cur), &ce.vals) {
                         all = false;
                         break;
                     }
@@ -418,8 +465,8 @@ fn is_row_key(t: &TableDef, m: &Mutation) -> bool {
     m.key.len() >= h.len() && m.key[h.len() - 1] == KIND_ROW
 }
 
-/// The column of a condition and its evaluated value(s).
-fn condition_values(t: &TableDef, c: &Condition, ctx: &Ctx) -> Result<(usize, Vec<Val>)> {
+/// The column of a condition, the part of it read and its evaluated value(s).
+fn condition_values(t: &TableDef, c: &Condition, ctx: &Ctx) -> Result<CondEval> {
     let ci = t
         .columns
         .iter()
@@ -437,15 +484,54 @@ fn condition_values(t: &TableDef, c: &Condition, ctx: &Ctx) -> Result<(usize, Ve
             col.name
         )));
     }
-    if c.element.is_some() || c.field.is_some() {
-        return Err(invalid(
-            "Conditions on collection elements and UDT fields are not supported yet",
-        ));
+    if matches!(col.ty, CqlType::Counter) {
+        return Err(invalid("Conditions on counters are not supported"));
     }
+    let name = &col.name;
+    let (access, ty) = match (&c.element, &c.field) {
+        (Some(key), _) => match col.ty.unfrozen() {
+            CqlType::Map(kt, vt) => match eval(key, kt, name, ctx)? {
+                Val::Value(k) => (Access::MapKey((**kt).clone(), k), (**vt).clone()),
+                Val::Null => return Err(invalid("Invalid null value for map access")),
+                Val::Unset => return Err(invalid("Invalid unset value for map access")),
+            },
+            CqlType::List(et) => match eval(key, &CqlType::Int, name, ctx)? {
+                Val::Value(k) if k.len() == 4 => (
+                    Access::ListIndex(i32::from_be_bytes(k[..].try_into().expect("4 bytes"))),
+                    (**et).clone(),
+                ),
+                Val::Unset => return Err(invalid("Invalid unset value for list index")),
+                _ => return Err(invalid("Invalid null value for list index")),
+            },
+            CqlType::Set(_) => {
+                return Err(invalid(format!(
+                    "Invalid element access syntax for set column {name}"
+                )))
+            }
+            _ => {
+                return Err(invalid(format!(
+                    "Invalid element access syntax for non-collection column {name}"
+                )))
+            }
+        },
+        (None, Some(f)) => {
+            let CqlType::Udt(u) = col.ty.unfrozen() else {
+                return Err(invalid(format!(
+                    "Invalid field selection: {name} of type {} is not a user type",
+                    col.ty
+                )));
+            };
+            let Some(i) = u.fields.iter().position(|(n, _)| n == f) else {
+                return Err(invalid(format!("Unknown field {f} for column {name}")));
+            };
+            (Access::Field(i), u.fields[i].1.clone())
+        }
+        (None, None) => (Access::Whole, col.ty.clone()),
+    };
     let vals = match c.op {
-        Operator::In => in_values(&c.value, &col.ty, &col.name, ctx)?,
+        Operator::In => in_values(&c.value, &ty, name, ctx)?,
         Operator::Eq | Operator::Ne | Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge => {
-            vec![eval(&c.value, &col.ty, &col.name, ctx)?]
+            vec![eval(&c.value, &ty, name, ctx)?]
         }
         other => {
             return Err(invalid(format!(
@@ -471,7 +557,12 @@ fn condition_values(t: &TableDef, c: &Condition, ctx: &Ctx) -> Result<(usize, Ve
             _ => {}
         }
     }
-    Ok((ci, vals))
+    Ok(CondEval {
+        col: ci,
+        access,
+        ty,
+        vals,
+    })
 }
 
 fn equal(ty: &CqlType, cur: Option<&[u8]>, v: &Val) -> bool {

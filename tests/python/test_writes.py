@@ -230,8 +230,58 @@ def test_conditions_on_missing_row_and_errors(session, ks):
         session.execute(f"UPDATE {ks}.t SET v = 1 WHERE k = 1 IF v > null")
     with pytest.raises(InvalidRequest, match="PRIMARY KEY column 'k' cannot have IF conditions"):
         session.execute(f"UPDATE {ks}.t SET v = 1 WHERE k = 1 IF k = 1")
-    with pytest.raises(InvalidRequest, match="not supported yet"):
-        session.execute(f"UPDATE {ks}.t SET v = 1 WHERE k = 1 IF m[1] = 2")
+    with pytest.raises(InvalidRequest, match="Invalid element access syntax for non-collection column v"):
+        session.execute(f"UPDATE {ks}.t SET v = 1 WHERE k = 1 IF v[1] = 2")
+
+
+@pytest.mark.parametrize("cond,applies", [
+    ("m['a'] = 1", True), ("m['a'] = 2", False), ("m['zz'] = null", True), ("m['zz'] = 1", False),
+    ("m['b'] > 1", True), ("m['b'] < 2", False), ("m['a'] IN (5, 1)", True), ("m['a'] != 1", False),
+    ("m['zz'] > 0", False), ("m = {'a': 1, 'b': 2}", True), ("m = {'a': 1}", False),
+    ("fm[3] = 'x'", True), ("fm[4] = null", True), ("fm[3] >= 'y'", False),
+    ("l[0] = 10", True), ("l[1] = 20", True), ("l[2] = null", True), ("l[1] < 20", False),
+    ("l = [10, 20]", True), ("s = {1, 2}", True), ("s = {1}", False),
+    ("u.x = 1", True), ("u.y = 'p'", True), ("u.x > 1", False), ("u.y IN ('q', 'p')", True),
+    ("fu.x = 7", True), ("fu.y = null", True), ("fu.x = 8", False),
+    ("u.x = 1 AND m['a'] = 1 AND l[1] = 20", True), ("u.x = 1 AND m['a'] = 9", False),
+])
+def test_conditions_on_elements_and_fields(session, ks, cond, applies):
+    session.execute(f"CREATE TYPE IF NOT EXISTS {ks}.pt (x int, y text)")
+    session.execute(f"CREATE TABLE IF NOT EXISTS {ks}.t (k int PRIMARY KEY, v int, m map<text, int>, "
+                    f"fm frozen<map<int, text>>, l list<int>, s set<int>, u pt, fu frozen<pt>)")
+    session.execute(f"INSERT INTO {ks}.t (k, v, m, fm, l, s, u, fu) VALUES (0, 0, {{'a': 1, 'b': 2}}, "
+                    f"{{3: 'x'}}, [10, 20], {{1, 2}}, {{x: 1, y: 'p'}}, {{x: 7}})")
+    r = session.execute(f"UPDATE {ks}.t SET v = 100 WHERE k = 0 IF {cond}")
+    assert r.one()[0] is applies
+    if not applies:
+        # the whole current value of each conditioned column comes back
+        current = {"m": {"a": 1, "b": 2}, "fm": {3: "x"}, "l": [10, 20], "s": {1, 2}}
+        got = r.one()._asdict()
+        for col, want in current.items():
+            if col in r.column_names:
+                assert got[col] == want
+        if "u" in r.column_names:
+            assert (got["u"].x, got["u"].y) == (1, "p")
+    assert rows(session, f"SELECT v FROM {ks}.t WHERE k = 0") == [(100 if applies else 0,)]
+    session.execute(f"UPDATE {ks}.t SET v = 0 WHERE k = 0")
+
+
+def test_element_condition_errors_and_binds(session, ks):
+    session.execute(f"CREATE TYPE {ks}.pt (x int)")
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v int, m map<text, int>, s set<int>, u pt)")
+    session.execute(f"INSERT INTO {ks}.t (k, v, m, u) VALUES (1, 0, {{'a': 1}}, {{x: 5}})")
+    with pytest.raises(InvalidRequest, match="Invalid element access syntax for set column s"):
+        session.execute(f"UPDATE {ks}.t SET v = 1 WHERE k = 1 IF s[1] = 2")
+    with pytest.raises(InvalidRequest, match="Unknown field z for column u"):
+        session.execute(f"UPDATE {ks}.t SET v = 1 WHERE k = 1 IF u.z = 2")
+    with pytest.raises(InvalidRequest, match="Invalid null value for map access"):
+        session.execute(f"UPDATE {ks}.t SET v = 1 WHERE k = 1 IF m[null] = 2")
+    # bind markers for the element key and the value, typed from the column
+    ps = session.prepare(f"UPDATE {ks}.t SET v = ? WHERE k = 1 IF m[?] = ? AND u.x = ?")
+    assert [c.type.typename for c in ps.column_metadata] == ["int", "varchar", "int", "int"]
+    assert session.execute(ps, (7, "a", 1, 5)).one()[0] is True
+    assert session.execute(ps, (8, "a", 2, 5)).one()[0] is False
+    assert rows(session, f"SELECT v FROM {ks}.t WHERE k = 1") == [(7,)]
 
 
 def test_serial_read_sees_last_applied_write(session, ks):
