@@ -351,6 +351,8 @@ pub struct Engine {
     prepared: Vec<RwLock<HashMap<Bytes, Arc<Prepared>>>>,
     /// Write serialization per logical partition (striped): read-merge-write is atomic.
     locks: Vec<Mutex<()>>,
+    /// Partitions whose expired partition/range tombstones await the sweeper (purge.rs).
+    pub(crate) sweep_queue: Arc<purge::SweepQueue>,
 }
 
 impl Engine {
@@ -378,6 +380,7 @@ impl Engine {
                 .map(|_| RwLock::new(HashMap::new()))
                 .collect(),
             locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            sweep_queue: Arc::default(),
         };
         engine.ensure_maps().map_err(|e| e.to_string())?;
         crate::partition::sizes::rebuild(&*engine.store, &engine.maps)

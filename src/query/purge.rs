@@ -5,19 +5,66 @@
 //! passed since they were written (or expired); a row left empty is removed. Rows that follow
 //! their partition header in the same compaction also lose what the partition deletion and range
 //! tombstones shadow. Writes merge with the stored row, so a cell tombstone shadows nothing in
-//! another key and dropping it after gc_grace_seconds is safe. Partition deletions and range
-//! tombstones are kept: rows they shadow may live in parts of the store a compaction does not see.
+//! another key and dropping it after gc_grace_seconds is safe.
+//!
+//! Partition deletions and range tombstones shadow rows under other keys, which may live in parts
+//! of the store a compaction does not see, so the filter keeps them and queues their partition
+//! instead. The tombstone sweeper then rewrites that partition through the normal write path,
+//! under the partition's lock: rows lose what the purgeable tombstones shadow (emptied rows are
+//! deleted, index entries and partition sizes follow), and the header drops the tombstones last.
 
 use super::row::{self, RowData, KIND_HEADER, KIND_ROW};
 use super::Engine;
-use crate::storage::{Purge, PurgeFilter};
+use crate::storage::{Purge, PurgeFilter, Space, WriteBatch};
 use bytes::Bytes;
-use std::collections::HashMap;
+use parking_lot::Mutex;
+use std::collections::{BTreeSet, HashMap};
+use std::ops::Bound;
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
-/// Installs the purge filter of this engine's tables into its store.
+/// Partitions queued for the tombstone sweeper at most (more wait for a later compaction).
+const MAX_QUEUED: usize = 10_000;
+/// Rows rewritten per committed batch while sweeping one partition.
+const SWEEP_BATCH_ROWS: usize = 1000;
+/// How often the background sweeper looks at its queue.
+const SWEEP_EVERY: Duration = Duration::from_secs(10);
+
+/// Header keys of partitions whose partition deletion or range tombstones can be purged.
+#[derive(Default)]
+pub struct SweepQueue(Mutex<BTreeSet<Vec<u8>>>);
+
+impl SweepQueue {
+    fn push(&self, header_key: &[u8]) {
+        let mut q = self.0.lock();
+        if q.len() < MAX_QUEUED {
+            q.insert(header_key.to_vec());
+        }
+    }
+
+    fn take(&self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut *self.0.lock()).into_iter().collect()
+    }
+}
+
+/// Installs the purge filter of this engine's tables into its store and starts the tombstone
+/// sweeper (a thread that ends with the engine).
 pub fn install(engine: &Arc<Engine>) {
     let weak: Weak<Engine> = Arc::downgrade(engine);
+    let queue = Arc::clone(&engine.sweep_queue);
+    let sweeper = Weak::clone(&weak);
+    let spawned = std::thread::Builder::new()
+        .name("ringgate-sweeper".into())
+        .spawn(move || loop {
+            std::thread::sleep(SWEEP_EVERY);
+            let Some(e) = sweeper.upgrade() else { return };
+            if let Err(err) = sweep_tombstones(&e) {
+                tracing::warn!(error = %err, "sweeping purgeable tombstones failed; will retry");
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "could not start the tombstone sweeper");
+    }
     engine
         .store
         .set_purge_filter(Arc::new(move || -> PurgeFilter {
@@ -37,6 +84,7 @@ pub fn install(engine: &Arc<Engine>) {
                 gc,
                 now: super::now_secs(),
                 header: None,
+                queue: Arc::clone(&queue),
             };
             Box::new(move |k: &[u8], v: &[u8]| f.filter(k, v))
         }));
@@ -48,6 +96,8 @@ struct Filter {
     now: i32,
     /// The last partition header seen: its partition prefix and content.
     header: Option<(Vec<u8>, RowData)>,
+    /// Where partitions with purgeable partition/range tombstones go.
+    queue: Arc<SweepQueue>,
 }
 
 impl Filter {
@@ -71,6 +121,9 @@ impl Filter {
         let before = data.clone();
         if kind == KIND_HEADER {
             purge_row(&mut data, self.now, gc);
+            if has_purgeable_tombstones(&data, self.now, gc) {
+                self.queue.push(key);
+            }
             self.header = Some((key[..kind_at].to_vec(), data.clone()));
         } else if kind == KIND_ROW {
             if let Some((prefix, h)) = &self.header {
@@ -90,12 +143,7 @@ impl Filter {
         }
         if data == before {
             Purge::Keep
-        } else if data.marker.is_none()
-            && data.deletion.is_none()
-            && data.cells.is_empty()
-            && data.complex.is_empty()
-            && data.ranges.is_empty()
-        {
+        } else if is_empty(&data) {
             Purge::Remove
         } else {
             let mut out = Vec::with_capacity(data.encoded_len());
@@ -149,6 +197,156 @@ fn purge_row(row: &mut RowData, now: i32, gc: i32) {
     }
     row.complex
         .retain(|c| c.deletion.is_some() || !c.elems.is_empty());
+}
+
+fn gone(ldt: i32, now: i32, gc: i32) -> bool {
+    i64::from(ldt) + i64::from(gc) <= i64::from(now)
+}
+
+fn has_purgeable_tombstones(header: &RowData, now: i32, gc: i32) -> bool {
+    header.deletion.is_some_and(|(_, ldt)| gone(ldt, now, gc))
+        || header
+            .ranges
+            .iter()
+            .any(|r| gone(r.local_deletion, now, gc))
+}
+
+/// Sweeps the partitions queued by compactions (see the module documentation); returns how
+/// many partitions lost tombstones.
+pub fn sweep_tombstones(engine: &Engine) -> super::Result<usize> {
+    let mut swept = 0;
+    for key in engine.sweep_queue.take() {
+        if sweep_partition(engine, &key)? {
+            swept += 1;
+        }
+    }
+    Ok(swept)
+}
+
+/// Purges the expired partition deletion and range tombstones of one partition (by header
+/// key) and what they shadow.
+fn sweep_partition(engine: &Engine, header_key: &[u8]) -> super::Result<bool> {
+    let Some((kind_at, KIND_HEADER)) = kind_of(header_key) else {
+        return Ok(false);
+    };
+    let sid = u64::from_be_bytes(header_key[..8].try_into().expect("checked by kind_of"));
+    let schema = engine.schema();
+    let Some(table) = schema
+        .keyspaces
+        .values()
+        .flat_map(|k| k.tables.values())
+        .find(|t| t.storage_id == sid)
+    else {
+        return Ok(false);
+    };
+    let gc = table.options.gc_grace_seconds;
+    let pk = row::decode_key(header_key, &[])?.pk;
+    let _guard = engine.stripe(engine.lock_stripe(sid, &pk)).lock();
+    let Some(hv) = engine.store.get(Space::Data, header_key)? else {
+        return Ok(false);
+    };
+    let mut header = RowData::decode(&hv)?;
+    let now = super::now_secs();
+    if !has_purgeable_tombstones(&header, now, gc) {
+        return Ok(false);
+    }
+    let pdel = header
+        .deletion
+        .filter(|&(_, ldt)| gone(ldt, now, gc))
+        .map(|d| d.0);
+    let (purged, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut header.ranges)
+        .into_iter()
+        .partition(|r| gone(r.local_deletion, now, gc));
+    let token = row::decode_key(header_key, &[])?.token;
+    let now_ms = super::now_millis();
+    let limits = &engine.limits.partitions;
+    let prefix = &header_key[..kind_at];
+    let mut lo = prefix.to_vec();
+    lo.push(KIND_ROW);
+    let mut hi = prefix.to_vec();
+    hi.push(KIND_ROW + 1);
+    let mut rows = engine
+        .store
+        .scan(
+            Space::Data,
+            Bound::Included(&lo),
+            Bound::Excluded(&hi),
+            false,
+        )
+        .peekable();
+    loop {
+        let mut batch = WriteBatch::default();
+        let mut sizes = crate::partition::sizes::Accounting::default();
+        let mut n = 0;
+        while n < SWEEP_BATCH_ROWS {
+            let Some(item) = rows.next() else { break };
+            let (k, v) = item?;
+            let old = RowData::decode(&v)?;
+            let mut new = old.clone();
+            if let Some(dts) = pdel {
+                new.shadow_at(dts);
+            }
+            let ck = &k[kind_at + 1..];
+            if let Some(dts) = purged.iter().filter(|r| r.covers(ck)).map(|r| r.ts).max() {
+                new.shadow_at(dts);
+            }
+            if new == old {
+                continue;
+            }
+            n += 1;
+            super::index::maintain(table, &k, &old, &new, now_ms, &mut batch);
+            let new_len = if is_empty(&new) {
+                batch.delete(Space::Data, k.clone());
+                0
+            } else {
+                let mut buf = Vec::with_capacity(new.encoded_len());
+                new.encode(&mut buf);
+                let len = k.len() + buf.len();
+                batch.put(Space::Data, k.clone(), buf);
+                len
+            };
+            sizes.key_change(limits, sid, token, &pk, k.len() + v.len(), new_len)?;
+        }
+        let last = rows.peek().is_none();
+        if last {
+            // The tombstones go last: until then they still shadow the rows not yet swept.
+            if pdel.is_some() {
+                header.deletion = None;
+            }
+            header.ranges = kept.clone();
+            let new_len = if is_empty(&header) {
+                batch.delete(Space::Data, header_key.to_vec());
+                0
+            } else {
+                let mut buf = Vec::with_capacity(header.encoded_len());
+                header.encode(&mut buf);
+                let len = header_key.len() + buf.len();
+                batch.put(Space::Data, header_key.to_vec(), buf);
+                len
+            };
+            sizes.key_change(
+                limits,
+                sid,
+                token,
+                &pk,
+                header_key.len() + hv.len(),
+                new_len,
+            )?;
+        }
+        sizes.prepare(&*engine.store, limits, &mut batch, None)?;
+        sizes.commit(&engine.maps, || engine.store.commit(batch))?;
+        if last {
+            return Ok(true);
+        }
+    }
+}
+
+fn is_empty(r: &RowData) -> bool {
+    r.marker.is_none()
+        && r.deletion.is_none()
+        && r.cells.is_empty()
+        && r.complex.is_empty()
+        && r.ranges.is_empty()
 }
 
 /// Drops a row deletion once purgeable. Rows only: a row deletion shadows only its own key,
