@@ -205,7 +205,16 @@ impl Collector<'_> {
                         .map_or(ty.clone(), |(_, t)| t.clone()),
                     _ => ty,
                 };
-                if cond.op == crate::cql::ast::Operator::In {
+                use crate::cql::ast::Operator;
+                let ty = match (cond.op, ty.unfrozen()) {
+                    (
+                        Operator::Contains,
+                        CqlType::List(e) | CqlType::Set(e) | CqlType::Map(_, e),
+                    ) => (**e).clone(),
+                    (Operator::ContainsKey, CqlType::Map(k, _)) => (**k).clone(),
+                    _ => ty,
+                };
+                if cond.op == Operator::In {
                     match &cond.value {
                         Term::List(items) => {
                             for i in items {

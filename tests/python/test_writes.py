@@ -244,6 +244,9 @@ def test_conditions_on_missing_row_and_errors(session, ks):
     ("u.x = 1", True), ("u.y = 'p'", True), ("u.x > 1", False), ("u.y IN ('q', 'p')", True),
     ("fu.x = 7", True), ("fu.y = null", True), ("fu.x = 8", False),
     ("u.x = 1 AND m['a'] = 1 AND l[1] = 20", True), ("u.x = 1 AND m['a'] = 9", False),
+    ("m CONTAINS 2", True), ("m CONTAINS 5", False), ("m CONTAINS KEY 'b'", True),
+    ("m CONTAINS KEY 'z'", False), ("l CONTAINS 20", True), ("s CONTAINS 3", False),
+    ("fm CONTAINS KEY 3", True),
 ])
 def test_conditions_on_elements_and_fields(session, ks, cond, applies):
     session.execute(f"CREATE TYPE IF NOT EXISTS {ks}.pt (x int, y text)")
@@ -282,6 +285,11 @@ def test_element_condition_errors_and_binds(session, ks):
     assert session.execute(ps, (7, "a", 1, 5)).one()[0] is True
     assert session.execute(ps, (8, "a", 2, 5)).one()[0] is False
     assert rows(session, f"SELECT v FROM {ks}.t WHERE k = 1") == [(7,)]
+    with pytest.raises(InvalidRequest, match="Cannot use CONTAINS KEY on non-map column s"):
+        session.execute(f"UPDATE {ks}.t SET v = 1 WHERE k = 1 IF s CONTAINS KEY 1")
+    ps = session.prepare(f"UPDATE {ks}.t SET v = ? WHERE k = 1 IF m CONTAINS KEY ? AND m CONTAINS ?")
+    assert [c.type.typename for c in ps.column_metadata] == ["int", "varchar", "int"]
+    assert session.execute(ps, (9, "a", 1)).one()[0] is True
 
 
 def test_serial_read_sees_last_applied_write(session, ks):
