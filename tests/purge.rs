@@ -27,6 +27,23 @@ fn run(e: &Engine, s: &mut Session, q: &str) {
         .unwrap_or_else(|err| panic!("{q}: {err}"));
 }
 
+/// The size records of table `p.t` (bytes per logical partition), in token order.
+fn size_records(store: &dyn Store, e: &Engine) -> Vec<u64> {
+    use ringgate::partition::sizes::size_key;
+    let sid = e.schema().keyspaces["p"].tables["t"].storage_id;
+    let lo = size_key(sid, i64::MIN, &[]);
+    let hi = size_key(sid + 1, i64::MIN, &[]);
+    store
+        .scan(
+            Space::Meta,
+            Bound::Included(&lo[..]),
+            Bound::Excluded(&hi[..]),
+            false,
+        )
+        .map(|r| u64::from_be_bytes(r.unwrap().1[..].try_into().unwrap()))
+        .collect()
+}
+
 fn data_keys(store: &dyn Store) -> usize {
     store
         .scan(Space::Data, Bound::Unbounded, Bound::Unbounded, false)
@@ -84,10 +101,17 @@ fn expired_and_deleted_rows_leave_the_store() {
     }
     let before = data_keys(&*store);
     assert_eq!(before, 50 + 50 + 50 + 1);
+    assert_eq!(size_records(&*store, &e).len(), 3);
     std::thread::sleep(std::time::Duration::from_millis(2100));
     store.compact().unwrap();
     // Only the live row of p.t and the 50 rows of p.keep (gc_grace_seconds 10 days) remain.
     assert_eq!(data_keys(&*store), 1 + 50);
+    // The sweeper recounts the partitions the compaction purged: the two emptied ones lose
+    // their size records, the live one keeps its size.
+    ringgate::query::purge::sweep_tombstones(&e).unwrap();
+    let sizes = size_records(&*store, &e);
+    assert_eq!(sizes.len(), 1, "{sizes:?}");
+    assert!(sizes[0] > 0 && sizes[0] < 200, "one small row: {sizes:?}");
 }
 
 #[test]

@@ -13,8 +13,9 @@
 //! takes the parent's exclusive lock only while it counts one child's records and swaps the map,
 //! so the children start with exact numbers and other partitions are never blocked.
 //!
-//! Known approximation: a partition deletion leaves its (dead) rows stored, so they stay counted
-//! until they are overwritten or the table is truncated or dropped.
+//! Compactions that purge expired or deleted data change stored bytes without a write; the
+//! tombstone sweeper (`query::purge`) recounts those partitions afterwards ([`Accounting::recount`]),
+//! so the records catch up within seconds of a compaction.
 
 use super::map::{PartitionMap, PartitionMaps};
 use super::token::{Token, MAX_TOKEN, MIN_TOKEN};
@@ -223,6 +224,26 @@ fn human(n: u64) -> String {
 }
 
 impl Accounting {
+    /// Records that partition `pk` was found to hold `actual` bytes while its record says
+    /// `recorded` (a recount after compaction purged some of its data).
+    pub fn recount(
+        &mut self,
+        storage_id: u64,
+        token: Token,
+        pk: &Bytes,
+        recorded: u64,
+        actual: u64,
+    ) {
+        self.changes.push(PkChange {
+            storage_id,
+            token,
+            pk: pk.clone(),
+            old: 0,
+            new: actual as i64 - recorded as i64,
+            ru: 0.0,
+        });
+    }
+
     /// Records that a key of partition `pk` goes from `old_len` to `new_len` stored bytes
     /// (key + value; 0 = absent). Checks the partition key and row limits.
     pub fn key_change(

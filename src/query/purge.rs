@@ -24,7 +24,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 /// Partitions queued for the tombstone sweeper at most (more wait for a later compaction).
-const MAX_QUEUED: usize = 10_000;
+const MAX_QUEUED: usize = 65_536;
 /// Rows rewritten per committed batch while sweeping one partition.
 const SWEEP_BATCH_ROWS: usize = 1000;
 /// How often the background sweeper looks at its queue.
@@ -142,8 +142,13 @@ impl Filter {
             return Purge::Keep;
         }
         if data == before {
-            Purge::Keep
-        } else if is_empty(&data) {
+            return Purge::Keep;
+        }
+        // Stored bytes changed without a write: the sweeper recounts the partition's size.
+        let mut header_key = key[..kind_at].to_vec();
+        header_key.push(KIND_HEADER);
+        self.queue.push(&header_key);
+        if is_empty(&data) {
             Purge::Remove
         } else {
             let mut out = Vec::with_capacity(data.encoded_len());
@@ -223,8 +228,9 @@ pub fn sweep_tombstones(engine: &Engine) -> super::Result<usize> {
     Ok(swept)
 }
 
-/// Purges the expired partition deletion and range tombstones of one partition (by header
-/// key) and what they shadow.
+/// Sweeps one queued partition (by header key) under its lock: purges its expired partition
+/// deletion and range tombstones with what they shadow, then recounts its stored bytes. Returns
+/// whether tombstones were purged.
 fn sweep_partition(engine: &Engine, header_key: &[u8]) -> super::Result<bool> {
     let Some((kind_at, KIND_HEADER)) = kind_of(header_key) else {
         return Ok(false);
@@ -239,14 +245,53 @@ fn sweep_partition(engine: &Engine, header_key: &[u8]) -> super::Result<bool> {
     else {
         return Ok(false);
     };
-    let gc = table.options.gc_grace_seconds;
-    let pk = row::decode_key(header_key, &[])?.pk;
-    let _guard = engine.stripe(engine.lock_stripe(sid, &pk)).lock();
-    let Some(hv) = engine.store.get(Space::Data, header_key)? else {
-        return Ok(false);
+    let dk = row::decode_key(header_key, &[])?;
+    let p = Part {
+        table,
+        header_key,
+        prefix: &header_key[..kind_at],
+        pk: dk.pk,
+        token: dk.token,
     };
+    let _guard = engine.stripe(engine.lock_stripe(sid, &p.pk)).lock();
+    let swept = match engine.store.get(Space::Data, header_key)? {
+        Some(hv) => purge_tombstones(engine, &p, hv)?,
+        None => false,
+    };
+    recount(engine, &p)?;
+    Ok(swept)
+}
+
+/// One logical partition being swept.
+struct Part<'a> {
+    table: &'a crate::schema::TableDef,
+    header_key: &'a [u8],
+    /// `[storage id][token][escaped partition key]`: the start of all its keys.
+    prefix: &'a [u8],
+    pk: Bytes,
+    token: crate::partition::token::Token,
+}
+
+impl Part<'_> {
+    /// Its row keys (`kind` KIND_ROW) as a scan.
+    fn scan(&self, engine: &Engine, kind: u8) -> crate::storage::ScanIter {
+        let mut lo = self.prefix.to_vec();
+        lo.push(kind);
+        let mut hi = self.prefix.to_vec();
+        hi.push(kind + 1);
+        engine.store.scan(
+            Space::Data,
+            Bound::Included(&lo),
+            Bound::Excluded(&hi),
+            false,
+        )
+    }
+}
+
+fn purge_tombstones(engine: &Engine, p: &Part, hv: Bytes) -> super::Result<bool> {
     let mut header = RowData::decode(&hv)?;
     let now = super::now_secs();
+    let gc = p.table.options.gc_grace_seconds;
     if !has_purgeable_tombstones(&header, now, gc) {
         return Ok(false);
     }
@@ -257,23 +302,10 @@ fn sweep_partition(engine: &Engine, header_key: &[u8]) -> super::Result<bool> {
     let (purged, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut header.ranges)
         .into_iter()
         .partition(|r| gone(r.local_deletion, now, gc));
-    let token = row::decode_key(header_key, &[])?.token;
     let now_ms = super::now_millis();
     let limits = &engine.limits.partitions;
-    let prefix = &header_key[..kind_at];
-    let mut lo = prefix.to_vec();
-    lo.push(KIND_ROW);
-    let mut hi = prefix.to_vec();
-    hi.push(KIND_ROW + 1);
-    let mut rows = engine
-        .store
-        .scan(
-            Space::Data,
-            Bound::Included(&lo),
-            Bound::Excluded(&hi),
-            false,
-        )
-        .peekable();
+    let sid = p.table.storage_id;
+    let mut rows = p.scan(engine, KIND_ROW).peekable();
     loop {
         let mut batch = WriteBatch::default();
         let mut sizes = crate::partition::sizes::Accounting::default();
@@ -286,7 +318,7 @@ fn sweep_partition(engine: &Engine, header_key: &[u8]) -> super::Result<bool> {
             if let Some(dts) = pdel {
                 new.shadow_at(dts);
             }
-            let ck = &k[kind_at + 1..];
+            let ck = &k[p.prefix.len() + 1..];
             if let Some(dts) = purged.iter().filter(|r| r.covers(ck)).map(|r| r.ts).max() {
                 new.shadow_at(dts);
             }
@@ -294,18 +326,9 @@ fn sweep_partition(engine: &Engine, header_key: &[u8]) -> super::Result<bool> {
                 continue;
             }
             n += 1;
-            super::index::maintain(table, &k, &old, &new, now_ms, &mut batch);
-            let new_len = if is_empty(&new) {
-                batch.delete(Space::Data, k.clone());
-                0
-            } else {
-                let mut buf = Vec::with_capacity(new.encoded_len());
-                new.encode(&mut buf);
-                let len = k.len() + buf.len();
-                batch.put(Space::Data, k.clone(), buf);
-                len
-            };
-            sizes.key_change(limits, sid, token, &pk, k.len() + v.len(), new_len)?;
+            super::index::maintain(p.table, &k, &old, &new, now_ms, &mut batch);
+            let new_len = put_or_delete(&mut batch, &k, &new);
+            sizes.key_change(limits, sid, p.token, &p.pk, k.len() + v.len(), new_len)?;
         }
         let last = rows.peek().is_none();
         if last {
@@ -314,24 +337,9 @@ fn sweep_partition(engine: &Engine, header_key: &[u8]) -> super::Result<bool> {
                 header.deletion = None;
             }
             header.ranges = kept.clone();
-            let new_len = if is_empty(&header) {
-                batch.delete(Space::Data, header_key.to_vec());
-                0
-            } else {
-                let mut buf = Vec::with_capacity(header.encoded_len());
-                header.encode(&mut buf);
-                let len = header_key.len() + buf.len();
-                batch.put(Space::Data, header_key.to_vec(), buf);
-                len
-            };
-            sizes.key_change(
-                limits,
-                sid,
-                token,
-                &pk,
-                header_key.len() + hv.len(),
-                new_len,
-            )?;
+            let new_len = put_or_delete(&mut batch, p.header_key, &header);
+            let old_len = p.header_key.len() + hv.len();
+            sizes.key_change(limits, sid, p.token, &p.pk, old_len, new_len)?;
         }
         sizes.prepare(&*engine.store, limits, &mut batch, None)?;
         sizes.commit(&engine.maps, || engine.store.commit(batch))?;
@@ -339,6 +347,47 @@ fn sweep_partition(engine: &Engine, header_key: &[u8]) -> super::Result<bool> {
             return Ok(true);
         }
     }
+}
+
+/// Writes `row` under `key` (or deletes the key when the row is empty); returns the stored
+/// bytes (key + value, 0 when deleted).
+fn put_or_delete(batch: &mut WriteBatch, key: &[u8], row: &RowData) -> usize {
+    if is_empty(row) {
+        batch.delete(Space::Data, key.to_vec());
+        return 0;
+    }
+    let mut buf = Vec::with_capacity(row.encoded_len());
+    row.encode(&mut buf);
+    let len = key.len() + buf.len();
+    batch.put(Space::Data, key.to_vec(), buf);
+    len
+}
+
+/// Brings the partition's size record in line with the bytes it stores (compactions purge
+/// data without a write, so the record can be too high).
+fn recount(engine: &Engine, p: &Part) -> super::Result<()> {
+    let sid = p.table.storage_id;
+    let mut actual = 0u64;
+    for kind in [KIND_HEADER, KIND_ROW] {
+        for item in p.scan(engine, kind) {
+            let (k, v) = item?;
+            actual += (k.len() + v.len()) as u64;
+        }
+    }
+    let key = crate::partition::sizes::size_key(sid, p.token, &p.pk);
+    let recorded = match engine.store.get(Space::Meta, &key)? {
+        Some(v) if v.len() == 8 => u64::from_be_bytes(v[..].try_into().expect("8 bytes")),
+        _ => 0,
+    };
+    if recorded == actual {
+        return Ok(());
+    }
+    let mut sizes = crate::partition::sizes::Accounting::default();
+    sizes.recount(sid, p.token, &p.pk, recorded, actual);
+    let mut batch = WriteBatch::default();
+    sizes.prepare(&*engine.store, &engine.limits.partitions, &mut batch, None)?;
+    sizes.commit(&engine.maps, || engine.store.commit(batch))?;
+    Ok(())
 }
 
 fn is_empty(r: &RowData) -> bool {
