@@ -22,6 +22,25 @@ fn engine(dir: &std::path::Path) -> (Arc<dyn Store>, Arc<Engine>) {
     (store, e)
 }
 
+/// An engine with keyspace `p` and table `p.t (k, c, v)` with the given gc_grace_seconds.
+fn setup(dir: &std::path::Path, gc_grace: u32) -> (Arc<dyn Store>, Arc<Engine>, Session) {
+    let (store, e) = engine(dir);
+    let mut s = Session::default();
+    run(
+        &e,
+        &mut s,
+        "CREATE KEYSPACE p WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+    );
+    run(
+        &e,
+        &mut s,
+        &format!(
+            "CREATE TABLE p.t (k int, c int, v text, PRIMARY KEY (k, c)) WITH gc_grace_seconds = {gc_grace}"
+        ),
+    );
+    (store, e, s)
+}
+
 fn run(e: &Engine, s: &mut Session, q: &str) {
     e.query(s, q, &QueryOptions::default())
         .unwrap_or_else(|err| panic!("{q}: {err}"));
@@ -53,18 +72,7 @@ fn data_keys(store: &dyn Store) -> usize {
 #[test]
 fn expired_and_deleted_rows_leave_the_store() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, e) = engine(dir.path());
-    let mut s = Session::default();
-    run(
-        &e,
-        &mut s,
-        "CREATE KEYSPACE p WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
-    );
-    run(
-        &e,
-        &mut s,
-        "CREATE TABLE p.t (k int, c int, v text, PRIMARY KEY (k, c)) WITH gc_grace_seconds = 0",
-    );
+    let (store, e, mut s) = setup(dir.path(), 0);
     run(
         &e,
         &mut s,
@@ -117,18 +125,7 @@ fn expired_and_deleted_rows_leave_the_store() {
 #[test]
 fn rows_shadowed_by_a_partition_deletion_leave_the_store() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, e) = engine(dir.path());
-    let mut s = Session::default();
-    run(
-        &e,
-        &mut s,
-        "CREATE KEYSPACE p WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
-    );
-    run(
-        &e,
-        &mut s,
-        "CREATE TABLE p.t (k int, c int, v text, PRIMARY KEY (k, c)) WITH gc_grace_seconds = 0",
-    );
+    let (store, e, mut s) = setup(dir.path(), 0);
     for i in 0..20 {
         run(
             &e,
@@ -171,18 +168,7 @@ fn rows_shadowed_by_a_partition_deletion_leave_the_store() {
 #[test]
 fn tombstones_within_gc_grace_are_kept() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, e) = engine(dir.path());
-    let mut s = Session::default();
-    run(
-        &e,
-        &mut s,
-        "CREATE KEYSPACE p WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
-    );
-    run(
-        &e,
-        &mut s,
-        "CREATE TABLE p.t (k int, c int, v text, PRIMARY KEY (k, c)) WITH gc_grace_seconds = 3600",
-    );
+    let (store, e, mut s) = setup(dir.path(), 3600);
     for i in 0..5 {
         run(
             &e,
