@@ -81,9 +81,10 @@ impl Window {
         if gap > HISTORY_SECONDS {
             self.past = [0.0; HISTORY_SECONDS];
         } else {
+            // Second `self.second` is now `gap` seconds ago; the ones after it were idle.
             self.past.rotate_right(gap);
-            self.past[0] = self.current;
-            for x in &mut self.past[1..gap] {
+            self.past[gap - 1] = self.current;
+            for x in &mut self.past[..gap - 1] {
                 *x = 0.0;
             }
         }
@@ -164,7 +165,7 @@ mod tests {
         assert_eq!((w.current, w.past[0]), (0.0, 5.0));
         w.current = 7.0;
         w.roll(103);
-        assert_eq!(&w.past[..4], &[0.0, 7.0, 0.0, 5.0]);
+        assert_eq!(&w.past[..4], &[0.0, 7.0, 5.0, 0.0]);
         w.roll(200);
         assert_eq!(w.past, [0.0; HISTORY_SECONDS]);
     }

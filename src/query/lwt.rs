@@ -177,12 +177,12 @@ pub fn execute(
     write::admit_writes(engine, &muts)?;
     let stripe = engine.lock_stripe(t.storage_id, &pk);
     let _guard = engine.stripe(stripe).lock();
-    let mut read = (1u64, 0u64); // (stored keys read, bytes) for the read charge
+    let mut read = (0u64, 0u64); // (stored keys found, bytes) for the read charge
     let now = super::now_secs();
     let header_key = write::header_key(&t, &pk);
     let mut header = match engine.store.get(Space::Data, &header_key)? {
         Some(b) => {
-            read.1 += (header_key.len() + b.len()) as u64;
+            read = (read.0 + 1, read.1 + (header_key.len() + b.len()) as u64);
             RowData::decode(&b)?
         }
         None => RowData::default(),
@@ -201,10 +201,9 @@ pub fn execute(
             if rows.iter().any(|(rk, _)| rk == k) {
                 continue;
             }
-            read.0 += 1;
             let mut r = match engine.store.get(Space::Data, k)? {
                 Some(b) => {
-                    read.1 += (k.len() + b.len()) as u64;
+                    read = (read.0 + 1, read.1 + (k.len() + b.len()) as u64);
                     RowData::decode(&b)?
                 }
                 None => RowData::default(),
