@@ -307,17 +307,10 @@ async fn dispatch(
             } else {
                 Response::Authenticate("org.apache.cassandra.auth.PasswordAuthenticator".into())
             };
-            if st.payloads {
-                // READY too carries its (zero) charge for drivers that read payloads.
-                let extras = ResponseExtras {
-                    custom_payload: request_charge(0.0),
-                    ..ResponseExtras::NONE
-                };
-                let frame = encode(version, stream, &resp, &extras, Compression::None);
-                let _ = tx.send(Out::Frame(frame)).await;
-            } else {
-                let _ = tx.send(ok(resp)).await;
-            }
+            // READY too carries its (zero) charge for drivers that read payloads.
+            let extras = zero_charge(st.payloads);
+            let frame = encode(version, stream, &resp, &extras, Compression::None);
+            let _ = tx.send(Out::Frame(frame)).await;
             if version >= 5 {
                 let lz4 = comp == Compression::Lz4;
                 st.segments = Some(SegmentDecoder::new(
@@ -350,12 +343,13 @@ async fn dispatch(
                     msg,
                 )),
             };
+            let extras = zero_charge(st.payloads);
             let _ = tx
                 .send(Out::Frame(encode(
                     version,
                     stream,
                     &frame,
-                    &ResponseExtras::NONE,
+                    &extras,
                     st.compression,
                 )))
                 .await;
@@ -414,14 +408,7 @@ async fn dispatch(
                         st.compression,
                     ));
                 }
-                let extras = ResponseExtras {
-                    custom_payload: if st.payloads {
-                        request_charge(0.0)
-                    } else {
-                        Vec::new()
-                    },
-                    ..ResponseExtras::NONE
-                };
+                let extras = zero_charge(st.payloads);
                 let _ = tx
                     .send(Out::Frame(encode(
                         version,
@@ -688,6 +675,19 @@ fn request_charge(ru: f64) -> Vec<(String, Bytes)> {
         "RequestCharge".to_string(),
         Bytes::copy_from_slice(&ru.to_be_bytes()),
     )]
+}
+
+/// The extras of a response that consumed nothing (READY, AUTH_SUCCESS): a zero charge for
+/// clients that read payloads, nothing for the others.
+fn zero_charge(payloads: bool) -> ResponseExtras {
+    ResponseExtras {
+        custom_payload: if payloads {
+            request_charge(0.0)
+        } else {
+            Vec::new()
+        },
+        ..ResponseExtras::NONE
+    }
 }
 
 fn finish(shared: &Shared, out: Outcome, skip_metadata: bool) -> (ResultBody, Option<String>) {
