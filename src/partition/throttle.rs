@@ -154,11 +154,12 @@ pub fn overloaded(retry_after_ms: u64) -> QueryError {
 }
 
 /// What kind of request is admitted: a timeout under server-side retry answers WriteTimeout for
-/// writes and ReadTimeout for reads, as Cosmos DB does.
+/// writes (with the protocol's write type: `SIMPLE`, `BATCH`, `UNLOGGED_BATCH`, `COUNTER`,
+/// `CAS`) and ReadTimeout for reads, as Cosmos DB does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
     Read,
-    Write,
+    Write(&'static str),
 }
 
 /// Admits a request on the given buckets (each with its RU/s), waiting with server-side retry
@@ -202,7 +203,7 @@ pub fn admit(
             );
             return Err(match access {
                 Access::Read => QueryError::ReadTimeout(message),
-                Access::Write => QueryError::WriteTimeout(message),
+                Access::Write(write_type) => QueryError::WriteTimeout(message, write_type),
             });
         }
         b.throttled.fetch_add(1, Ordering::Relaxed);
@@ -379,5 +380,71 @@ mod tests {
         assert_eq!(partition_rate(40_000, 4), 10_000.0);
         assert_eq!(partition_rate(100_000, 4), 10_000.0);
         assert_eq!(partition_rate(1000, 2), 500.0);
+    }
+
+    #[test]
+    fn autoscale_scales_between_a_tenth_and_the_max() {
+        assert_eq!(autoscale_current(1000, 0.0), 100);
+        assert_eq!(autoscale_current(20_000, 0.0), 2000);
+        assert_eq!(autoscale_current(10_000, 2345.6), 2400);
+        assert_eq!(autoscale_current(10_000, 2400.0), 2400);
+        assert_eq!(autoscale_current(1000, 5000.0), 1000);
+    }
+
+    #[test]
+    fn shared_pool_parts_cover_the_ring() {
+        use super::super::token::{MAX_TOKEN, MIN_TOKEN};
+        let prov = Provisioned {
+            ru: 25_000,
+            autoscale: false,
+            source: Source::Keyspace,
+        };
+        let pool = SharedPool::new("ks", prov);
+        assert_eq!(pool.parts.len(), 3);
+        assert!((pool.rate() - 25_000.0 / 3.0).abs() < 1e-9);
+        let part = |start, end| PhysicalPartition {
+            id: 0,
+            start,
+            end,
+            stats: Default::default(),
+        };
+        let index = |p: &PhysicalPartition| {
+            let q = pool.part_for(p);
+            pool.parts.iter().position(|x| std::ptr::eq(x, q)).unwrap()
+        };
+        assert_eq!(index(&part(MIN_TOKEN, MIN_TOKEN + 10)), 0);
+        assert_eq!(index(&part(-10, 0)), 1);
+        assert_eq!(index(&part(0, MAX_TOKEN)), 2);
+    }
+
+    #[test]
+    fn server_side_retry_ends_in_a_timeout_of_the_right_kind() {
+        let limits = ThroughputLimits {
+            server_side_retry: true,
+            server_side_retry_max: Duration::from_millis(30),
+            burst: false,
+            ..Default::default()
+        };
+        let b = Bucket::default();
+        b.admit(400.0, false).unwrap();
+        b.debit(400.0, false, 4000.0); // ten seconds in debt
+        let started = Instant::now();
+        match admit(&limits, Access::Write("CAS"), &[(&b, 400.0)]) {
+            Err(QueryError::WriteTimeout(m, "CAS")) => {
+                assert!(m.contains("server-side retry"), "{m}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            admit(&limits, Access::Read, &[(&b, 400.0)]),
+            Err(QueryError::ReadTimeout(_))
+        ));
+        assert!(started.elapsed() >= Duration::from_millis(60));
+        assert_eq!(b.throttled.load(Ordering::Relaxed), 2);
+        let unlimited = ThroughputLimits {
+            enforce: false,
+            ..limits
+        };
+        assert!(admit(&unlimited, Access::Read, &[(&b, 400.0)]).is_ok());
     }
 }

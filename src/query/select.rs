@@ -2076,7 +2076,7 @@ fn admit_read(
     list.dedup_by(|a, b| std::ptr::eq(a.0, b.0));
     let access = if serial {
         // A SERIAL read runs a Paxos round (it writes), so it is admitted as a write.
-        throttle::Access::Write
+        throttle::Access::Write("CAS")
     } else {
         throttle::Access::Read
     };

@@ -54,12 +54,17 @@ fn ensure_throughput_layout(engine: &Engine, ks: &str, table: &str) -> Result<()
 
 /// Admits a write on the throughput budgets of the physical partitions it touches (before
 /// anything is read or stored).
-pub(crate) fn admit_writes(engine: &Engine, muts: &[Mutation]) -> Result<()> {
+/// `write_type` is the protocol's (`SIMPLE`, `BATCH`, ...), for a server-side retry timeout.
+pub(crate) fn admit_writes(
+    engine: &Engine,
+    muts: &[Mutation],
+    write_type: &'static str,
+) -> Result<()> {
     let (_, parts) = write_partitions(engine, muts);
     let list: Vec<_> = parts.iter().map(|(p, b)| b.bucket(p)).collect();
     crate::partition::throttle::admit(
         &engine.limits.throughput,
-        crate::partition::throttle::Access::Write,
+        crate::partition::throttle::Access::Write(write_type),
         &list,
     )
 }
@@ -1364,7 +1369,9 @@ pub fn execute_single(
         return super::lwt::execute(engine, &schema, &[item], ts, false, Some(rctx));
     }
     let muts = mutations_for(engine, &schema, keyspace, st, &ctx, ts)?;
-    apply_with(engine, muts, Some(rctx))?;
+    let counter = muts.iter().any(|m| m.table.is_counter_table());
+    let write_type = if counter { "COUNTER" } else { "SIMPLE" };
+    apply_with(engine, muts, Some(rctx), write_type)?;
     Ok(Outcome::Void)
 }
 
@@ -1507,7 +1514,12 @@ pub fn run_batch(
     }
     check_batch_size(engine, &all, rctx)?;
     batch_warnings(kind, &all, rctx);
-    apply_with(engine, all, Some(rctx))?;
+    let write_type = match kind {
+        BatchKind::Logged => "BATCH",
+        BatchKind::Unlogged => "UNLOGGED_BATCH",
+        BatchKind::Counter => "COUNTER",
+    };
+    apply_with(engine, all, Some(rctx), write_type)?;
     Ok(Outcome::Void)
 }
 
@@ -1603,19 +1615,21 @@ fn check_batch_size(engine: &Engine, muts: &[Mutation], rctx: &super::RequestCtx
 
 /// Applies mutations atomically: locks their partitions, merges with stored rows, commits.
 pub fn apply(engine: &Engine, muts: Vec<Mutation>) -> Result<()> {
-    apply_with(engine, muts, None)
+    apply_with(engine, muts, None, "SIMPLE")
 }
 
-/// `apply`, reporting warnings (logical partitions near their size limit) to the request.
+/// `apply`, reporting warnings (logical partitions near their size limit) and the charge to the
+/// request; `write_type` is the protocol's, for a server-side retry timeout.
 pub fn apply_with(
     engine: &Engine,
     muts: Vec<Mutation>,
     rctx: Option<&super::RequestCtx>,
+    write_type: &'static str,
 ) -> Result<()> {
     if muts.is_empty() {
         return Ok(());
     }
-    admit_writes(engine, &muts)?;
+    admit_writes(engine, &muts, write_type)?;
     let stripes = stripes_of(engine, &muts);
     let _guards: Vec<_> = stripes.iter().map(|&i| engine.stripe(i).lock()).collect();
     apply_locked(engine, muts, rctx)

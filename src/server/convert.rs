@@ -179,13 +179,13 @@ pub fn error(e: &QueryError) -> ErrorResponse {
         QueryError::Server(m) => ErrorResponse::server(m.clone()),
         QueryError::Overloaded(m) => ErrorResponse::new(c::OVERLOADED, m.clone()),
         // Consistency ONE, no replica answered in time.
-        QueryError::WriteTimeout(m) => ErrorResponse::with_extra(
+        QueryError::WriteTimeout(m, write_type) => ErrorResponse::with_extra(
             m.clone(),
             ErrorExtra::WriteTimeout {
                 cl: 0x0001,
                 received: 0,
                 block_for: 1,
-                write_type: "SIMPLE".into(),
+                write_type: (*write_type).into(),
                 contentions: None,
             },
         ),
