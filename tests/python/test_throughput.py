@@ -291,7 +291,10 @@ def test_autoscale_current_follows_demand(server_factory, unique_name):
     t = hammer(s, ins, lambda tid, i: (tid * 1_000_000 + i,), 2.0, 1, 2500.0 / cost)
     assert not t["rejected"]
     row = view(s, ks, "t")
-    assert 1500 <= row.current_ru <= 4000 and row.current_ru % 100 == 0, (row, t["ru"] / t["elapsed"])
+    rate = t["ru"] / t["elapsed"]
+    assert rate > 1100, f"the client reached only {rate:.0f} RU/s, not above autoscale's floor"
+    # The peak second is at least the average rate; nothing near the maximum was used.
+    assert 0.9 * rate <= row.current_ru <= 6000 and row.current_ru % 100 == 0, (row, rate)
     c.shutdown()
 
 
