@@ -135,6 +135,8 @@ pub struct Throughput {
     pub burst: bool,
     /// Hold over-budget requests until they fit (up to 60 s) instead of rejecting them.
     pub server_side_retry: bool,
+    /// Longest a request is held by server-side retry before it times out (milliseconds).
+    pub server_side_retry_max_ms: u64,
     /// Reject over-budget requests; false keeps accounting only.
     pub enforce: bool,
 }
@@ -214,6 +216,7 @@ impl Default for Throughput {
             default_table_ru: 400,
             burst: true,
             server_side_retry: false,
+            server_side_retry_max_ms: 60_000,
             enforce: true,
         }
     }
@@ -303,6 +306,14 @@ impl Config {
         }
         if self.throughput.default_table_ru < 400 {
             return Err("throughput.default_table_ru must be at least 400".into());
+        }
+        if self.throughput.default_table_ru > 1_000_000 {
+            return Err("throughput.default_table_ru must be at most 1000000".into());
+        }
+        if self.throughput.server_side_retry_max_ms > 600_000 {
+            return Err(
+                "throughput.server_side_retry_max_ms must be at most 600000 (10 minutes)".into(),
+            );
         }
         Ok(())
     }

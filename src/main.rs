@@ -116,6 +116,9 @@ fn serve(cfg: Config) -> Result<(), String> {
                 default_table_ru: cfg.throughput.default_table_ru,
                 burst: cfg.throughput.burst,
                 server_side_retry: cfg.throughput.server_side_retry,
+                server_side_retry_max: std::time::Duration::from_millis(
+                    cfg.throughput.server_side_retry_max_ms,
+                ),
                 enforce: cfg.throughput.enforce,
             },
             ..EngineLimits::default()

@@ -17,7 +17,15 @@ fn engine(dir: &std::path::Path) -> (Arc<dyn Store>, Arc<Engine>) {
         tokens: ringgate::schema::system::node_tokens(1),
         native_protocol_version: "5".into(),
     };
-    let e = Arc::new(Engine::new(Arc::clone(&store), node, EngineLimits::default()).unwrap());
+    // Loads tables without throughput: account request units, never throttle.
+    let limits = EngineLimits {
+        throughput: ringgate::partition::throttle::ThroughputLimits {
+            enforce: false,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let e = Arc::new(Engine::new(Arc::clone(&store), node, limits).unwrap());
     ringgate::query::purge::install(&e);
     (store, e)
 }

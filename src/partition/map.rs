@@ -3,6 +3,7 @@
 //! map. Maps are persisted in the metadata space and swapped atomically (readers never lock).
 
 use super::sizes::PartStats;
+use super::throttle::{Provisioned, SharedPool};
 use super::token::{Token, MAX_TOKEN, MIN_TOKEN};
 use crate::storage::{Space, StorageError, Store, WriteBatch};
 use arc_swap::ArcSwap;
@@ -105,6 +106,8 @@ pub struct PartitionMaps {
     maps: ArcSwap<HashMap<u64, Arc<PartitionMap>>>,
     next_id: AtomicU64,
     store: Arc<dyn Store>,
+    /// Keyspaces' shared throughput pools, by keyspace name (at most one per keyspace).
+    pools: ArcSwap<HashMap<String, Arc<SharedPool>>>,
 }
 
 impl PartitionMaps {
@@ -144,6 +147,7 @@ impl PartitionMaps {
             maps: ArcSwap::from_pointee(maps),
             next_id: AtomicU64::new(next_id),
             store,
+            pools: ArcSwap::from_pointee(HashMap::new()),
         })
     }
 
@@ -204,6 +208,46 @@ impl PartitionMaps {
             m.remove(&storage_id);
             m
         });
+    }
+
+    /// The shared throughput pool of a keyspace with these settings. A pool is kept while its
+    /// settings stay the same; a change (ALTER KEYSPACE) starts a new one. Pools of keyspaces no
+    /// longer in the schema are dropped when a pool is created, so there is at most one per
+    /// keyspace.
+    pub fn shared_pool(
+        &self,
+        schema: &crate::schema::Schema,
+        keyspace: &str,
+        provisioned: Provisioned,
+    ) -> Arc<SharedPool> {
+        if let Some(p) = self.pools.load().get(keyspace) {
+            if p.provisioned == provisioned {
+                return Arc::clone(p);
+            }
+        }
+        let fresh = Arc::new(SharedPool::new(keyspace, provisioned));
+        let mut chosen = Arc::clone(&fresh);
+        self.pools.rcu(|m| {
+            let mut m: HashMap<_, _> = m
+                .iter()
+                .filter(|(k, _)| schema.keyspace(k).is_some())
+                .map(|(k, v)| (k.clone(), Arc::clone(v)))
+                .collect();
+            match m.get(keyspace) {
+                Some(p) if p.provisioned == provisioned => chosen = Arc::clone(p),
+                _ => {
+                    chosen = Arc::clone(&fresh);
+                    m.insert(keyspace.to_string(), Arc::clone(&fresh));
+                }
+            }
+            m
+        });
+        chosen
+    }
+
+    /// The current shared pool of a keyspace, if one was used.
+    pub fn pool_of(&self, keyspace: &str) -> Option<Arc<SharedPool>> {
+        self.pools.load().get(keyspace).cloned()
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {

@@ -43,7 +43,10 @@ pub fn write_key_cost(old_len: usize, new_len: usize) -> f64 {
     }
 }
 
-/// RU consumed by one physical partition, per second.
+/// Seconds of per-second consumption kept (autoscale looks at the recent peak).
+pub const HISTORY_SECONDS: usize = 10;
+
+/// RU consumed by one physical partition (or one shared budget), per second.
 #[derive(Debug, Default)]
 pub struct Consumption {
     inner: Mutex<Window>,
@@ -53,28 +56,40 @@ pub struct Consumption {
 struct Window {
     second: u64,
     current: f64,
-    last: f64,
+    /// Completed seconds, most recent first: `past[i]` is second `second - 1 - i`.
+    past: [f64; HISTORY_SECONDS],
     total: f64,
 }
 
-fn now_sec() -> u64 {
+/// Time since the Unix epoch (zero if the clock is before it).
+pub(crate) fn unix_now() -> std::time::Duration {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+        .unwrap_or_default()
+}
+
+fn now_sec() -> u64 {
+    unix_now().as_secs()
 }
 
 impl Window {
     fn roll(&mut self, sec: u64) {
-        if sec != self.second {
-            self.last = if sec == self.second + 1 {
-                self.current
-            } else {
-                0.0
-            };
-            self.current = 0.0;
-            self.second = sec;
+        if sec <= self.second {
+            return;
         }
+        let gap = (sec - self.second) as usize;
+        if gap > HISTORY_SECONDS {
+            self.past = [0.0; HISTORY_SECONDS];
+        } else {
+            // Second `self.second` is now `gap` seconds ago; the ones after it were idle.
+            self.past.rotate_right(gap);
+            self.past[gap - 1] = self.current;
+            for x in &mut self.past[..gap - 1] {
+                *x = 0.0;
+            }
+        }
+        self.current = 0.0;
+        self.second = sec;
     }
 }
 
@@ -89,11 +104,31 @@ impl Consumption {
     pub fn last_second(&self) -> f64 {
         let mut w = self.inner.lock();
         w.roll(now_sec());
-        w.last
+        w.past[0]
+    }
+    /// The current (partial) second followed by the last complete seconds, most recent first.
+    pub fn history(&self) -> [f64; HISTORY_SECONDS + 1] {
+        let mut w = self.inner.lock();
+        w.roll(now_sec());
+        let mut out = [0.0; HISTORY_SECONDS + 1];
+        out[0] = w.current;
+        out[1..].copy_from_slice(&w.past);
+        out
     }
     pub fn total(&self) -> f64 {
         self.inner.lock().total
     }
+}
+
+/// The highest per-second sum of several consumptions over the recent history.
+pub fn recent_peak<'a>(parts: impl Iterator<Item = &'a Consumption>) -> f64 {
+    let mut sums = [0.0f64; HISTORY_SECONDS + 1];
+    for c in parts {
+        for (s, v) in sums.iter_mut().zip(c.history()) {
+            *s += v;
+        }
+    }
+    sums.into_iter().fold(0.0, f64::max)
 }
 
 /// Adds read consumption to the partitions a scan touched: (partition, rows, bytes).
@@ -117,5 +152,21 @@ mod tests {
         assert!(close(write_key_cost(0, 1024), 5.5));
         assert!(close(write_key_cost(0, 100 * 1024), 50.0));
         assert!(close(write_key_cost(1024, 1024), 11.0));
+    }
+
+    #[test]
+    fn history_rolls_by_second() {
+        let mut w = Window {
+            second: 100,
+            current: 5.0,
+            ..Default::default()
+        };
+        w.roll(101);
+        assert_eq!((w.current, w.past[0]), (0.0, 5.0));
+        w.current = 7.0;
+        w.roll(103);
+        assert_eq!(&w.past[..4], &[0.0, 7.0, 5.0, 0.0]);
+        w.roll(200);
+        assert_eq!(w.past, [0.0; HISTORY_SECONDS]);
     }
 }

@@ -66,6 +66,8 @@ pub struct PartStats {
     pub consumed: super::ru::Consumption,
     /// Throughput budget.
     pub bucket: super::throttle::Bucket,
+    /// The logical partitions consuming the most RU.
+    pub hot: super::hot::HotKeys,
 }
 
 pub const SIZE_PREFIX: &[u8] = b"lsize/";
@@ -403,6 +405,7 @@ impl Accounting {
                 };
                 p.stats.bytes.fetch_add(c.new - c.old, Ordering::SeqCst);
                 p.stats.consumed.add(c.ru);
+                p.stats.hot.record(c.token, &c.pk, c.ru);
                 ru[i] += c.ru;
                 let dl = (c.new > 0) as i64 - (c.old > 0) as i64;
                 if dl != 0 {

@@ -11,9 +11,15 @@
 //! Burst (`throughput.burst`): budget unused beyond the one-second bucket is banked, up to five
 //! minutes of it; a request finding the bucket empty may spend the bank at up to 3,000 RU/s.
 //!
-//! Tables with no throughput anywhere (neither table nor keyspace) are accounted against
-//! `throughput.default_table_ru` but not throttled (see README: so that bulk loads of tables
-//! created without throughput keep working).
+//! Where the budget comes from (`TableBudget`): a table's own throughput (manual, or autoscale
+//! with its maximum as the budget); else its keyspace's shared throughput, one set of buckets
+//! (`SharedPool`, ceil(RU / 10,000) of them, each owning an equal token range) for all the
+//! keyspace's tables without their own; else `throughput.default_table_ru` (400 RU/s, as Cosmos
+//! DB gives a table created through CQL without throughput), throttled like any other.
+//!
+//! Autoscale: the budget is the maximum N; the "current" throughput shown in
+//! `system_views.throughput` is the recent peak consumption rounded up to 100, between 10% and
+//! 100% of N.
 
 use super::map::{PhysicalPartition, RU_PER_PHYSICAL_PARTITION};
 use crate::query::QueryError;
@@ -27,6 +33,8 @@ pub struct ThroughputLimits {
     pub default_table_ru: u64,
     pub burst: bool,
     pub server_side_retry: bool,
+    /// Longest a request is held by server-side retry before it times out.
+    pub server_side_retry_max: Duration,
     pub enforce: bool,
 }
 
@@ -36,6 +44,7 @@ impl Default for ThroughputLimits {
             default_table_ru: 400,
             burst: true,
             server_side_retry: false,
+            server_side_retry_max: SERVER_RETRY_MAX,
             enforce: true,
         }
     }
@@ -44,7 +53,7 @@ impl Default for ThroughputLimits {
 /// Burst spending rate and bank size (Cosmos DB's figures).
 pub const BURST_RU_PER_SEC: f64 = 3000.0;
 pub const BURST_BANK_SECONDS: f64 = 300.0;
-/// Longest server-side retry.
+/// Longest server-side retry (Cosmos DB's 60 s; setting `throughput.server_side_retry_max_ms`).
 pub const SERVER_RETRY_MAX: Duration = Duration::from_secs(60);
 
 /// The RU/s budget of each physical partition of a table.
@@ -144,11 +153,21 @@ pub fn overloaded(retry_after_ms: u64) -> QueryError {
     ))
 }
 
-/// Admits a request on the given partitions (each with its RU/s), waiting with server-side
-/// retry or failing with Overloaded. `rate` None: no throughput provisioned (accounting only).
+/// What kind of request is admitted: a timeout under server-side retry answers WriteTimeout for
+/// writes (with the protocol's write type: `SIMPLE`, `BATCH`, `UNLOGGED_BATCH`, `COUNTER`,
+/// `CAS`) and ReadTimeout for reads, as Cosmos DB does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write(&'static str),
+}
+
+/// Admits a request on the given buckets (each with its RU/s), waiting with server-side retry
+/// or failing with Overloaded.
 pub fn admit(
     limits: &ThroughputLimits,
-    parts: &[(&PhysicalPartition, Option<f64>)],
+    access: Access,
+    buckets: &[(&Bucket, f64)],
 ) -> Result<(), QueryError> {
     if !limits.enforce {
         return Ok(());
@@ -157,46 +176,194 @@ pub fn admit(
     loop {
         let mut wait = 0u64;
         let mut throttled_on = None;
-        for (p, rate) in parts {
-            let Some(rate) = rate else { continue };
-            if let Err(ms) = p.stats.bucket.admit(*rate, limits.burst) {
+        for (b, rate) in buckets {
+            if let Err(ms) = b.admit(*rate, limits.burst) {
                 if ms > wait {
                     wait = ms;
-                    throttled_on = Some(*p);
+                    throttled_on = Some(*b);
                 }
             }
         }
-        let Some(p) = throttled_on else {
+        let Some(b) = throttled_on else {
             return Ok(());
         };
         if limits.server_side_retry {
-            if started.elapsed() + Duration::from_millis(wait) <= SERVER_RETRY_MAX {
-                std::thread::sleep(Duration::from_millis(wait));
+            // Sleep until the budget allows it, at most until the limit; then one last try.
+            let elapsed = started.elapsed();
+            if elapsed < limits.server_side_retry_max {
+                std::thread::sleep(
+                    Duration::from_millis(wait).min(limits.server_side_retry_max - elapsed),
+                );
                 continue;
             }
-            p.stats.bucket.throttled.fetch_add(1, Ordering::Relaxed);
-            return Err(QueryError::Server(format!(
-                "Request timed out: server-side retry waited {} ms for throughput (RetryAfterMs={wait})",
+            b.throttled.fetch_add(1, Ordering::Relaxed);
+            let message = format!(
+                "Request timed out: server-side retry held the request for {} ms (throughput.server_side_retry_max_ms) and the provisioned throughput still did not allow it (RetryAfterMs={wait}); raise the throughput or lower the request rate",
                 started.elapsed().as_millis()
-            )));
+            );
+            return Err(match access {
+                Access::Read => QueryError::ReadTimeout(message),
+                Access::Write(write_type) => QueryError::WriteTimeout(message, write_type),
+            });
         }
-        p.stats.bucket.throttled.fetch_add(1, Ordering::Relaxed);
+        b.throttled.fetch_add(1, Ordering::Relaxed);
         return Err(overloaded(wait));
     }
 }
 
-/// The provisioned RU/s that applies to a table: its own throughput (or autoscale max), else its
-/// keyspace's; None when neither has any.
-pub fn provisioned_ru(schema: &crate::schema::Schema, t: &crate::schema::TableDef) -> Option<i64> {
-    t.options
-        .cosmosdb_provisioned_throughput
-        .or(t.options.cosmosdb_autoscale_max_throughput)
-        .or_else(|| {
-            schema.keyspace(&t.keyspace).and_then(|k| {
-                k.cosmosdb_provisioned_throughput
-                    .or(k.cosmosdb_autoscale_max_throughput)
+/// The throughput settings that apply to a table, and where they come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Provisioned {
+    /// The budget in RU/s (for autoscale its maximum).
+    pub ru: i64,
+    pub autoscale: bool,
+    pub source: Source,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The table's own `cosmosdb_*_throughput`.
+    Table,
+    /// Its keyspace's, shared by the keyspace's tables without their own.
+    Keyspace,
+    /// Neither: `throughput.default_table_ru`.
+    Default,
+}
+
+/// The throughput that applies to a table: its own, else its keyspace's (shared), else the
+/// default.
+pub fn provisioned(
+    schema: &crate::schema::Schema,
+    t: &crate::schema::TableDef,
+    default_ru: u64,
+) -> Provisioned {
+    let of = |manual: Option<i64>, auto: Option<i64>, source| {
+        manual
+            .map(|ru| Provisioned {
+                ru,
+                autoscale: false,
+                source,
             })
+            .or(auto.map(|ru| Provisioned {
+                ru,
+                autoscale: true,
+                source,
+            }))
+    };
+    of(
+        t.options.cosmosdb_provisioned_throughput,
+        t.options.cosmosdb_autoscale_max_throughput,
+        Source::Table,
+    )
+    .or_else(|| {
+        schema.keyspace(&t.keyspace).and_then(|k| {
+            of(
+                k.cosmosdb_provisioned_throughput,
+                k.cosmosdb_autoscale_max_throughput,
+                Source::Keyspace,
+            )
         })
+    })
+    .unwrap_or(Provisioned {
+        ru: default_ru as i64,
+        autoscale: false,
+        source: Source::Default,
+    })
+}
+
+/// Autoscale's current throughput: the recent peak consumption rounded up to 100 RU/s, between
+/// 10% and 100% of the maximum.
+pub fn autoscale_current(max: i64, recent_peak: f64) -> i64 {
+    let floor = (max / 10).max(100);
+    let peak = ((recent_peak / 100.0).ceil() as i64).saturating_mul(100);
+    peak.clamp(floor, max.max(floor))
+}
+
+/// A keyspace's shared throughput: one bucket (and consumption) per equal token range, shared
+/// by all the keyspace's tables without throughput of their own.
+#[derive(Debug)]
+pub struct SharedPool {
+    pub keyspace: String,
+    pub provisioned: Provisioned,
+    pub parts: Vec<PoolPart>,
+}
+
+#[derive(Debug, Default)]
+pub struct PoolPart {
+    pub bucket: Bucket,
+    pub consumed: super::ru::Consumption,
+}
+
+impl SharedPool {
+    pub fn new(keyspace: &str, provisioned: Provisioned) -> SharedPool {
+        let n = super::map::partitions_for_throughput(Some(provisioned.ru));
+        SharedPool {
+            keyspace: keyspace.to_string(),
+            provisioned,
+            parts: (0..n).map(|_| PoolPart::default()).collect(),
+        }
+    }
+    pub fn rate(&self) -> f64 {
+        partition_rate(self.provisioned.ru, self.parts.len())
+    }
+    /// The pool part a physical partition of a member table draws on (by its end token).
+    pub fn part_for(&self, p: &PhysicalPartition) -> &PoolPart {
+        let n = self.parts.len() as i128;
+        let span = super::token::MAX_TOKEN as i128 - super::token::MIN_TOKEN as i128 + 1;
+        let i = ((p.end as i128 - super::token::MIN_TOKEN as i128) * n / span).clamp(0, n - 1);
+        &self.parts[i as usize]
+    }
+}
+
+/// Where a table's requests are admitted and debited.
+#[derive(Debug, Clone)]
+pub struct TableBudget {
+    /// RU/s of each of the table's physical partitions (its own or default throughput).
+    pub rate: f64,
+    /// The keyspace's pool, when the table shares its keyspace's throughput.
+    pub shared: Option<std::sync::Arc<SharedPool>>,
+}
+
+impl TableBudget {
+    /// The bucket and RU/s that a physical partition of the table draws on.
+    pub fn bucket<'a>(&'a self, p: &'a PhysicalPartition) -> (&'a Bucket, f64) {
+        match &self.shared {
+            Some(pool) => (&pool.part_for(p).bucket, pool.rate()),
+            None => (&p.stats.bucket, self.rate),
+        }
+    }
+    /// Records what a request consumed on a partition and debits its bucket.
+    pub fn charge(&self, limits: &ThroughputLimits, p: &PhysicalPartition, ru: f64) {
+        if let Some(pool) = &self.shared {
+            pool.part_for(p).consumed.add(ru);
+        }
+        let (b, rate) = self.bucket(p);
+        b.debit(rate, limits.burst, ru);
+    }
+}
+
+/// The budget of a table with the given partition map.
+pub fn table_budget(
+    maps: &super::map::PartitionMaps,
+    schema: &crate::schema::Schema,
+    t: &crate::schema::TableDef,
+    map: &super::map::PartitionMap,
+    limits: &ThroughputLimits,
+) -> TableBudget {
+    let prov = provisioned(schema, t, limits.default_table_ru);
+    match prov.source {
+        Source::Keyspace => {
+            let pool = maps.shared_pool(schema, &t.keyspace, prov);
+            TableBudget {
+                rate: pool.rate(),
+                shared: Some(pool),
+            }
+        }
+        _ => TableBudget {
+            rate: partition_rate(prov.ru, map.parts.len()),
+            shared: None,
+        },
+    }
 }
 
 #[cfg(test)]
@@ -213,5 +380,71 @@ mod tests {
         assert_eq!(partition_rate(40_000, 4), 10_000.0);
         assert_eq!(partition_rate(100_000, 4), 10_000.0);
         assert_eq!(partition_rate(1000, 2), 500.0);
+    }
+
+    #[test]
+    fn autoscale_scales_between_a_tenth_and_the_max() {
+        assert_eq!(autoscale_current(1000, 0.0), 100);
+        assert_eq!(autoscale_current(20_000, 0.0), 2000);
+        assert_eq!(autoscale_current(10_000, 2345.6), 2400);
+        assert_eq!(autoscale_current(10_000, 2400.0), 2400);
+        assert_eq!(autoscale_current(1000, 5000.0), 1000);
+    }
+
+    #[test]
+    fn shared_pool_parts_cover_the_ring() {
+        use super::super::token::{MAX_TOKEN, MIN_TOKEN};
+        let prov = Provisioned {
+            ru: 25_000,
+            autoscale: false,
+            source: Source::Keyspace,
+        };
+        let pool = SharedPool::new("ks", prov);
+        assert_eq!(pool.parts.len(), 3);
+        assert!((pool.rate() - 25_000.0 / 3.0).abs() < 1e-9);
+        let part = |start, end| PhysicalPartition {
+            id: 0,
+            start,
+            end,
+            stats: Default::default(),
+        };
+        let index = |p: &PhysicalPartition| {
+            let q = pool.part_for(p);
+            pool.parts.iter().position(|x| std::ptr::eq(x, q)).unwrap()
+        };
+        assert_eq!(index(&part(MIN_TOKEN, MIN_TOKEN + 10)), 0);
+        assert_eq!(index(&part(-10, 0)), 1);
+        assert_eq!(index(&part(0, MAX_TOKEN)), 2);
+    }
+
+    #[test]
+    fn server_side_retry_ends_in_a_timeout_of_the_right_kind() {
+        let limits = ThroughputLimits {
+            server_side_retry: true,
+            server_side_retry_max: Duration::from_millis(30),
+            burst: false,
+            ..Default::default()
+        };
+        let b = Bucket::default();
+        b.admit(400.0, false).unwrap();
+        b.debit(400.0, false, 4000.0); // ten seconds in debt
+        let started = Instant::now();
+        match admit(&limits, Access::Write("CAS"), &[(&b, 400.0)]) {
+            Err(QueryError::WriteTimeout(m, "CAS")) => {
+                assert!(m.contains("server-side retry"), "{m}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            admit(&limits, Access::Read, &[(&b, 400.0)]),
+            Err(QueryError::ReadTimeout(_))
+        ));
+        assert!(started.elapsed() >= Duration::from_millis(60));
+        assert_eq!(b.throttled.load(Ordering::Relaxed), 2);
+        let unlimited = ThroughputLimits {
+            enforce: false,
+            ..limits
+        };
+        assert!(admit(&unlimited, Access::Read, &[(&b, 400.0)]).is_ok());
     }
 }

@@ -1,10 +1,12 @@
 //! Virtual tables over the partition maps: `system_views.physical_partitions`,
-//! `system_views.logical_partitions` (the largest logical partitions of each table) and
+//! `system_views.logical_partitions` (the largest logical partitions of each table),
+//! `system_views.throughput`, `system_views.hot_partitions` (the logical partitions consuming
+//! the most RU recently, from each physical partition's sketch, `hot.rs`) and
 //! `system.size_estimates`.
 
 use super::map::PartitionMaps;
 use super::sizes::scan_range;
-use super::throttle::{partition_rate, provisioned_ru};
+use super::throttle::{autoscale_current, provisioned, table_budget, Source, ThroughputLimits};
 use super::token::{split_composite, MAX_TOKEN, MIN_TOKEN};
 use crate::schema::{Schema, TableDef};
 use crate::storage::Store;
@@ -13,6 +15,8 @@ use std::sync::atomic::Ordering;
 
 /// Logical partitions listed per table in `system_views.logical_partitions`.
 pub const LARGEST_LOGICAL: usize = 20;
+/// Logical partitions listed per table in `system_views.hot_partitions`.
+pub const HOTTEST_LOGICAL: usize = 20;
 
 type VRow = Vec<Option<Bytes>>;
 
@@ -73,7 +77,7 @@ pub fn rows(
     store: &dyn Store,
     schema: &Schema,
     table: &TableDef,
-    default_ru: u64,
+    limits: &ThroughputLimits,
 ) -> Option<Vec<VRow>> {
     let t = table;
     let mut out = Vec::new();
@@ -83,10 +87,10 @@ pub fn rows(
                 let Some(map) = maps.get(ut.storage_id) else {
                     continue;
                 };
-                let ru = provisioned_ru(schema, ut).unwrap_or(default_ru as i64);
-                let rate = partition_rate(ru, map.parts.len());
+                let budget = table_budget(maps, schema, ut, &map, limits);
                 for p in &map.parts {
                     let consumed = p.stats.consumed.last_second();
+                    let (bucket, rate) = budget.bucket(p);
                     out.push(row(
                         t,
                         &[
@@ -100,7 +104,7 @@ pub fn rows(
                             ),
                             (
                                 "throttled_requests",
-                                bigint(p.stats.bucket.throttled.load(Ordering::Relaxed) as i64),
+                                bigint(bucket.throttled.load(Ordering::Relaxed) as i64),
                             ),
                             ("partition_id", bigint(p.id as i64)),
                             ("token_start", bigint(p.start)),
@@ -120,45 +124,98 @@ pub fn rows(
                 let Some(map) = maps.get(ut.storage_id) else {
                     continue;
                 };
-                let own = provisioned_ru(schema, ut);
-                let ru = own.unwrap_or(default_ru as i64);
-                let rate = partition_rate(ru, map.parts.len());
-                let consumed: Vec<f64> = map
+                let prov = provisioned(schema, ut, limits.default_table_ru);
+                let budget = table_budget(maps, schema, ut, &map, limits);
+                // The table's own consumption, and the budget's (the whole pool when shared).
+                let consumed: f64 = map
                     .parts
                     .iter()
                     .map(|p| p.stats.consumed.last_second())
-                    .collect();
-                let normalized = consumed
-                    .iter()
-                    .fold(0.0f64, |m, c| m.max(c / rate))
-                    .min(1.0);
-                let throttled: u64 = map
-                    .parts
-                    .iter()
-                    .map(|p| p.stats.bucket.throttled.load(Ordering::Relaxed))
                     .sum();
-                let autoscale = ut.options.cosmosdb_autoscale_max_throughput.or_else(|| {
-                    schema
-                        .keyspace(&ut.keyspace)
-                        .and_then(|k| k.cosmosdb_autoscale_max_throughput)
-                });
+                let (normalized, peak, throttled) = match &budget.shared {
+                    Some(pool) => (
+                        pool.parts
+                            .iter()
+                            .map(|x| x.consumed.last_second() / pool.rate())
+                            .fold(0.0f64, f64::max),
+                        super::ru::recent_peak(pool.parts.iter().map(|x| &x.consumed)),
+                        pool.parts
+                            .iter()
+                            .map(|x| x.bucket.throttled.load(Ordering::Relaxed))
+                            .sum::<u64>(),
+                    ),
+                    None => (
+                        map.parts
+                            .iter()
+                            .map(|p| p.stats.consumed.last_second() / budget.rate)
+                            .fold(0.0f64, f64::max),
+                        super::ru::recent_peak(map.parts.iter().map(|p| &p.stats.consumed)),
+                        map.parts
+                            .iter()
+                            .map(|p| p.stats.bucket.throttled.load(Ordering::Relaxed))
+                            .sum::<u64>(),
+                    ),
+                };
+                let current = if prov.autoscale {
+                    autoscale_current(prov.ru, peak)
+                } else {
+                    prov.ru
+                };
+                let source = match prov.source {
+                    Source::Table => "table",
+                    Source::Keyspace => "keyspace",
+                    Source::Default => "default",
+                };
                 out.push(row(
                     t,
                     &[
                         ("keyspace_name", text(&ut.keyspace)),
                         ("table_name", text(&ut.name)),
-                        ("provisioned_ru", bigint(ru)),
-                        ("autoscale_max_ru", autoscale.and_then(bigint)),
+                        ("provisioned_ru", bigint(prov.ru)),
+                        (
+                            "autoscale_max_ru",
+                            prov.autoscale.then_some(prov.ru).and_then(bigint),
+                        ),
+                        ("current_ru", bigint(current)),
+                        ("consumed_ru", double(consumed)),
+                        ("source", text(source)),
                         (
                             "enforced",
-                            Some(Bytes::copy_from_slice(&[own.is_some() as u8])),
+                            Some(Bytes::copy_from_slice(&[limits.enforce as u8])),
                         ),
-                        ("current_ru", double(consumed.iter().sum())),
-                        ("normalized_ru_consumption", double(normalized)),
+                        ("normalized_ru_consumption", double(normalized.min(1.0))),
                         ("physical_partitions", int(map.parts.len() as i32)),
                         ("throttled_requests", bigint(throttled as i64)),
                     ],
                 ));
+            }
+        }
+        ("system_views", "hot_partitions") => {
+            for ut in user_tables(schema) {
+                let Some(map) = maps.get(ut.storage_id) else {
+                    continue;
+                };
+                let mut all: Vec<(u64, super::hot::Slot)> = map
+                    .parts
+                    .iter()
+                    .flat_map(|p| p.stats.hot.top().into_iter().map(|s| (p.id, s)))
+                    .filter(|(_, s)| s.ru >= 0.005)
+                    .collect();
+                all.sort_by(|a, b| b.1.ru.total_cmp(&a.1.ru));
+                for (rank, (pid, s)) in all.into_iter().take(HOTTEST_LOGICAL).enumerate() {
+                    out.push(row(
+                        t,
+                        &[
+                            ("keyspace_name", text(&ut.keyspace)),
+                            ("table_name", text(&ut.name)),
+                            ("rank", int(rank as i32 + 1)),
+                            ("partition_key", text(&key_text(ut, &s.pk))),
+                            ("token", bigint(s.token)),
+                            ("partition_id", bigint(pid as i64)),
+                            ("consumed_ru", double(s.ru)),
+                        ],
+                    ));
+                }
             }
         }
         ("system_views", "logical_partitions") => {

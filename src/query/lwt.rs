@@ -109,6 +109,7 @@ pub fn execute(
     items: &[Item],
     ts: i64,
     is_batch: bool,
+    rctx: Option<&super::RequestCtx>,
 ) -> Result<Outcome> {
     let mut table: Option<Arc<TableDef>> = None;
     let mut pk: Option<Bytes> = None;
@@ -218,12 +219,18 @@ pub fn execute(
     let (Some(t), Some(pk)) = (table, pk) else {
         return Err(invalid("A conditional write needs a statement"));
     };
+    // Admitted on the partition's throughput budget before anything is read (charged read + write).
+    write::admit_writes(engine, &muts, "CAS")?;
     let stripe = engine.lock_stripe(t.storage_id, &pk);
     let _guard = engine.stripe(stripe).lock();
+    let mut read = (0u64, 0u64); // (stored keys found, bytes) for the read charge
     let now = super::now_millis();
     let header_key = write::header_key(&t, &pk);
     let mut header = match engine.store.get(Space::Data, &header_key)? {
-        Some(b) => RowData::decode(&b)?,
+        Some(b) => {
+            read = (read.0 + 1, read.1 + (header_key.len() + b.len()) as u64);
+            RowData::decode(&b)?
+        }
         None => RowData::default(),
     };
     if let Some((dts, _)) = header.deletion {
@@ -243,7 +250,10 @@ pub fn execute(
                 continue;
             }
             let mut r = match engine.store.get(Space::Data, k)? {
-                Some(b) => RowData::decode(&b)?,
+                Some(b) => {
+                    read = (read.0 + 1, read.1 + (k.len() + b.len()) as u64);
+                    RowData::decode(&b)?
+                }
                 None => RowData::default(),
             };
             if let Some((dts, _)) = header.deletion {
@@ -304,8 +314,9 @@ pub fn execute(
         name: "[applied]".into(),
         ty: CqlType::Boolean,
     };
+    write::charge_read(engine, rctx, &t, &pk, read);
     if applied {
-        write::apply_locked(engine, muts, None)?;
+        write::apply_locked(engine, muts, rctx)?;
         let mut out = Rows::new(Arc::new(vec![applied_col]));
         out.push_cell(Some(&[1]));
         out.count = 1;

@@ -50,6 +50,13 @@ pub enum QueryError {
     /// Over the provisioned throughput (Cosmos DB's 429 as Overloaded).
     #[error("{0}")]
     Overloaded(String),
+    /// A write held by server-side retry past its limit (WriteTimeout 0x1100), with its
+    /// protocol write type.
+    #[error("{0}")]
+    WriteTimeout(String, &'static str),
+    /// A read held by server-side retry past its limit (ReadTimeout 0x1200).
+    #[error("{0}")]
+    ReadTimeout(String),
 }
 
 fn hex(b: &[u8]) -> String {

@@ -2053,7 +2053,7 @@ pub fn execute(
         opts.ctx.add_charge(crate::partition::ru::FIXED_RU);
         read_virtual(engine, &schema, t, &plan, &mut out, paging)?;
     } else {
-        let rate = admit_read(engine, &schema, t, &plan, out.map.as_deref())?;
+        let budget = admit_read(engine, &schema, t, &plan, out.map.as_deref(), opts.serial)?;
         let res = read_stored(engine, t, &plan, &mut out, paging);
         let (rows, bytes) = out
             .meter
@@ -2061,12 +2061,31 @@ pub fn execute(
             .fold((0, 0), |(r, b), (_, r2, b2)| (r + r2, b + b2));
         opts.ctx
             .add_charge(crate::partition::ru::read_cost(rows, bytes));
+        if opts.serial {
+            // A SERIAL read is a Paxos round: charged a read plus a (minimal) write.
+            let extra = crate::partition::ru::write_key_cost(0, 0);
+            opts.ctx.add_charge(extra);
+            if let (Some(b), Some((p, _, _))) = (&budget, out.meter.first()) {
+                p.stats.consumed.add(extra);
+                b.charge(&engine.limits.throughput, p, extra);
+            }
+        }
         crate::partition::ru::charge_partitions(&out.meter);
-        if let Some(rate) = rate {
+        // A single-partition read counts towards that logical partition's heat.
+        if let (Target::Partitions(keys), [(p, rows, bytes)]) = (&plan.target, &out.meter[..]) {
+            if let [k] = &keys[..] {
+                p.stats.hot.record(
+                    table_token(t, k),
+                    k,
+                    crate::partition::ru::read_cost(*rows, *bytes),
+                );
+            }
+        }
+        if let Some(budget) = &budget {
             for (p, rows, bytes) in &out.meter {
-                p.stats.bucket.debit(
-                    rate,
-                    engine.limits.throughput.burst,
+                budget.charge(
+                    &engine.limits.throughput,
+                    p,
                     crate::partition::ru::read_cost(*rows, *bytes),
                 );
             }
@@ -2081,22 +2100,20 @@ pub fn execute(
 }
 
 /// Admits a read on the throughput budgets of the physical partitions it targets; returns
-/// their RU/s (None when the table has no provisioned throughput).
+/// the table's budget.
 fn admit_read(
     engine: &Engine,
     schema: &crate::schema::Schema,
     t: &TableDef,
     plan: &Plan,
     map: Option<&crate::partition::map::PartitionMap>,
-) -> Result<Option<f64>> {
+    serial: bool,
+) -> Result<Option<crate::partition::throttle::TableBudget>> {
     use crate::partition::throttle;
     let Some(map) = map else {
         return Ok(None);
     };
-    let Some(ru) = throttle::provisioned_ru(schema, t) else {
-        return Ok(None);
-    };
-    let rate = throttle::partition_rate(ru, map.parts.len());
+    let budget = throttle::table_budget(&engine.maps, schema, t, map, &engine.limits.throughput);
     let mut parts: Vec<&crate::partition::map::PhysicalPartition> = Vec::new();
     match &plan.target {
         Target::Partitions(keys) => {
@@ -2124,9 +2141,17 @@ fn admit_read(
                 .map(|p| &**p),
         ),
     }
-    let list: Vec<_> = parts.into_iter().map(|p| (p, Some(rate))).collect();
-    throttle::admit(&engine.limits.throughput, &list)?;
-    Ok(Some(rate))
+    let mut list: Vec<_> = parts.iter().map(|p| budget.bucket(p)).collect();
+    // Shared pools: one bucket may serve several partitions; ask it once.
+    list.dedup_by(|a, b| std::ptr::eq(a.0, b.0));
+    let access = if serial {
+        // A SERIAL read runs a Paxos round (it writes), so it is admitted as a write.
+        throttle::Access::Write("CAS")
+    } else {
+        throttle::Access::Read
+    };
+    throttle::admit(&engine.limits.throughput, access, &list)?;
+    Ok(Some(budget))
 }
 
 fn read_virtual(
@@ -2147,7 +2172,7 @@ fn read_virtual(
             &*engine.store,
             schema,
             t,
-            engine.limits.throughput.default_table_ru,
+            &engine.limits.throughput,
         )
         .or_else(|| crate::schema::system::virtual_rows(schema, &engine.node, t))
         .unwrap_or_default()

@@ -54,37 +54,84 @@ fn ensure_throughput_layout(engine: &Engine, ks: &str, table: &str) -> Result<()
 
 /// Admits a write on the throughput budgets of the physical partitions it touches (before
 /// anything is read or stored).
-fn admit_writes(engine: &Engine, muts: &[Mutation]) -> Result<()> {
+/// `write_type` is the protocol's (`SIMPLE`, `BATCH`, ...), for a server-side retry timeout.
+pub(crate) fn admit_writes(
+    engine: &Engine,
+    muts: &[Mutation],
+    write_type: &'static str,
+) -> Result<()> {
     let (_, parts) = write_partitions(engine, muts);
-    let list: Vec<_> = parts.iter().map(|(p, r)| (&**p, *r)).collect();
-    crate::partition::throttle::admit(&engine.limits.throughput, &list)
+    let list: Vec<_> = parts.iter().map(|(p, b)| b.bucket(p)).collect();
+    crate::partition::throttle::admit(
+        &engine.limits.throughput,
+        crate::partition::throttle::Access::Write(write_type),
+        &list,
+    )
 }
 
-type PartRates = Vec<(Arc<crate::partition::map::PhysicalPartition>, Option<f64>)>;
-
-/// Each table's per-partition RU/s (None: no throughput provisioned) and the physical
-/// partitions the mutations touch with their RU/s.
-fn write_partitions(engine: &Engine, muts: &[Mutation]) -> (Vec<(u64, Option<f64>)>, PartRates) {
+/// Charges the read of a conditional write (`read`: stored keys and bytes read) to the request,
+/// the partition's consumption and heat, and its throughput budget.
+pub(crate) fn charge_read(
+    engine: &Engine,
+    rctx: Option<&super::RequestCtx>,
+    t: &TableDef,
+    pk: &[u8],
+    read: (u64, u64),
+) {
+    let ru = crate::partition::ru::read_cost(read.0, read.1);
+    if let Some(c) = rctx {
+        c.add_charge(ru);
+    }
+    let Some(map) = engine.maps.get(t.storage_id) else {
+        return;
+    };
+    let token = table_token(t, pk);
+    let p = map.route(token);
+    p.stats.consumed.add(ru);
+    p.stats.hot.record(token, pk, ru);
     let schema = engine.schema();
-    let mut rates: Vec<(u64, Option<f64>)> = Vec::new();
-    let mut parts: Vec<Arc<crate::partition::map::PhysicalPartition>> = Vec::new();
-    let mut part_rates: Vec<Option<f64>> = Vec::new();
+    let budget = crate::partition::throttle::table_budget(
+        &engine.maps,
+        &schema,
+        t,
+        &map,
+        &engine.limits.throughput,
+    );
+    budget.charge(&engine.limits.throughput, p, ru);
+}
+
+type Budget = crate::partition::throttle::TableBudget;
+type PartBudgets = Vec<(Arc<crate::partition::map::PhysicalPartition>, Budget)>;
+
+/// Each table's throughput budget and the physical partitions the mutations touch with theirs.
+fn write_partitions(engine: &Engine, muts: &[Mutation]) -> (Vec<(u64, Budget)>, PartBudgets) {
+    let schema = engine.schema();
+    let mut budgets: Vec<(u64, Budget)> = Vec::new();
+    let mut parts: PartBudgets = Vec::new();
     for m in muts {
         let Some(map) = engine.maps.get(m.table.storage_id) else {
             continue;
         };
-        let rate = crate::partition::throttle::provisioned_ru(&schema, &m.table)
-            .map(|ru| crate::partition::throttle::partition_rate(ru, map.parts.len()));
-        if !rates.iter().any(|(s, _)| *s == m.table.storage_id) {
-            rates.push((m.table.storage_id, rate));
-        }
+        let budget = match budgets.iter().find(|(s, _)| *s == m.table.storage_id) {
+            Some((_, b)) => b.clone(),
+            None => {
+                let b = crate::partition::throttle::table_budget(
+                    &engine.maps,
+                    &schema,
+                    &m.table,
+                    &map,
+                    &engine.limits.throughput,
+                );
+                budgets.push((m.table.storage_id, b.clone()));
+                b
+            }
+        };
         let p = map.route(table_token(&m.table, &m.pk));
-        if !parts.iter().any(|q| Arc::ptr_eq(q, p)) {
-            parts.push(Arc::clone(p));
-            part_rates.push(rate);
+        if !parts.iter().any(|(q, _)| Arc::ptr_eq(q, p)) {
+            parts.push((Arc::clone(p), budget));
         }
     }
-    (rates, parts.into_iter().zip(part_rates).collect())
+    (budgets, parts)
 }
 
 /// One write to one storage key.
@@ -1318,10 +1365,12 @@ pub fn execute_single(
             ctx: &ctx,
             keyspace,
         };
-        return super::lwt::execute(engine, &schema, &[item], ts, false);
+        return super::lwt::execute(engine, &schema, &[item], ts, false, Some(rctx));
     }
     let muts = mutations_for(engine, &schema, keyspace, st, &ctx, ts)?;
-    apply_with(engine, muts, Some(rctx))?;
+    let counter = muts.iter().any(|m| m.table.is_counter_table());
+    let write_type = if counter { "COUNTER" } else { "SIMPLE" };
+    apply_with(engine, muts, Some(rctx), write_type)?;
     Ok(Outcome::Void)
 }
 
@@ -1456,7 +1505,7 @@ pub fn run_batch(
                 keyspace: s.keyspace,
             })
             .collect();
-        return super::lwt::execute(engine, schema, &items, ts, true);
+        return super::lwt::execute(engine, schema, &items, ts, true, Some(rctx));
     }
     let mut all = Vec::new();
     for s in stmts {
@@ -1464,7 +1513,12 @@ pub fn run_batch(
     }
     check_batch_size(engine, &all, rctx)?;
     batch_warnings(kind, &all, rctx);
-    apply_with(engine, all, Some(rctx))?;
+    let write_type = match kind {
+        BatchKind::Logged => "BATCH",
+        BatchKind::Unlogged => "UNLOGGED_BATCH",
+        BatchKind::Counter => "COUNTER",
+    };
+    apply_with(engine, all, Some(rctx), write_type)?;
     Ok(Outcome::Void)
 }
 
@@ -1560,19 +1614,21 @@ fn check_batch_size(engine: &Engine, muts: &[Mutation], rctx: &super::RequestCtx
 
 /// Applies mutations atomically: locks their partitions, merges with stored rows, commits.
 pub fn apply(engine: &Engine, muts: Vec<Mutation>) -> Result<()> {
-    apply_with(engine, muts, None)
+    apply_with(engine, muts, None, "SIMPLE")
 }
 
-/// `apply`, reporting warnings (logical partitions near their size limit) to the request.
+/// `apply`, reporting warnings (logical partitions near their size limit) and the charge to the
+/// request; `write_type` is the protocol's, for a server-side retry timeout.
 pub fn apply_with(
     engine: &Engine,
     muts: Vec<Mutation>,
     rctx: Option<&super::RequestCtx>,
+    write_type: &'static str,
 ) -> Result<()> {
     if muts.is_empty() {
         return Ok(());
     }
-    admit_writes(engine, &muts)?;
+    admit_writes(engine, &muts, write_type)?;
     let stripes = stripes_of(engine, &muts);
     let _guards: Vec<_> = stripes.iter().map(|&i| engine.stripe(i).lock()).collect();
     apply_locked(engine, muts, rctx)
@@ -1595,7 +1651,7 @@ pub(crate) fn apply_locked(
     muts: Vec<Mutation>,
     rctx: Option<&super::RequestCtx>,
 ) -> Result<()> {
-    let rates = write_partitions(engine, &muts).0;
+    let budgets = write_partitions(engine, &muts).0;
     let mut batch = WriteBatch::default();
     // Several mutations of one batch may hit the same key: merge them in order. The stored
     // version is kept for tables with secondary indexes, to update their entries.
@@ -1668,10 +1724,8 @@ pub(crate) fn apply_locked(
     }
     for (sid, p, ru) in &touched {
         engine.splitter.check(*sid, p);
-        if let Some(rate) = rates.iter().find(|(s, _)| s == sid).and_then(|r| r.1) {
-            p.stats
-                .bucket
-                .debit(rate, engine.limits.throughput.burst, *ru);
+        if let Some((_, b)) = budgets.iter().find(|(s, _)| s == sid) {
+            b.charge(&engine.limits.throughput, p, *ru);
         }
     }
     Ok(())

@@ -139,19 +139,47 @@ fn prop_bool(name: &str, v: &PropertyValue) -> Result<bool, SchemaError> {
     }
 }
 
+/// Manual (provisioned) throughput: 400 to 1,000,000 RU/s in steps of 100.
+const MANUAL_RU: (i64, i64, i64) = (400, 1_000_000, 100);
+/// Autoscale maximum: 1,000 to 1,000,000 RU/s in steps of 1,000.
+const AUTOSCALE_RU: (i64, i64, i64) = (1_000, 1_000_000, 1_000);
+
+/// Validates a throughput option with Azure Cosmos DB's rules and wording. Cosmos DB answers an
+/// invalid offer with "The offer should have valid throughput values between <min> and <max>
+/// inclusive in increments of <step>. Requested throughput <n> is more than possible maximum
+/// throughput <max>." (seen in a Microsoft Q&A thread on autoscale limits,
+/// answers/questions/5878117; manual minimum 400 in steps of 100, autoscale minimum 1,000 in
+/// steps of 1,000 per the Cosmos DB autoscale FAQ and the Cassandra autoscale ARM template).
 fn throughput(name: &str, v: &PropertyValue) -> Result<i64, SchemaError> {
     let n = prop_int(name, v)?;
-    if n < 400 {
-        return Err(invalid(format!(
-            "The provisioned throughput {name} = {n} is below the minimum of 400 RU/s"
-        )));
+    let (min, max, step) = if name == "cosmosdb_autoscale_max_throughput" {
+        AUTOSCALE_RU
+    } else {
+        MANUAL_RU
+    };
+    let detail = if n < min {
+        format!("Requested throughput {n} is less than minimum possible throughput {min}.")
+    } else if n > max {
+        format!("Requested throughput {n} is more than possible maximum throughput {max}.")
+    } else if n % step != 0 {
+        format!("Requested throughput {n} is not a multiple of {step}.")
+    } else {
+        return Ok(n);
+    };
+    Err(invalid(format!(
+        "The offer should have valid throughput values between {min} and {max} inclusive in increments of {step}. {detail} ({name})"
+    )))
+}
+
+/// Rejects a statement that sets both throughput options.
+fn check_one_throughput(props: &Properties) -> Result<(), SchemaError> {
+    let has = |k: &str| props.values.iter().any(|(n, _)| n == k);
+    if has("cosmosdb_provisioned_throughput") && has("cosmosdb_autoscale_max_throughput") {
+        return Err(invalid(
+            "Specify either cosmosdb_provisioned_throughput (manual) or cosmosdb_autoscale_max_throughput (autoscale), not both",
+        ));
     }
-    if n % 100 != 0 {
-        return Err(invalid(format!(
-            "The provisioned throughput {name} = {n} must be a multiple of 100 RU/s"
-        )));
-    }
-    Ok(n)
+    Ok(())
 }
 
 // ---------------------------------------------------------------- keyspaces
@@ -251,15 +279,19 @@ pub fn create_keyspace(
 }
 
 fn apply_keyspace_props(ks: &mut KeyspaceDef, props: &Properties) -> Result<(), SchemaError> {
+    check_one_throughput(props)?;
     for (k, v) in &props.values {
         match k.as_str() {
             "replication" => {}
             "durable_writes" => ks.durable_writes = prop_bool(k, v)?,
+            // Setting one mode replaces the other (switching manual <-> autoscale).
             "cosmosdb_provisioned_throughput" => {
-                ks.cosmosdb_provisioned_throughput = Some(throughput(k, v)?)
+                ks.cosmosdb_provisioned_throughput = Some(throughput(k, v)?);
+                ks.cosmosdb_autoscale_max_throughput = None;
             }
             "cosmosdb_autoscale_max_throughput" => {
-                ks.cosmosdb_autoscale_max_throughput = Some(throughput(k, v)?)
+                ks.cosmosdb_autoscale_max_throughput = Some(throughput(k, v)?);
+                ks.cosmosdb_provisioned_throughput = None;
             }
             other => return Err(SchemaError::Syntax(format!("Unknown property '{other}'"))),
         }
@@ -531,6 +563,7 @@ fn apply_table_props(
     props: &Properties,
     creating: bool,
 ) -> Result<(), SchemaError> {
+    check_one_throughput(props)?;
     for (k, v) in &props.values {
         match k.as_str() {
             "comment" => opts.comment = prop_string(k, v)?,
@@ -579,11 +612,14 @@ fn apply_table_props(
             "speculative_retry" => opts.speculative_retry = prop_string(k, v)?,
             "additional_write_policy" => opts.additional_write_policy = prop_string(k, v)?,
             "cdc" => opts.cdc = prop_bool(k, v)?,
+            // Setting one mode replaces the other (switching manual <-> autoscale).
             "cosmosdb_provisioned_throughput" => {
-                opts.cosmosdb_provisioned_throughput = Some(throughput(k, v)?)
+                opts.cosmosdb_provisioned_throughput = Some(throughput(k, v)?);
+                opts.cosmosdb_autoscale_max_throughput = None;
             }
             "cosmosdb_autoscale_max_throughput" => {
-                opts.cosmosdb_autoscale_max_throughput = Some(throughput(k, v)?)
+                opts.cosmosdb_autoscale_max_throughput = Some(throughput(k, v)?);
+                opts.cosmosdb_provisioned_throughput = None;
             }
             "partition_key_kind" => {
                 let kind = match prop_string(k, v)?.to_ascii_lowercase().as_str() {

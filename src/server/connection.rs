@@ -307,7 +307,10 @@ async fn dispatch(
             } else {
                 Response::Authenticate("org.apache.cassandra.auth.PasswordAuthenticator".into())
             };
-            let _ = tx.send(ok(resp)).await;
+            // READY too carries its (zero) charge for drivers that read payloads.
+            let extras = zero_charge(st.payloads);
+            let frame = encode(version, stream, &resp, &extras, Compression::None);
+            let _ = tx.send(Out::Frame(frame)).await;
             if version >= 5 {
                 let lz4 = comp == Compression::Lz4;
                 st.segments = Some(SegmentDecoder::new(
@@ -340,12 +343,13 @@ async fn dispatch(
                     msg,
                 )),
             };
+            let extras = zero_charge(st.payloads);
             let _ = tx
                 .send(Out::Frame(encode(
                     version,
                     stream,
                     &frame,
-                    &ResponseExtras::NONE,
+                    &extras,
                     st.compression,
                 )))
                 .await;
@@ -404,12 +408,13 @@ async fn dispatch(
                         st.compression,
                     ));
                 }
+                let extras = zero_charge(st.payloads);
                 let _ = tx
                     .send(Out::Frame(encode(
                         version,
                         stream,
                         &Response::Ready,
-                        &ResponseExtras::NONE,
+                        &extras,
                         st.compression,
                     )))
                     .await;
@@ -419,7 +424,10 @@ async fn dispatch(
             let Ok(permit) = Arc::clone(&st.in_flight).acquire_owned().await else {
                 return false;
             };
-            let blocking = shared.config.storage.sync == crate::storage::SyncMode::Fsync;
+            // Requests that may wait run on the blocking pool: fsync commits, and server-side
+            // retry (a request may be held for up to throughput.server_side_retry_max_ms).
+            let blocking = shared.config.storage.sync == crate::storage::SyncMode::Fsync
+                || shared.engine.limits.throughput.server_side_retry;
             let shared = Arc::clone(shared);
             let tx = tx.clone();
             let compression = st.compression;
@@ -490,7 +498,8 @@ fn options(p: &QueryParams) -> QueryOptions {
         page_size: p.page_size,
         paging_state: p.paging_state.clone(),
         timestamp: p.timestamp,
-        serial: false,
+        // SERIAL (0x0008) and LOCAL_SERIAL (0x0009) reads.
+        serial: matches!(p.consistency, 0x0008 | 0x0009),
         keyspace: p.keyspace.clone(),
         ..Default::default()
     }
@@ -648,22 +657,36 @@ fn execute(
     let extras = ResponseExtras {
         tracing_id: tracer.as_ref().map(|t| t.session_id),
         warnings: opts.ctx.take_warnings(),
-        // The request charge (Cosmos DB's custom payload). Every statement costs at least a
-        // little; a zero charge (e.g. PREPARE) is left out because cdrs-tokio does not expect
-        // a custom payload there.
-        custom_payload: if charge > 0.0 {
-            vec![(
-                "RequestCharge".to_string(),
-                Bytes::copy_from_slice(&charge.to_be_bytes()),
-            )]
-        } else {
-            Vec::new()
-        },
+        // The request charge (Cosmos DB's custom payload) on every response, errors included
+        // (what was consumed before the error) and zero charges (PREPARE); left out later for
+        // clients that cannot parse payloads (see `State::payloads`).
+        custom_payload: request_charge(charge),
     };
     Produced {
         response,
         keyspace,
         extras,
+    }
+}
+
+/// The `RequestCharge` custom payload: an 8-byte big-endian double.
+fn request_charge(ru: f64) -> Vec<(String, Bytes)> {
+    vec![(
+        "RequestCharge".to_string(),
+        Bytes::copy_from_slice(&ru.to_be_bytes()),
+    )]
+}
+
+/// The extras of a response that consumed nothing (READY, AUTH_SUCCESS): a zero charge for
+/// clients that read payloads, nothing for the others.
+fn zero_charge(payloads: bool) -> ResponseExtras {
+    ResponseExtras {
+        custom_payload: if payloads {
+            request_charge(0.0)
+        } else {
+            Vec::new()
+        },
+        ..ResponseExtras::NONE
     }
 }
 

@@ -178,5 +178,25 @@ pub fn error(e: &QueryError) -> ErrorResponse {
         QueryError::Unauthorized(m) => ErrorResponse::new(c::UNAUTHORIZED, m.clone()),
         QueryError::Server(m) => ErrorResponse::server(m.clone()),
         QueryError::Overloaded(m) => ErrorResponse::new(c::OVERLOADED, m.clone()),
+        // Consistency ONE, no replica answered in time.
+        QueryError::WriteTimeout(m, write_type) => ErrorResponse::with_extra(
+            m.clone(),
+            ErrorExtra::WriteTimeout {
+                cl: 0x0001,
+                received: 0,
+                block_for: 1,
+                write_type: (*write_type).into(),
+                contentions: None,
+            },
+        ),
+        QueryError::ReadTimeout(m) => ErrorResponse::with_extra(
+            m.clone(),
+            ErrorExtra::ReadTimeout {
+                cl: 0x0001,
+                received: 0,
+                block_for: 1,
+                data_present: false,
+            },
+        ),
     }
 }

@@ -52,6 +52,9 @@ impl Server {
             .arg(&self.addr)
             .arg("--data-dir")
             .arg(self.data.path().join("db"))
+            // Driver tests load data into tables without throughput: account RU, never throttle
+            // (the throttle is tested by tests/python/test_throughput.py).
+            .args(["--set", "throughput.enforce=false"])
             .args(&self.extra)
             .stdout(Stdio::from(log.try_clone().expect("log")))
             .stderr(Stdio::from(log))

@@ -61,6 +61,8 @@ class Frame(NamedTuple):
     stream: int
     opcode: int
     body: bytes
+    # The custom payload (flag 0x04) as a dict, or None.
+    payload: dict = None
 
     @property
     def opname(self):
@@ -185,28 +187,27 @@ def parse_authenticate(body):
     return Reader(body).string()
 
 
-def strip_extras(flags, body):
-    """The message body of a response without the tracing id (flag 0x02), warnings (0x08) and
-    custom payload (0x04) that precede it, in that order. (Compression is never negotiated by
-    this client.)"""
-    pos = 0
+def split_extras(flags, body):
+    """(custom payload dict or None, message body) of a response: the body without the tracing
+    id (flag 0x02), warnings (0x08) and custom payload (0x04) that precede it, in that order.
+    (Compression is never negotiated by this client.)"""
+    r = Reader(body)
     if flags & 0x02:
-        pos += 16
+        r.take(16)
     if flags & 0x08:
-        (n,) = struct.unpack_from(">H", body, pos)
-        pos += 2
-        for _ in range(n):
-            (ln,) = struct.unpack_from(">H", body, pos)
-            pos += 2 + ln
+        r.string_list()
+    payload = None
     if flags & 0x04:
-        (n,) = struct.unpack_from(">H", body, pos)
-        pos += 2
-        for _ in range(n):
-            (kl,) = struct.unpack_from(">H", body, pos)
-            pos += 2 + kl
-            (vl,) = struct.unpack_from(">i", body, pos)
-            pos += 4 + max(vl, 0)
-    return body[pos:]
+        payload = {}
+        for _ in range(r.short()):
+            k = r.string()
+            payload[k] = r.bytes()
+    return payload, body[r.pos:]
+
+
+def strip_extras(flags, body):
+    """The message body of a response without its tracing id, warnings and custom payload."""
+    return split_extras(flags, body)[1]
 
 
 def result_kind(body):
@@ -271,8 +272,8 @@ class Conn:
         socket.timeout if nothing complete arrives within the timeout."""
         version, flags, stream, opcode, length = struct.unpack(">BBhBi", self._recv_exact(HEADER_LEN))
         assert 0 <= length <= 256 * 1024 * 1024, f"response frame declares body length {length}"
-        body = self._recv_exact(length)
-        return Frame(version, flags, stream, opcode, strip_extras(flags, body))
+        payload, body = split_extras(flags, self._recv_exact(length))
+        return Frame(version, flags, stream, opcode, body, payload)
 
     def read_response(self, stream):
         """The next frame on `stream`, skipping server-pushed events."""

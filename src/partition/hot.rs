@@ -1,0 +1,116 @@
+//! The hottest logical partitions by request units, per physical partition, in bounded memory:
+//! a space-saving sketch of `HOT_SLOTS` entries. A key not in the sketch replaces the entry with
+//! the least RU and inherits its count (so counts are upper bounds, exact for keys that stayed
+//! in the sketch). Counts decay with a half-life of `HALF_LIFE_SECS`, so the view shows recent
+//! consumption. Served as `system_views.hot_partitions`.
+
+use super::token::Token;
+use parking_lot::Mutex;
+
+/// Entries kept per physical partition.
+pub const HOT_SLOTS: usize = 16;
+/// Counts halve every this many seconds.
+pub const HALF_LIFE_SECS: f64 = 60.0;
+
+#[derive(Debug, Default)]
+pub struct HotKeys {
+    inner: Mutex<Sketch>,
+}
+
+#[derive(Debug, Default)]
+struct Sketch {
+    slots: Vec<Slot>,
+    /// When the counts were last decayed (seconds since the epoch, fractional).
+    decayed_at: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Slot {
+    pub token: Token,
+    pub pk: Vec<u8>,
+    pub ru: f64,
+}
+
+fn now() -> f64 {
+    super::ru::unix_now().as_secs_f64()
+}
+
+impl Sketch {
+    fn decay(&mut self, now: f64) {
+        let dt = now - self.decayed_at;
+        if dt >= 1.0 {
+            let f = 0.5f64.powf(dt / HALF_LIFE_SECS);
+            for s in &mut self.slots {
+                s.ru *= f;
+            }
+            self.decayed_at = now;
+        }
+    }
+
+    fn record(&mut self, token: Token, pk: &[u8], ru: f64) {
+        if let Some(s) = self
+            .slots
+            .iter_mut()
+            .find(|s| s.token == token && s.pk == pk)
+        {
+            s.ru += ru;
+            return;
+        }
+        if self.slots.len() < HOT_SLOTS {
+            self.slots.push(Slot {
+                token,
+                pk: pk.to_vec(),
+                ru,
+            });
+            return;
+        }
+        let Some(min) = self.slots.iter_mut().min_by(|a, b| a.ru.total_cmp(&b.ru)) else {
+            return;
+        };
+        min.token = token;
+        min.pk.clear();
+        min.pk.extend_from_slice(pk);
+        min.ru += ru;
+    }
+}
+
+impl HotKeys {
+    /// Counts `ru` consumed by the logical partition (token, partition key).
+    pub fn record(&self, token: Token, pk: &[u8], ru: f64) {
+        let mut s = self.inner.lock();
+        s.decay(now());
+        s.record(token, pk, ru);
+    }
+
+    /// The entries, hottest first.
+    pub fn top(&self) -> Vec<Slot> {
+        let mut s = self.inner.lock();
+        s.decay(now());
+        let mut v = s.slots.clone();
+        v.sort_by(|a, b| b.ru.total_cmp(&a.ru));
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heavy_hitter_survives_many_light_keys() {
+        let mut s = Sketch {
+            decayed_at: 0.0,
+            ..Default::default()
+        };
+        for i in 0..10_000i64 {
+            s.record(i, &i.to_be_bytes(), 1.0);
+            if i % 10 == 0 {
+                s.record(-1, b"hot", 5.0);
+            }
+        }
+        assert_eq!(s.slots.len(), HOT_SLOTS);
+        let top = s.slots.iter().max_by(|a, b| a.ru.total_cmp(&b.ru)).unwrap();
+        assert_eq!(top.pk, b"hot");
+        assert!(top.ru >= 5000.0);
+    }
+}
