@@ -81,14 +81,46 @@ impl Collector<'_> {
                     }
                 }
             }
-            Term::TypeHint(_, inner) | Term::Negate(inner) => self.term(inner, receiver, ty),
-            Term::Binary(_, a, b) => {
-                self.term(a, receiver, ty);
-                self.term(b, receiver, ty);
+            Term::TypeHint(hint, inner) => {
+                let hinted = match hint {
+                    crate::cql::ast::TypeExpr::Native(n) => CqlType::native_from_name(n),
+                    _ => None,
+                };
+                self.term(inner, receiver, hinted.as_ref().unwrap_or(ty))
             }
-            Term::Function { args, .. } => {
-                for a in args {
-                    self.term(a, receiver, &CqlType::Blob);
+            Term::Negate(inner) => {
+                let t = match super::eval::term_type(inner) {
+                    Some(t) if !super::arith::is_numeric(ty) => t,
+                    _ => ty.clone(),
+                };
+                self.term(inner, receiver, &t)
+            }
+            Term::Binary(op, a, b) => {
+                let (lt, rt) = super::eval::operand_types(*op, a, b, ty);
+                self.term(a, receiver, &lt);
+                self.term(b, receiver, &rt);
+            }
+            Term::Function { name, args, .. } if name == "token" => {
+                // token(?, ?): the partition key columns, in order
+                let pk: Vec<(String, CqlType)> = self
+                    .table
+                    .map(|t| {
+                        t.pk_columns()
+                            .map(|c| (c.name.clone(), c.ty.clone()))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                for (i, a) in args.iter().enumerate() {
+                    match pk.get(i) {
+                        Some((n, t)) => self.term(a, n, t),
+                        None => self.term(a, receiver, &CqlType::Blob),
+                    }
+                }
+            }
+            Term::Function { name, args, .. } => {
+                for (i, a) in args.iter().enumerate() {
+                    let t = super::eval::arg_type(name, a);
+                    self.term(a, &format!("arg{i}(system.{name})"), &t);
                 }
             }
             Term::Literal(_) => {}

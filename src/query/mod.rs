@@ -2,6 +2,7 @@
 //! partitions, executes, and pages results.
 
 pub mod aggregate;
+pub mod arith;
 pub mod bind;
 pub mod complex;
 pub mod eval;
@@ -50,6 +51,13 @@ pub enum QueryError {
     /// Over the provisioned throughput (Cosmos DB's 429 as Overloaded).
     #[error("{0}")]
     Overloaded(String),
+    /// 0x1400: a (system) function failed, e.g. an integer division by zero.
+    #[error("{message}")]
+    FunctionFailure {
+        message: String,
+        function: String,
+        arg_types: Vec<String>,
+    },
 }
 
 fn hex(b: &[u8]) -> String {

@@ -47,6 +47,13 @@ enum SExpr {
     /// The elements/entries of a set or map whose keys are within the bounds (inclusive).
     Slice(Box<SExpr>, CqlType, Option<Bytes>, Option<Bytes>),
     Cast(Box<SExpr>, CqlType, CqlType),
+    /// `l op r` with the operand types and the result type.
+    Op(
+        crate::cql::ast::BinaryOp,
+        Box<(SExpr, CqlType, SExpr, CqlType)>,
+        CqlType,
+    ),
+    Neg(Box<SExpr>, CqlType),
 }
 
 struct RowCtx<'a, 'r> {
@@ -56,6 +63,8 @@ struct RowCtx<'a, 'r> {
     row: &'r RowData,
     statics: &'r RowData,
     now: i32,
+    /// The first failure of an operation (division by zero): the query fails with it.
+    err: &'a std::cell::RefCell<Option<super::QueryError>>,
 }
 
 fn eval_sexpr(e: &SExpr, rc: &RowCtx) -> Option<Vec<u8>> {
@@ -121,6 +130,27 @@ fn eval_sexpr(e: &SExpr, rc: &RowCtx) -> Option<Vec<u8>> {
         SExpr::Cast(inner, from, to) => {
             let v = eval_sexpr(inner, rc)?;
             super::functions::cast(from, to, &v)
+        }
+        SExpr::Op(op, operands, ret) => {
+            let (l, lt, r, rt) = &**operands;
+            let (a, b) = (eval_sexpr(l, rc), eval_sexpr(r, rc));
+            match super::arith::apply(*op, lt, a.as_deref(), rt, b.as_deref(), ret) {
+                Ok(v) => v,
+                Err(e) => {
+                    rc.err.borrow_mut().get_or_insert(e);
+                    None
+                }
+            }
+        }
+        SExpr::Neg(inner, ty) => {
+            let v = eval_sexpr(inner, rc);
+            match super::arith::negate(ty, v.as_deref()) {
+                Ok(v) => v,
+                Err(e) => {
+                    rc.err.borrow_mut().get_or_insert(e);
+                    None
+                }
+            }
         }
     }
 }
@@ -263,12 +293,56 @@ fn plan_sexpr(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)
                 ty,
             )
         }
+        SelectorExpr::Binary(op, l, r) => {
+            let (lx, ln, lt) = plan_operand(t, l)?;
+            let (rx, rn, rt) = plan_operand(t, r)?;
+            let ret = super::arith::result_type(*op, &lt, &rt, (&ln, &rn)).map_err(invalid)?;
+            (
+                SExpr::Op(*op, Box::new((lx, lt, rx, rt)), ret.clone()),
+                format!("{ln} {} {rn}", super::arith::symbol(*op)),
+                ret,
+            )
+        }
+        SelectorExpr::Negate(inner) => {
+            let (x, n, ty) = plan_operand(t, inner)?;
+            if !super::arith::is_numeric(&ty) {
+                return Err(invalid(format!(
+                    "the '-' operation is not supported on {n} of type {ty}"
+                )));
+            }
+            let ty = if matches!(ty, CqlType::Counter) {
+                CqlType::Bigint
+            } else {
+                ty
+            };
+            (SExpr::Neg(Box::new(x), ty.clone()), format!("-{n}"), ty)
+        }
         other => {
             return Err(invalid(format!(
                 "This selector is not supported yet: {other:?}"
             )))
         }
     })
+}
+
+/// An operand of an operation in a selection: constants get Cassandra's preferred type for
+/// literals (int, bigint or varint; double; duration ...) and keep their text as the name.
+fn plan_operand(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)> {
+    match e {
+        SelectorExpr::Term(term @ Term::Literal(l)) => {
+            let text = super::eval::term_text(term);
+            let Some(ty) = super::arith::literal_type(l) else {
+                return Ok((SExpr::Const(None), text, CqlType::Int));
+            };
+            let v = value::literal_to_bytes(&ty, l).map_err(|e| invalid(e.for_column(&text)))?;
+            Ok((SExpr::Const(Some(Bytes::from(v))), text, ty))
+        }
+        SelectorExpr::Term(term) => Err(invalid(format!(
+            "Ambiguous operation with argument {}: bind markers and untyped terms are not supported in selections",
+            super::eval::term_text(term)
+        ))),
+        other => plan_sexpr(t, other),
+    }
 }
 
 const FILTERING_MSG: &str = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
@@ -1002,7 +1076,27 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
                     )));
                 }
                 has_token = true;
-                let v = eval_one(&r.rhs, &CqlType::Bigint, "partition key token", ctx)?;
+                let v = match &r.rhs {
+                    // token(k1, k2) > token(?, ?): the token of a partition key given as terms
+                    Term::Function { name, args, .. } if name == "token" => {
+                        let pk_cols: Vec<_> = t.pk_columns().collect();
+                        if args.len() != pk_cols.len() {
+                            return Err(invalid(format!(
+                                "Invalid number of arguments in call to function system.token: {} required but {} provided",
+                                pk_cols.len(),
+                                args.len()
+                            )));
+                        }
+                        let mut parts = Vec::with_capacity(args.len());
+                        for (a, c) in args.iter().zip(&pk_cols) {
+                            parts.push(eval_one(a, &c.ty, &c.name, ctx)?);
+                        }
+                        let refs: Vec<&[u8]> = parts.iter().map(|p| &p[..]).collect();
+                        let pk = partition_key_bytes(&refs);
+                        Bytes::copy_from_slice(&table_token(t, &pk).to_be_bytes())
+                    }
+                    other => eval_one(other, &CqlType::Bigint, "partition key token", ctx)?,
+                };
                 let tok = i64::from_be_bytes(
                     v[..]
                         .try_into()
@@ -1539,6 +1633,8 @@ struct Output<'a> {
     /// The table's partition map and what the scan read per physical partition (for RU).
     map: Option<Arc<crate::partition::map::PartitionMap>>,
     meter: Vec<(Arc<crate::partition::map::PhysicalPartition>, u64, u64)>,
+    /// A selector failed (an operation's division by zero): the query fails with it.
+    error: std::cell::RefCell<Option<super::QueryError>>,
 }
 
 /// Aggregation state: one group at a time (rows arrive in primary key order, so a GROUP BY on
@@ -1628,6 +1724,9 @@ impl Output<'_> {
             return self.aggregate_row(token, pk, ck, row, statics);
         }
         self.project(token, pk, ck, row, statics);
+        if self.error.borrow().is_some() {
+            return Flow::Stop(false);
+        }
         self.row_done()
     }
 
@@ -1682,6 +1781,10 @@ impl Output<'_> {
             let start = self.rows.content.len();
             self.project(token, pk, ck, row, statics);
             agg.first = self.rows.content.split_off(start);
+            if self.error.borrow().is_some() {
+                self.agg = Some(agg);
+                return Flow::Stop(false);
+            }
         }
         for ((p, _, _), acc) in self.proj.iter().zip(agg.accs.iter_mut()) {
             if let (Proj::Agg(_, col), Some(acc)) = (p, acc) {
@@ -1795,6 +1898,7 @@ impl Output<'_> {
                         row,
                         statics,
                         now: self.now,
+                        err: &self.error,
                     };
                     let v = eval_sexpr(e, &rc);
                     self.rows.push_cell(v.as_deref());
@@ -1971,6 +2075,7 @@ pub fn execute(
         cur_count: 0,
         map: engine.maps.get(t.storage_id),
         meter: Vec::new(),
+        error: Default::default(),
     };
     if let (Some(_), Some(p)) = (out.per_partition, &paging) {
         // Resuming inside a partition: the rows it already returned count against its limit.
@@ -2002,6 +2107,9 @@ pub fn execute(
             }
         }
         res?;
+    }
+    if let Some(e) = out.error.take() {
+        return Err(e);
     }
     if out.agg.is_some() && out.rows.paging_state.is_none() && out.remaining != Some(0) {
         // The last group (or, without GROUP BY, the one result row) ends with the rows.

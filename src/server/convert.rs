@@ -178,5 +178,17 @@ pub fn error(e: &QueryError) -> ErrorResponse {
         QueryError::Unauthorized(m) => ErrorResponse::new(c::UNAUTHORIZED, m.clone()),
         QueryError::Server(m) => ErrorResponse::server(m.clone()),
         QueryError::Overloaded(m) => ErrorResponse::new(c::OVERLOADED, m.clone()),
+        QueryError::FunctionFailure {
+            message,
+            function,
+            arg_types,
+        } => ErrorResponse::with_extra(
+            message.clone(),
+            ErrorExtra::FunctionFailure {
+                keyspace: "system".into(),
+                function: function.clone(),
+                arg_types: arg_types.clone(),
+            },
+        ),
     }
 }
