@@ -36,18 +36,7 @@ fn function_name(op: BinaryOp) -> &'static str {
 }
 
 pub fn is_numeric(t: &CqlType) -> bool {
-    matches!(
-        t.unfrozen(),
-        CqlType::Tinyint
-            | CqlType::Smallint
-            | CqlType::Int
-            | CqlType::Bigint
-            | CqlType::Counter
-            | CqlType::Varint
-            | CqlType::Float
-            | CqlType::Double
-            | CqlType::Decimal
-    )
+    super::functions::is_numeric(t)
 }
 
 /// (size in bytes, unbounded = usize::MAX; floating point)
@@ -496,28 +485,8 @@ pub fn apply(
             };
             v.to_signed_bytes_be()
         }
-        CqlType::Float => {
-            let (x, y) = (a.as_f32(), b.as_f32());
-            let v = match op {
-                BinaryOp::Add => x + y,
-                BinaryOp::Sub => x - y,
-                BinaryOp::Mul => x * y,
-                BinaryOp::Div => x / y,
-                BinaryOp::Mod => x % y,
-            };
-            v.to_be_bytes().to_vec()
-        }
-        CqlType::Double => {
-            let (x, y) = (a.as_f64(), b.as_f64());
-            let v = match op {
-                BinaryOp::Add => x + y,
-                BinaryOp::Sub => x - y,
-                BinaryOp::Mul => x * y,
-                BinaryOp::Div => x / y,
-                BinaryOp::Mod => x % y,
-            };
-            v.to_be_bytes().to_vec()
-        }
+        CqlType::Float => float_op(op, a.as_f32(), b.as_f32()).to_be_bytes().to_vec(),
+        CqlType::Double => float_op(op, a.as_f64(), b.as_f64()).to_be_bytes().to_vec(),
         CqlType::Decimal => {
             let x = a.as_dec().map_err(fail)?;
             let y = b.as_dec().map_err(fail)?;
@@ -526,6 +495,27 @@ pub fn apply(
         }
         _ => return Err(bad()),
     }))
+}
+
+/// IEEE arithmetic, as Java's float and double (`%` is fmod, division by zero is infinite).
+fn float_op<
+    F: std::ops::Add<Output = F>
+        + std::ops::Sub<Output = F>
+        + std::ops::Mul<Output = F>
+        + std::ops::Div<Output = F>
+        + std::ops::Rem<Output = F>,
+>(
+    op: BinaryOp,
+    x: F,
+    y: F,
+) -> F {
+    match op {
+        BinaryOp::Add => x + y,
+        BinaryOp::Sub => x - y,
+        BinaryOp::Mul => x * y,
+        BinaryOp::Div => x / y,
+        BinaryOp::Mod => x % y,
+    }
 }
 
 /// `-v` for a value of type `t`.
