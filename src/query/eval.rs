@@ -71,10 +71,19 @@ pub fn eval(term: &Term, ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val>
                             items.len()
                         )));
                     }
-                    let mut out = Vec::new();
+                    let mut elems = Vec::with_capacity(items.len());
                     for i in items {
-                        match eval(i, e, receiver, ctx)? {
-                            Val::Value(b) => out.extend_from_slice(&b),
+                        let v = match (i, eval(i, e, receiver, ctx)) {
+                            (Term::Literal(l), Err(_)) if *l != Literal::Null => {
+                                return Err(invalid(format!(
+                                    "Invalid vector literal for {receiver}: value {} is not of type {e}",
+                                    term_text(i)
+                                )))
+                            }
+                            (_, v) => v?,
+                        };
+                        match v {
+                            Val::Value(b) => elems.push(b),
                             _ => {
                                 return Err(invalid(format!(
                                     "null is not supported inside vectors ({receiver})"
@@ -82,7 +91,8 @@ pub fn eval(term: &Term, ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val>
                             }
                         }
                     }
-                    return Ok(Val::Value(Bytes::from(out)));
+                    let refs: Vec<&[u8]> = elems.iter().map(|b| &b[..]).collect();
+                    return Ok(Val::Value(Bytes::from(value::encode_vector(e, &refs))));
                 }
                 _ => {
                     return Err(invalid(format!(
