@@ -300,6 +300,8 @@ pub struct Prepared {
     pub pk_indexes: Vec<u16>,
     /// Result columns (empty for statements without rows).
     pub result_columns: Arc<Vec<ResultColumn>>,
+    /// The schema version the metadata above was described under.
+    pub schema_version: uuid::Uuid,
 }
 
 const PREPARED_SHARDS: usize = 16;
@@ -446,11 +448,14 @@ impl Engine {
             .or_else(|| session.keyspace.clone());
         let id = prepared_id(ks.as_deref(), text);
         let shard = &self.prepared[id[0] as usize % PREPARED_SHARDS];
+        let schema = self.schema();
         if let Some(p) = shard.read().get(&id) {
-            return Ok(Arc::clone(p));
+            // Prepared under an older schema (ALTER TABLE/TYPE since): describe it again.
+            if p.schema_version == schema.version {
+                return Ok(Arc::clone(p));
+            }
         }
         let parsed = crate::cql::parse(text).map_err(|e| QueryError::Syntax(e.to_string()))?;
-        let schema = self.schema();
         let info = bind::describe_statement(&schema, ks.as_deref(), &parsed)?;
         let prepared = Arc::new(Prepared {
             id: id.clone(),
@@ -460,6 +465,7 @@ impl Engine {
             bind_columns: info.bind_columns,
             pk_indexes: info.pk_indexes,
             result_columns: Arc::new(info.result_columns),
+            schema_version: schema.version,
         });
         let mut map = shard.write();
         if map.len() >= PREPARED_PER_SHARD {

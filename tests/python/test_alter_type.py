@@ -160,3 +160,17 @@ def test_survives_restart(server_factory, cluster_factory, unique_name):
     r = s2.execute(f"SELECT w, u FROM {ks}.t WHERE k = 1").one()
     assert (r.w.inner.x, r.w.inner.b) == (1, None)
     assert (r.u.x, r.u.b) == (2, None)
+
+
+def test_prepare_again_after_alter_sees_new_fields(session, typed):
+    ks = typed
+    q = f"INSERT INTO {ks}.t (k, fa) VALUES (?, ?)"
+    before = session.prepare(q)
+    assert before.column_metadata[1].type.fieldnames == ("street", "zip")
+    session.execute(f"ALTER TYPE {ks}.addr ADD country text")
+    after = session.prepare(q)
+    assert after.column_metadata[1].type.fieldnames == ("street", "zip", "country")
+    session.execute(after, [3, ("s", 1, "nl")])
+    assert tuple(session.execute(f"SELECT fa FROM {ks}.t WHERE k = 3").one().fa) == ("s", 1, "nl")
+    sel = session.prepare(f"SELECT fa FROM {ks}.t WHERE k = ?")
+    assert sel.result_metadata[0][3].fieldnames == ("street", "zip", "country")
