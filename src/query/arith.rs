@@ -14,6 +14,9 @@ use num_bigint::{BigInt, Sign};
 const MAX_PRECISION: usize = 10_000;
 const MIN_SCALE: i64 = 32;
 const MAX_SCALE: i64 = 1000;
+/// Larger operands (over ~21,000 decimal digits) are refused rather than computed: their
+/// decimal digit counts and products would take the server's CPU.
+const MAX_OPERAND_BITS: u64 = 70_000;
 
 pub fn symbol(op: BinaryOp) -> char {
     match op {
@@ -306,6 +309,9 @@ fn align(a: &(BigInt, i32), b: &(BigInt, i32)) -> Result<(BigInt, BigInt, i32), 
 }
 
 fn dec_op(op: BinaryOp, a: (BigInt, i32), b: (BigInt, i32)) -> Result<(BigInt, i32), &'static str> {
+    if a.0.bits() > MAX_OPERAND_BITS || b.0.bits() > MAX_OPERAND_BITS {
+        return Err("Overflow");
+    }
     let zero = BigInt::from(0);
     let ten = BigInt::from(10);
     let undefined = |a: &BigInt| {
@@ -472,7 +478,7 @@ pub fn apply(
                 BinaryOp::Add => x + y,
                 BinaryOp::Sub => x - y,
                 BinaryOp::Mul => {
-                    if digits(&x) + digits(&y) > 100_000 {
+                    if x.bits() + y.bits() > 8 * MAX_OPERAND_BITS {
                         return Err(fail("result too large"));
                     }
                     x * y
@@ -662,6 +668,51 @@ mod tests {
         assert_eq!(show(Num::F32(5.5).as_dec().unwrap()), "5.5");
         assert_eq!(show(Num::F64(1e7).as_dec().unwrap()), "1.0E+7");
         assert_eq!(show(Num::F64(0.001).as_dec().unwrap()), "0.001");
+    }
+
+    #[test]
+    fn huge_operands_fail_instead_of_spinning() {
+        let huge = (BigInt::from(1) << 200_000u32, 0);
+        assert_eq!(
+            dec_op(BinaryOp::Mul, huge.clone(), huge.clone()),
+            Err("Overflow")
+        );
+        assert_eq!(
+            dec_op(
+                BinaryOp::Add,
+                (BigInt::from(1), i32::MIN),
+                (BigInt::from(1), 0)
+            ),
+            Err("Overflow")
+        );
+        assert_eq!(
+            dec_op(
+                BinaryOp::Div,
+                (BigInt::from(1), i32::MAX),
+                (BigInt::from(3), i32::MIN)
+            ),
+            Err("Overflow")
+        );
+        let big = value::decimal_bytes(&(BigInt::from(1) << 200_000u32), 0);
+        let r = apply(
+            BinaryOp::Mul,
+            &CqlType::Decimal,
+            Some(&big),
+            &CqlType::Decimal,
+            Some(&big),
+            &CqlType::Decimal,
+        );
+        assert!(matches!(r, Err(QueryError::FunctionFailure { .. })));
+        let v = (BigInt::from(1) << 400_000u32).to_signed_bytes_be();
+        let r = apply(
+            BinaryOp::Mul,
+            &CqlType::Varint,
+            Some(&v),
+            &CqlType::Varint,
+            Some(&v),
+            &CqlType::Varint,
+        );
+        assert!(matches!(r, Err(QueryError::FunctionFailure { .. })));
     }
 
     #[test]

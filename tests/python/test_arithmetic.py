@@ -138,6 +138,9 @@ def test_temporal_arithmetic(session, keyspace):
     now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     assert abs((now - datetime.timedelta(hours=2) - r.ts).total_seconds()) < 60
     assert r.d.date() in (now.date() + datetime.timedelta(days=1), now.date() + datetime.timedelta(days=2))
+    # and in a WHERE term
+    got = [r.k for r in session.execute(f"SELECT k FROM {t} WHERE ts > currentTimestamp() - 3h ALLOW FILTERING")]
+    assert got == [1]
     with pytest.raises(FunctionFailure) as e:
         session.execute(f"SELECT d + 1h FROM {t} WHERE k = 0")
     assert "The duration must have a day precision. Was: 1h" in str(e.value)
