@@ -2,7 +2,8 @@
 //! the result type of two numbers is the widest of the operand types (floating point if either
 //! is; `varint`/`decimal` when a side is unbounded), fixed-width integers wrap as Java's do,
 //! `decimal` division keeps at least 32 significant digits (Cassandra's DecimalType), and
-//! `timestamp`/`date` +/- `duration` move the time (months by calendar).
+//! `timestamp`/`date` +/- `duration` move the time (months by calendar); `text`/`ascii` `+`
+//! concatenates.
 
 use super::QueryError;
 use crate::cql::ast::{BinaryOp, Literal};
@@ -102,6 +103,17 @@ pub fn result_type(
             (false, 4) => CqlType::Int,
             (false, 8) => CqlType::Bigint,
             (false, _) => CqlType::Varint,
+        });
+    }
+    // string concatenation (Cassandra 5.0): ascii + ascii is ascii, any other mix is text
+    if op == BinaryOp::Add
+        && matches!(l, CqlType::Text | CqlType::Ascii)
+        && matches!(r, CqlType::Text | CqlType::Ascii)
+    {
+        return Ok(if *l == CqlType::Ascii && *r == CqlType::Ascii {
+            CqlType::Ascii
+        } else {
+            CqlType::Text
         });
     }
     if matches!(op, BinaryOp::Add | BinaryOp::Sub)
@@ -459,6 +471,9 @@ pub fn apply(
     if matches!(ret, CqlType::Timestamp | CqlType::Date) {
         return temporal(op, ret, l, r).map(Some).map_err(|m| fail(&m));
     }
+    if matches!(ret, CqlType::Text | CqlType::Ascii) {
+        return Ok(Some([l, r].concat()));
+    }
     let a = decode(lt, l).ok_or_else(bad)?;
     let b = decode(rt, r).ok_or_else(bad)?;
     Ok(Some(match ret {
@@ -739,6 +754,9 @@ mod tests {
         assert_eq!(rt(T::Counter, T::Int), T::Bigint);
         assert_eq!(rt(T::Varint, T::Bigint), T::Varint);
         assert_eq!(rt(T::Timestamp, T::Duration), T::Timestamp);
+        assert_eq!(rt(T::Ascii, T::Ascii), T::Ascii);
+        assert_eq!(rt(T::Ascii, T::Text), T::Text);
+        assert!(result_type(BinaryOp::Sub, &T::Text, &T::Text, ("a", "b")).is_err());
         assert!(result_type(BinaryOp::Mul, &T::Timestamp, &T::Duration, ("a", "b")).is_err());
         assert_eq!(
             result_type(BinaryOp::Add, &T::Boolean, &T::Int, ("b", "1")).unwrap_err(),

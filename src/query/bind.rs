@@ -88,15 +88,9 @@ impl Collector<'_> {
                 };
                 self.term(inner, receiver, hinted.as_ref().unwrap_or(ty))
             }
-            Term::Negate(inner) => {
-                let t = match super::eval::term_type(inner) {
-                    Some(t) if !super::arith::is_numeric(ty) => t,
-                    _ => ty.clone(),
-                };
-                self.term(inner, receiver, &t)
-            }
-            Term::Binary(op, a, b) => {
-                let (lt, rt) = super::eval::operand_types(*op, a, b, ty);
+            Term::Negate(inner) => self.term(inner, receiver, ty),
+            Term::Binary(_, a, b) => {
+                let (lt, rt) = super::eval::operand_types(a, b, ty);
                 self.term(a, receiver, &lt);
                 self.term(b, receiver, &rt);
             }

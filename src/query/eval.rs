@@ -220,7 +220,7 @@ pub fn eval(term: &Term, ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val>
         }
         Term::Function { name, args, .. } => return eval_function(name, args, ty, receiver, ctx),
         Term::Binary(op, a, b) => {
-            let (lt, rt) = operand_types(*op, a, b, ty);
+            let (lt, rt) = operand_types(a, b, ty);
             let (an, bn) = (term_text(a), term_text(b));
             let ret = arith::result_type(*op, &lt, &rt, (&an, &bn)).map_err(invalid)?;
             if ret.unfrozen() != ty.unfrozen() {
@@ -239,18 +239,15 @@ pub fn eval(term: &Term, ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val>
             );
         }
         Term::Negate(inner) => {
-            let t = match term_type(inner) {
-                Some(t) if arith::is_numeric(&t) && !arith::is_numeric(ty) => t,
-                _ => ty.clone(),
-            };
-            if !arith::is_numeric(&t) {
+            // the negation of a number is of the number's type: the receiver's
+            if !arith::is_numeric(ty) {
                 return Err(invalid(format!(
                     "Type error: cannot assign result of operation -{} to {receiver} (type {ty})",
                     term_text(inner)
                 )));
             }
-            let v = operand(eval(inner, &t, receiver, ctx)?, receiver)?;
-            return Ok(match arith::negate(&t, v.as_deref())? {
+            let v = operand(eval(inner, ty, receiver, ctx)?, receiver)?;
+            return Ok(match arith::negate(ty, v.as_deref())? {
                 Some(v) => Val::Value(Bytes::from(v)),
                 None => Val::Null,
             });
@@ -390,13 +387,7 @@ pub fn term_type(t: &Term) -> Option<CqlType> {
 /// type `receiver`: literals and bind markers take the receiver's type where they can (the
 /// only candidate operation Cassandra finds), other terms keep their own type; with a
 /// timestamp or date receiver the right operand is a duration.
-pub fn operand_types(
-    op: crate::cql::ast::BinaryOp,
-    a: &Term,
-    b: &Term,
-    receiver: &CqlType,
-) -> (CqlType, CqlType) {
-    let _ = op;
+pub fn operand_types(a: &Term, b: &Term, receiver: &CqlType) -> (CqlType, CqlType) {
     let recv = receiver.unfrozen();
     let temporal = matches!(recv, CqlType::Timestamp | CqlType::Date);
     let side = |t: &Term, right: bool| -> CqlType {
@@ -409,7 +400,10 @@ pub fn operand_types(
                     (Literal::Float(_), CqlType::Float | CqlType::Double | CqlType::Decimal) => {
                         want.clone()
                     }
-                    (Literal::String(_), CqlType::Timestamp | CqlType::Date) => want.clone(),
+                    (
+                        Literal::String(_),
+                        CqlType::Timestamp | CqlType::Date | CqlType::Text | CqlType::Ascii,
+                    ) => want.clone(),
                     _ => own.clone().unwrap_or_else(|| want.clone()),
                 },
                 _ => own.clone().unwrap_or_else(|| want.clone()),

@@ -147,3 +147,17 @@ def test_temporal_arithmetic(session, keyspace):
     with pytest.raises(InvalidRequest) as e:
         session.execute(f"SELECT ts * 1h FROM {t} WHERE k = 0")
     assert "the '*' operation is not supported between ts and 1h" in str(e.value)
+
+
+def test_string_concatenation(session, keyspace):
+    t = f"{keyspace}.sc"
+    session.execute(f"CREATE TABLE {t} (a text, b ascii, c text, PRIMARY KEY (a, b, c))")
+    session.execute(f"INSERT INTO {t} (a, b, c) VALUES ('जॉन', 'Doe', 'जॉन' + ' ' + 'Doe')")
+    row, types, names = result(
+        session, f"SELECT a + ' ' + a, a + b, b + b, c FROM {t} WHERE a = 'जॉन' AND b = 'Doe' AND c = 'जॉन Doe'")
+    assert names == ["a + ' ' + a", "a + b", "b + b", "c"]
+    assert types == ["varchar", "varchar", "ascii", "varchar"]
+    assert row == ("जॉन जॉन", "जॉनDoe", "DoeDoe", "जॉन Doe")
+    with pytest.raises(InvalidRequest) as e:
+        session.execute(f"SELECT a - b FROM {t}")
+    assert "the '-' operation is not supported between a and b" in str(e.value)
