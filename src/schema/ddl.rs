@@ -448,20 +448,31 @@ pub fn drop_type(
         if if_exists {
             return Ok(None);
         }
+        return Err(invalid(format!("Type '{keyspace}.{name}' doesn't exist")));
+    }
+    // A type still used by another type or a table cannot go (the schema could not be read back).
+    let types: Vec<&str> = ks
+        .types
+        .values()
+        .filter(|u| u.name != name && u.fields.iter().any(|(_, t)| references_type(t, name)))
+        .map(|u| u.name.as_str())
+        .collect();
+    if !types.is_empty() {
         return Err(invalid(format!(
-            "No user type named {keyspace}.{name} exists."
+            "Cannot drop user type '{keyspace}.{name}' as it is still used by user types {}",
+            types.join(", ")
         )));
     }
-    let used_by = ks.tables.values().find(|t| {
-        t.columns.iter().any(|c| {
-            c.ty.to_string()
-                .contains(&crate::cql::types::quote_ident(name))
-        })
-    });
-    if let Some(t) = used_by {
+    let tables: Vec<&str> = ks
+        .tables
+        .values()
+        .filter(|t| t.columns.iter().any(|c| references_type(&c.ty, name)))
+        .map(|t| t.name.as_str())
+        .collect();
+    if !tables.is_empty() {
         return Err(invalid(format!(
-            "Cannot drop user type {keyspace}.{name} as it is still used by table {keyspace}.{}",
-            t.name
+            "Cannot drop user type '{keyspace}.{name}' as it is still used by tables {}",
+            tables.join(", ")
         )));
     }
     let mut ks = (*ks).clone();

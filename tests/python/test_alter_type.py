@@ -174,3 +174,25 @@ def test_prepare_again_after_alter_sees_new_fields(session, typed):
     assert tuple(session.execute(f"SELECT fa FROM {ks}.t WHERE k = 3").one().fa) == ("s", 1, "nl")
     sel = session.prepare(f"SELECT fa FROM {ks}.t WHERE k = ?")
     assert sel.result_metadata[0][3].fieldnames == ("street", "zip", "country")
+
+
+def test_drop_type_still_in_use(session, typed):
+    ks = typed
+    with pytest.raises(InvalidRequest) as e:
+        session.execute(f"DROP TYPE {ks}.addr")
+    assert f"Cannot drop user type '{ks}.addr' as it is still used by user types person" in str(e.value)
+    session.execute(f"DROP TABLE {ks}.t")
+    with pytest.raises(InvalidRequest) as e:
+        session.execute(f"DROP TYPE {ks}.addr")
+    assert "still used by user types person" in str(e.value)
+    session.execute(f"CREATE TABLE {ks}.t2 (k int PRIMARY KEY, l list<frozen<person>>)")
+    with pytest.raises(InvalidRequest) as e:
+        session.execute(f"DROP TYPE {ks}.person")
+    assert f"Cannot drop user type '{ks}.person' as it is still used by tables t2" in str(e.value)
+    session.execute(f"DROP TABLE {ks}.t2")
+    session.execute(f"DROP TYPE {ks}.person")
+    session.execute(f"DROP TYPE {ks}.addr")
+    with pytest.raises(InvalidRequest) as e:
+        session.execute(f"DROP TYPE {ks}.addr")
+    assert f"Type '{ks}.addr' doesn't exist" in str(e.value)
+    session.execute(f"DROP TYPE IF EXISTS {ks}.addr")
