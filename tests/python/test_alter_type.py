@@ -94,6 +94,18 @@ def test_driver_metadata_follows(cluster, session, typed):
     assert "land text" in cluster.metadata.keyspaces[ks].user_types["addr"].as_cql_query()
 
 
+def test_other_clients_get_the_event(cluster_factory, session, typed):
+    """Another client's driver learns of the change from the pushed SCHEMA_CHANGE event
+    (TYPE UPDATED), not from its own query's result."""
+    ks = typed
+    other = cluster_factory()
+    other.connect()
+    assert other.metadata.keyspaces[ks].user_types["addr"].field_names == ["street", "zip"]
+    session.execute(f"ALTER TYPE {ks}.addr ADD country text")
+    wait_until(lambda: other.metadata.keyspaces[ks].user_types["addr"].field_names
+               == ["street", "zip", "country"], message="event-driven metadata refresh")
+
+
 @pytest.mark.parametrize("stmt, message", [
     ("ALTER TYPE {ks}.addr ADD zip text",
      "Cannot add field zip to type {ks}.addr: a field with name zip already exists"),
