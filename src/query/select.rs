@@ -294,6 +294,20 @@ fn plan_sexpr(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)
             )
         }
         SelectorExpr::Binary(op, l, r) => {
+            let is_marker = |e: &SelectorExpr| matches!(e, SelectorExpr::Term(Term::Bind { .. }));
+            if is_marker(l) || is_marker(r) {
+                let text = |e: &SelectorExpr| match e {
+                    SelectorExpr::Term(term) => super::eval::term_text(term),
+                    SelectorExpr::Column(c) => c.clone(),
+                    _ => "(...)".into(),
+                };
+                return Err(invalid(format!(
+                    "Ambiguous '{}' operation with args {} and {}: use type hint to disambiguate, example '(int) ?'",
+                    super::arith::symbol(*op),
+                    text(l),
+                    text(r)
+                )));
+            }
             let (lx, ln, lt) = plan_operand(t, l)?;
             let (rx, rn, rt) = plan_operand(t, r)?;
             let ret = super::arith::result_type(*op, &lt, &rt, (&ln, &rn)).map_err(invalid)?;

@@ -86,13 +86,17 @@ def test_floating_division_by_zero_is_infinite(session, nums):
 
 
 @pytest.mark.parametrize("expr, message", [
+    ("1 + ?", "Ambiguous '+' operation with args 1 and ?: use type hint to disambiguate, example '(int) ?'"),
     ("a + v", "the '+' operation is not supported between a and v"),
     ("v + 1", "the '+' operation is not supported between v and 1"),
 ])
 def test_unsupported_operands(session, keyspace, expr, message):
     session.execute(f"CREATE TABLE {keyspace}.u (a int PRIMARY KEY, v text)")
     with pytest.raises(InvalidRequest) as e:
-        session.execute(f"SELECT {expr} FROM {keyspace}.u")
+        if "?" in expr:
+            session.prepare(f"SELECT {expr} FROM {keyspace}.u")
+        else:
+            session.execute(f"SELECT {expr} FROM {keyspace}.u")
     assert message in str(e.value)
 
 
