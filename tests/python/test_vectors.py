@@ -15,7 +15,7 @@ from rgtest import error_text
 def vt(session, keyspace):
     t = f"{keyspace}.vec"
     session.execute(f"CREATE TABLE {t} (k int PRIMARY KEY, f vector<float, 3>, t vector<text, 2>, "
-                    f"i vector<int, 2>, n vector<frozen<list<int>>, 2>)")
+                    f"i vector<int, 2>, n vector<frozen<list<int>>, 2>, vv vector<vector<float, 2>, 2>)")
     return t
 
 
@@ -32,6 +32,14 @@ def test_round_trip_literals_and_binds(session, vt):
     session.execute(ins, [2, [0.5, 0.25, -0.125], ["", "x" * 300]])
     r = session.execute(f"SELECT f, t FROM {vt} WHERE k = 2").one()
     assert (r.f, r.t) == ([0.5, 0.25, -0.125], ["", "x" * 300])
+    # a vector of fixed-size vectors is fixed-size itself: 2 x 2 floats packed in 16 bytes
+    session.execute(f"INSERT INTO {vt} (k, vv) VALUES (5, [[1.0, 2.0], [3.0, 4.0]])")
+    assert session.execute(f"SELECT vv FROM {vt} WHERE k = 5").one().vv == [[1.0, 2.0], [3.0, 4.0]]
+    ins3 = session.prepare(f"INSERT INTO {vt} (k, vv) VALUES (?, ?)")
+    b = ins3.bind([6, [[0.0, 0.0], [0.0, 0.0]]])
+    b.values[1] = struct.pack(">4f", 5, 6, 7, 8)
+    session.execute(b)
+    assert session.execute(f"SELECT vv FROM {vt} WHERE k = 6").one().vv == [[5.0, 6.0], [7.0, 8.0]]
     # element binds inside a literal
     ins2 = session.prepare(f"INSERT INTO {vt} (k, f) VALUES (?, [?, 2.0, ?])")
     assert [c.type.typename for c in ins2.column_metadata] == ["int", "float", "float"]
