@@ -3,8 +3,8 @@
 
 use super::{invalid, resolve_keyspace, resolve_table, Binds, BoundValue, Result, ResultColumn};
 use crate::cql::ast::{
-    Assignment, Conditions, DeleteTarget, InsertValues, Parsed, Relation, RelationLhs, Statement,
-    Term, Using,
+    Assignment, Conditions, DeleteTarget, InsertValues, Parsed, Relation, RelationLhs,
+    SelectorExpr, Statement, Term, Using,
 };
 use crate::cql::types::CqlType;
 use crate::schema::{Schema, TableDef};
@@ -118,6 +118,34 @@ impl Collector<'_> {
                 }
             }
             Term::Literal(_) => {}
+        }
+    }
+
+    /// Markers in a selection: function arguments take the argument's type, type hints theirs.
+    fn selector(&mut self, e: &SelectorExpr) {
+        match e {
+            SelectorExpr::Function { name, args, .. } => {
+                for (i, a) in args.iter().enumerate() {
+                    match a {
+                        SelectorExpr::Term(t) => {
+                            let ty = super::eval::arg_type(name, t);
+                            self.term(t, &format!("arg{i}(system.{name})"), &ty)
+                        }
+                        other => self.selector(other),
+                    }
+                }
+            }
+            SelectorExpr::Binary(_, l, r) => {
+                self.selector(l);
+                self.selector(r);
+            }
+            SelectorExpr::Negate(x)
+            | SelectorExpr::Cast(x, _)
+            | SelectorExpr::Field(x, _)
+            | SelectorExpr::Element(x, _)
+            | SelectorExpr::Slice(x, _, _) => self.selector(x),
+            SelectorExpr::Term(t @ Term::TypeHint(..)) => self.term(t, "?", &CqlType::Blob),
+            _ => {}
         }
     }
 
@@ -255,6 +283,11 @@ impl Collector<'_> {
                     keyspace: t.keyspace.clone(),
                     out: std::mem::take(&mut self.out),
                 };
+                if let crate::cql::ast::Selection::List(items) = &s.selection {
+                    for item in items {
+                        inner.selector(&item.expr);
+                    }
+                }
                 inner.relations(&s.where_clause);
                 if let Some(l) = &s.per_partition_limit {
                     inner.term(l, "[per_partition_limit]", &CqlType::Int);

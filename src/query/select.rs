@@ -156,7 +156,11 @@ fn eval_sexpr(e: &SExpr, rc: &RowCtx) -> Option<Vec<u8>> {
 }
 
 /// Plans a selector as a computed expression.
-fn plan_sexpr(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)> {
+fn plan_sexpr(
+    t: &TableDef,
+    ctx: Option<&Ctx>,
+    e: &SelectorExpr,
+) -> Result<(SExpr, String, CqlType)> {
     Ok(match e {
         SelectorExpr::Column(c) => {
             let i = column_index(t, c)?;
@@ -169,16 +173,7 @@ fn plan_sexpr(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)
             for a in args {
                 let (x, n, ty) = match a {
                     SelectorExpr::Term(Term::Literal(l)) => {
-                        let ty = if name.starts_with("blobas") {
-                            CqlType::Blob
-                        } else if let Some(t) = name
-                            .strip_suffix("asblob")
-                            .and_then(CqlType::native_from_name)
-                        {
-                            t
-                        } else {
-                            CqlType::Timestamp
-                        };
+                        let ty = super::eval::arg_type(name, &Term::Literal(l.clone()));
                         let v = match l {
                             crate::cql::ast::Literal::Null => None,
                             l => Some(Bytes::from(
@@ -191,7 +186,12 @@ fn plan_sexpr(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)
                             .map_or("null".into(), |b| value::to_cql_literal(&ty, b));
                         (SExpr::Const(v), text, ty)
                     }
-                    other => plan_sexpr(t, other)?,
+                    SelectorExpr::Term(term) => {
+                        // a bind marker (maybe with a type hint) as the function's argument type
+                        let ty = super::eval::arg_type(name, term);
+                        selection_marker(term, ty, name, ctx)?
+                    }
+                    other => plan_sexpr(t, ctx, other)?,
                 };
                 planned.push(x);
                 types.push(ty);
@@ -205,7 +205,7 @@ fn plan_sexpr(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)
             )
         }
         SelectorExpr::Cast(inner, to) => {
-            let (x, n, from) = plan_sexpr(t, inner)?;
+            let (x, n, from) = plan_sexpr(t, ctx, inner)?;
             let to_ty = match to {
                 crate::cql::ast::TypeExpr::Native(name) => CqlType::native_from_name(name),
                 _ => None,
@@ -221,7 +221,7 @@ fn plan_sexpr(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)
             )
         }
         SelectorExpr::Field(inner, f) => {
-            let (x, n, ty) = plan_sexpr(t, inner)?;
+            let (x, n, ty) = plan_sexpr(t, ctx, inner)?;
             let CqlType::Udt(u) = ty.unfrozen() else {
                 return Err(invalid(format!(
                     "Invalid field selection: {n} of type {ty} is not a user type"
@@ -234,7 +234,7 @@ fn plan_sexpr(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)
             (SExpr::Field(Box::new(x), i), format!("{n}.{f}"), fty)
         }
         SelectorExpr::Element(inner, key) => {
-            let (x, n, ty) = plan_sexpr(t, inner)?;
+            let (x, n, ty) = plan_sexpr(t, ctx, inner)?;
             let (kt, rt) = match ty.unfrozen() {
                 CqlType::Map(k, v) => ((**k).clone(), (**v).clone()),
                 CqlType::Set(e) => ((**e).clone(), (**e).clone()),
@@ -260,7 +260,7 @@ fn plan_sexpr(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)
             )
         }
         SelectorExpr::Slice(inner, lo, hi) => {
-            let (x, n, ty) = plan_sexpr(t, inner)?;
+            let (x, n, ty) = plan_sexpr(t, ctx, inner)?;
             let kt = match ty.unfrozen() {
                 CqlType::Map(k, _) | CqlType::Set(k) => (**k).clone(),
                 _ => {
@@ -308,8 +308,8 @@ fn plan_sexpr(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)
                     text(r)
                 )));
             }
-            let (lx, ln, lt) = plan_operand(t, l)?;
-            let (rx, rn, rt) = plan_operand(t, r)?;
+            let (lx, ln, lt) = plan_operand(t, ctx, l)?;
+            let (rx, rn, rt) = plan_operand(t, ctx, r)?;
             let ret = super::arith::result_type(*op, &lt, &rt, (&ln, &rn)).map_err(invalid)?;
             (
                 SExpr::Op(*op, Box::new((lx, lt, rx, rt)), ret.clone()),
@@ -318,7 +318,7 @@ fn plan_sexpr(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)
             )
         }
         SelectorExpr::Negate(inner) => {
-            let (x, n, ty) = plan_operand(t, inner)?;
+            let (x, n, ty) = plan_operand(t, ctx, inner)?;
             if !super::arith::is_numeric(&ty) {
                 return Err(invalid(format!(
                     "the '-' operation is not supported on {n} of type {ty}"
@@ -341,7 +341,11 @@ fn plan_sexpr(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)
 
 /// An operand of an operation in a selection: constants get Cassandra's preferred type for
 /// literals (int, bigint or varint; double; duration ...) and keep their text as the name.
-fn plan_operand(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)> {
+fn plan_operand(
+    t: &TableDef,
+    ctx: Option<&Ctx>,
+    e: &SelectorExpr,
+) -> Result<(SExpr, String, CqlType)> {
     match e {
         SelectorExpr::Term(term @ Term::Literal(l)) => {
             let text = super::eval::term_text(term);
@@ -351,12 +355,33 @@ fn plan_operand(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlTyp
             let v = value::literal_to_bytes(&ty, l).map_err(|e| invalid(e.for_column(&text)))?;
             Ok((SExpr::Const(Some(Bytes::from(v))), text, ty))
         }
+        SelectorExpr::Term(term @ Term::TypeHint(crate::cql::ast::TypeExpr::Native(n), _)) => {
+            let ty = CqlType::native_from_name(n)
+                .ok_or_else(|| invalid(format!("Unknown type {n}")))?;
+            selection_marker(term, ty, "operation", ctx)
+        }
         SelectorExpr::Term(term) => Err(invalid(format!(
-            "Ambiguous operation with argument {}: bind markers and untyped terms are not supported in selections",
+            "Ambiguous operation with argument {}: use type hint to disambiguate, example '(int) ?'",
             super::eval::term_text(term)
         ))),
-        other => plan_sexpr(t, other),
+        other => plan_sexpr(t, ctx, other),
     }
+}
+
+/// A bind marker (or other term) in a selection, of type `ty`: its bound value at execution,
+/// a typed placeholder when only describing the statement.
+fn selection_marker(
+    term: &Term,
+    ty: CqlType,
+    receiver: &str,
+    ctx: Option<&Ctx>,
+) -> Result<(SExpr, String, CqlType)> {
+    let text = super::eval::term_text(term);
+    let v = match ctx {
+        Some(ctx) => eval(term, &ty, receiver, ctx)?.bytes().cloned(),
+        None => None,
+    };
+    Ok((SExpr::Const(v), text, ty))
 }
 
 const FILTERING_MSG: &str = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
@@ -365,7 +390,11 @@ fn column_index(t: &TableDef, name: &str) -> Result<usize> {
     super::require_column_index(t, name)
 }
 
-fn plan_projection(t: &TableDef, sel: &Select) -> Result<Vec<(Proj, String, CqlType)>> {
+fn plan_projection(
+    t: &TableDef,
+    ctx: Option<&Ctx>,
+    sel: &Select,
+) -> Result<Vec<(Proj, String, CqlType)>> {
     let mut out = Vec::new();
     match &sel.selection {
         Selection::All => {
@@ -375,7 +404,7 @@ fn plan_projection(t: &TableDef, sel: &Select) -> Result<Vec<(Proj, String, CqlT
         }
         Selection::List(items) => {
             for s in items {
-                let (p, name, ty) = plan_selector(t, &s.expr)?;
+                let (p, name, ty) = plan_selector(t, ctx, &s.expr)?;
                 out.push((p, s.alias.clone().unwrap_or(name), ty));
             }
         }
@@ -383,7 +412,11 @@ fn plan_projection(t: &TableDef, sel: &Select) -> Result<Vec<(Proj, String, CqlT
     Ok(out)
 }
 
-fn plan_selector(t: &TableDef, e: &SelectorExpr) -> Result<(Proj, String, CqlType)> {
+fn plan_selector(
+    t: &TableDef,
+    ctx: Option<&Ctx>,
+    e: &SelectorExpr,
+) -> Result<(Proj, String, CqlType)> {
     Ok(match e {
         SelectorExpr::Column(c) => {
             let i = column_index(t, c)?;
@@ -438,7 +471,7 @@ fn plan_selector(t: &TableDef, e: &SelectorExpr) -> Result<(Proj, String, CqlTyp
             )
         }
         SelectorExpr::Function { name, args, .. } if name == "tojson" && args.len() == 1 => {
-            let (p, n, ty) = plan_selector(t, &args[0])?;
+            let (p, n, ty) = plan_selector(t, ctx, &args[0])?;
             (
                 Proj::ToJson(Box::new(p), ty),
                 format!("system.tojson({n})"),
@@ -473,7 +506,7 @@ fn plan_selector(t: &TableDef, e: &SelectorExpr) -> Result<(Proj, String, CqlTyp
             (Proj::Agg(kind, Some(i)), format!("system.{name}({c})"), rt)
         }
         other => {
-            let (x, n, ty) = plan_sexpr(t, other)?;
+            let (x, n, ty) = plan_sexpr(t, ctx, other)?;
             (Proj::Expr(Box::new(x)), n, ty)
         }
     })
@@ -519,7 +552,7 @@ pub fn result_columns(t: &TableDef, sel: &Select) -> Result<Vec<ResultColumn>> {
             ty: CqlType::Text,
         }]);
     }
-    Ok(plan_projection(t, sel)?
+    Ok(plan_projection(t, None, sel)?
         .into_iter()
         .map(|(_, name, ty)| ResultColumn {
             keyspace: t.keyspace.clone(),
@@ -2038,17 +2071,17 @@ pub fn execute(
     if sel.json && t.virtual_table {
         return Err(invalid("SELECT JSON is not supported on system tables"));
     }
-    let proj = plan_projection(t, sel)?;
+    let ctx = Ctx {
+        binds,
+        max_value_bytes: engine.limits.max_value_bytes,
+    };
+    let proj = plan_projection(t, Some(&ctx), sel)?;
     let group_cols = group_by_columns(t, sel)?;
     let aggregating =
         !group_cols.is_empty() || proj.iter().any(|(p, _, _)| matches!(p, Proj::Agg(..)));
     // Without GROUP BY an aggregate query answers one row: it is not paged.
     let count_only = aggregating && group_cols.is_empty();
     let columns = Arc::new(result_columns(t, sel)?);
-    let ctx = Ctx {
-        binds,
-        max_value_bytes: engine.limits.max_value_bytes,
-    };
     let mut plan = plan(t, sel, &ctx)?;
     if t.virtual_table {
         plan.filters = all_filters(t, sel, &ctx)?;

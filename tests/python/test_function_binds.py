@@ -66,3 +66,16 @@ def test_token_of_markers(session, keyspace):
     assert got == all_rows[8:]
     with pytest.raises(InvalidRequest):
         session.execute(f"SELECT a FROM {t} WHERE token(a, b) > token(1)")
+
+
+def test_markers_in_selections(session, keyspace):
+    t = f"{keyspace}.sm"
+    session.execute(f"CREATE TABLE {t} (k int PRIMARY KEY, i int, ts timestamp)")
+    session.execute(f"INSERT INTO {t} (k, i, ts) VALUES (1, 40, '2024-01-01 00:00:00+0000')")
+    ps = session.prepare(f"SELECT k, textAsBlob(?), i + (int)?, blobAsBigint(?) FROM {t} WHERE k = ?")
+    assert marker_types(ps) == ["varchar", "int", "blob", "int"]
+    r = session.execute(ps, ["ab", 2, b"\x00" * 7 + b"\x05", 1]).one()
+    assert tuple(r) == (1, b"ab", 42, 5)
+    with pytest.raises(InvalidRequest) as e:
+        session.prepare(f"SELECT i + ? FROM {t}")
+    assert "Ambiguous '+' operation with args i and ?" in error_text(e.value)
