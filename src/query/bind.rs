@@ -3,8 +3,8 @@
 
 use super::{invalid, resolve_keyspace, resolve_table, Binds, BoundValue, Result, ResultColumn};
 use crate::cql::ast::{
-    Assignment, Conditions, DeleteTarget, InsertValues, Parsed, Relation, RelationLhs, Statement,
-    Term, Using,
+    Assignment, Conditions, DeleteTarget, InsertValues, Parsed, Relation, RelationLhs,
+    SelectorExpr, Statement, Term, Using,
 };
 use crate::cql::types::CqlType;
 use crate::schema::{Schema, TableDef};
@@ -81,17 +81,71 @@ impl Collector<'_> {
                     }
                 }
             }
-            Term::TypeHint(_, inner) | Term::Negate(inner) => self.term(inner, receiver, ty),
-            Term::Binary(_, a, b) => {
-                self.term(a, receiver, ty);
-                self.term(b, receiver, ty);
+            Term::TypeHint(hint, inner) => {
+                let hinted = match hint {
+                    crate::cql::ast::TypeExpr::Native(n) => CqlType::native_from_name(n),
+                    _ => None,
+                };
+                self.term(inner, receiver, hinted.as_ref().unwrap_or(ty))
             }
-            Term::Function { args, .. } => {
-                for a in args {
-                    self.term(a, receiver, &CqlType::Blob);
+            Term::Negate(inner) => self.term(inner, receiver, ty),
+            Term::Binary(_, a, b) => {
+                let (lt, rt) = super::eval::operand_types(a, b, ty);
+                self.term(a, receiver, &lt);
+                self.term(b, receiver, &rt);
+            }
+            Term::Function { name, args, .. } if name == "token" => {
+                // token(?, ?): the partition key columns, in order
+                let pk: Vec<(String, CqlType)> = self
+                    .table
+                    .map(|t| {
+                        t.pk_columns()
+                            .map(|c| (c.name.clone(), c.ty.clone()))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                for (i, a) in args.iter().enumerate() {
+                    match pk.get(i) {
+                        Some((n, t)) => self.term(a, n, t),
+                        None => self.term(a, receiver, &CqlType::Blob),
+                    }
+                }
+            }
+            Term::Function { name, args, .. } => {
+                for (i, a) in args.iter().enumerate() {
+                    let t = super::eval::arg_type(name, a);
+                    self.term(a, &format!("arg{i}(system.{name})"), &t);
                 }
             }
             Term::Literal(_) => {}
+        }
+    }
+
+    /// Markers in a selection: function arguments take the argument's type, type hints theirs.
+    fn selector(&mut self, e: &SelectorExpr) {
+        match e {
+            SelectorExpr::Function { name, args, .. } => {
+                for (i, a) in args.iter().enumerate() {
+                    match a {
+                        SelectorExpr::Term(t) => {
+                            let ty = super::eval::arg_type(name, t);
+                            self.term(t, &format!("arg{i}(system.{name})"), &ty)
+                        }
+                        other => self.selector(other),
+                    }
+                }
+            }
+            SelectorExpr::Binary(_, l, r) => {
+                self.selector(l);
+                self.selector(r);
+            }
+            SelectorExpr::Negate(x)
+            | SelectorExpr::Cast(x, _)
+            | SelectorExpr::Field(x, _)
+            | SelectorExpr::Element(x, _)
+            | SelectorExpr::Slice(x, _, _) => self.selector(x),
+            SelectorExpr::Term(t @ Term::TypeHint(..)) => self.term(t, "?", &CqlType::Blob),
+            _ => {}
         }
     }
 
@@ -243,6 +297,11 @@ impl Collector<'_> {
                     keyspace: t.keyspace.clone(),
                     out: std::mem::take(&mut self.out),
                 };
+                if let crate::cql::ast::Selection::List(items) = &s.selection {
+                    for item in items {
+                        inner.selector(&item.expr);
+                    }
+                }
                 inner.relations(&s.where_clause);
                 if let Some(l) = &s.per_partition_limit {
                     inner.term(l, "[per_partition_limit]", &CqlType::Int);

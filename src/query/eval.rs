@@ -1,6 +1,7 @@
 //! Evaluating terms (literals, bind markers, collection literals, functions) to serialized values
 //! of a known receiver type.
 
+use super::arith;
 use super::bind::BoundValues;
 use super::functions;
 use super::{invalid, BoundValue, Result};
@@ -70,10 +71,19 @@ pub fn eval(term: &Term, ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val>
                             items.len()
                         )));
                     }
-                    let mut out = Vec::new();
+                    let mut elems = Vec::with_capacity(items.len());
                     for i in items {
-                        match eval(i, e, receiver, ctx)? {
-                            Val::Value(b) => out.extend_from_slice(&b),
+                        let v = match (i, eval(i, e, receiver, ctx)) {
+                            (Term::Literal(l), Err(_)) if *l != Literal::Null => {
+                                return Err(invalid(format!(
+                                    "Invalid vector literal for {receiver}: value {} is not of type {e}",
+                                    term_text(i)
+                                )))
+                            }
+                            (_, v) => v?,
+                        };
+                        match v {
+                            Val::Value(b) => elems.push(b),
                             _ => {
                                 return Err(invalid(format!(
                                     "null is not supported inside vectors ({receiver})"
@@ -81,7 +91,8 @@ pub fn eval(term: &Term, ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val>
                             }
                         }
                     }
-                    return Ok(Val::Value(Bytes::from(out)));
+                    let refs: Vec<&[u8]> = elems.iter().map(|b| &b[..]).collect();
+                    return Ok(Val::Value(Bytes::from(value::encode_vector(e, &refs))));
                 }
                 _ => {
                     return Err(invalid(format!(
@@ -208,10 +219,38 @@ pub fn eval(term: &Term, ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val>
             Bytes::from(out)
         }
         Term::Function { name, args, .. } => return eval_function(name, args, ty, receiver, ctx),
-        Term::Negate(_) | Term::Binary(..) => {
-            return Err(invalid(format!(
-                "Arithmetic in terms is not supported yet (for {receiver})"
-            )))
+        Term::Binary(op, a, b) => {
+            let (lt, rt) = operand_types(a, b, ty);
+            let (an, bn) = (term_text(a), term_text(b));
+            let ret = arith::result_type(*op, &lt, &rt, (&an, &bn)).map_err(invalid)?;
+            if ret.unfrozen() != ty.unfrozen() {
+                return Err(invalid(format!(
+                    "Type error: cannot assign result of operation {an} {} {bn} (type {ret}) to {receiver} (type {ty})",
+                    arith::symbol(*op)
+                )));
+            }
+            let l = operand(eval(a, &lt, receiver, ctx)?, receiver)?;
+            let r = operand(eval(b, &rt, receiver, ctx)?, receiver)?;
+            return Ok(
+                match arith::apply(*op, &lt, l.as_deref(), &rt, r.as_deref(), &ret)? {
+                    Some(v) => Val::Value(Bytes::from(v)),
+                    None => Val::Null,
+                },
+            );
+        }
+        Term::Negate(inner) => {
+            // the negation of a number is of the number's type: the receiver's
+            if !arith::is_numeric(ty) {
+                return Err(invalid(format!(
+                    "Type error: cannot assign result of operation -{} to {receiver} (type {ty})",
+                    term_text(inner)
+                )));
+            }
+            let v = operand(eval(inner, ty, receiver, ctx)?, receiver)?;
+            return Ok(match arith::negate(ty, v.as_deref())? {
+                Some(v) => Val::Value(Bytes::from(v)),
+                None => Val::Null,
+            });
         }
     };
     if v.len() > ctx.max_value_bytes {
@@ -294,7 +333,7 @@ fn eval_function(
 }
 
 /// The type a function argument term is evaluated as.
-fn arg_type(fname: &str, arg: &Term) -> CqlType {
+pub fn arg_type(fname: &str, arg: &Term) -> CqlType {
     if fname.starts_with("blobas") {
         return CqlType::Blob;
     }
@@ -307,12 +346,104 @@ fn arg_type(fname: &str, arg: &Term) -> CqlType {
     match fname {
         "dateof" | "unixtimestampof" => CqlType::Timeuuid,
         _ => match arg {
-            Term::Function { name, args, .. } => {
-                let types: Vec<CqlType> = args.iter().map(|a| arg_type(name, a)).collect();
-                functions::return_type(name, &types).unwrap_or(CqlType::Timestamp)
-            }
             Term::Literal(Literal::Uuid(_)) => CqlType::Timeuuid,
-            _ => CqlType::Timestamp,
+            Term::Literal(_) | Term::Bind { .. } => CqlType::Timestamp,
+            other => term_type(other).unwrap_or(CqlType::Timestamp),
         },
+    }
+}
+
+/// An operand value: null stays null (the operation gives null), unset is an error.
+fn operand(v: Val, receiver: &str) -> Result<Option<Bytes>> {
+    match v {
+        Val::Value(b) => Ok(Some(b)),
+        Val::Null => Ok(None),
+        Val::Unset => Err(invalid(format!(
+            "Invalid unset value for argument in call to an operation on {receiver}"
+        ))),
+    }
+}
+
+/// The type a term has on its own (without a receiver): literals get Cassandra's preferred
+/// type, functions their return type; bind markers have none.
+pub fn term_type(t: &Term) -> Option<CqlType> {
+    match t {
+        Term::Literal(l) => arith::literal_type(l),
+        Term::TypeHint(crate::cql::ast::TypeExpr::Native(n), _) => CqlType::native_from_name(n),
+        Term::Function { name, args, .. } => {
+            let types: Vec<CqlType> = args.iter().map(|a| arg_type(name, a)).collect();
+            functions::return_type(name, &types).ok()
+        }
+        Term::Negate(inner) => term_type(inner),
+        Term::Binary(op, a, b) => {
+            let (lt, rt) = (term_type(a)?, term_type(b)?);
+            arith::result_type(*op, &lt, &rt, ("", "")).ok()
+        }
+        _ => None,
+    }
+}
+
+/// The types the operands of `a op b` are evaluated as when the result goes to a receiver of
+/// type `receiver`: literals and bind markers take the receiver's type where they can (the
+/// only candidate operation Cassandra finds), other terms keep their own type; with a
+/// timestamp or date receiver the right operand is a duration.
+pub fn operand_types(a: &Term, b: &Term, receiver: &CqlType) -> (CqlType, CqlType) {
+    let recv = receiver.unfrozen();
+    let temporal = matches!(recv, CqlType::Timestamp | CqlType::Date);
+    let side = |t: &Term, right: bool| -> CqlType {
+        let own = term_type(t);
+        let adopt = |want: &CqlType| -> CqlType {
+            match t {
+                Term::Bind { .. } => want.clone(),
+                Term::Literal(l) => match (l, want) {
+                    (Literal::Integer(_), w) if arith::is_numeric(w) => w.clone(),
+                    (Literal::Float(_), CqlType::Float | CqlType::Double | CqlType::Decimal) => {
+                        want.clone()
+                    }
+                    (
+                        Literal::String(_),
+                        CqlType::Timestamp | CqlType::Date | CqlType::Text | CqlType::Ascii,
+                    ) => want.clone(),
+                    _ => own.clone().unwrap_or_else(|| want.clone()),
+                },
+                _ => own.clone().unwrap_or_else(|| want.clone()),
+            }
+        };
+        if temporal {
+            adopt(if right { &CqlType::Duration } else { recv })
+        } else {
+            adopt(recv)
+        }
+    };
+    (side(a, false), side(b, true))
+}
+
+/// A term as written, for error messages.
+pub fn term_text(t: &Term) -> String {
+    match t {
+        Term::Literal(l) => match l {
+            Literal::String(s) => format!("'{}'", s.replace('\'', "''")),
+            Literal::Integer(s) | Literal::Float(s) | Literal::Uuid(s) | Literal::Duration(s) => {
+                s.clone()
+            }
+            Literal::Boolean(b) => b.to_string(),
+            Literal::Blob(b) => format!(
+                "0x{}",
+                b.iter().map(|x| format!("{x:02x}")).collect::<String>()
+            ),
+            Literal::Null => "null".into(),
+        },
+        Term::Bind { name: Some(n), .. } => format!(":{n}"),
+        Term::Bind { .. } => "?".into(),
+        Term::Function { name, args, .. } => format!(
+            "{name}({})",
+            args.iter().map(term_text).collect::<Vec<_>>().join(", ")
+        ),
+        Term::Negate(x) => format!("-{}", term_text(x)),
+        Term::Binary(op, a, b) => {
+            format!("{} {} {}", term_text(a), arith::symbol(*op), term_text(b))
+        }
+        Term::TypeHint(_, x) => term_text(x),
+        _ => "(...)".into(),
     }
 }

@@ -240,7 +240,7 @@ fn num_of(ty: &CqlType, v: &[u8]) -> Option<Num> {
     })
 }
 
-fn is_numeric(t: &CqlType) -> bool {
+pub(crate) fn is_numeric(t: &CqlType) -> bool {
     matches!(
         t.unfrozen(),
         CqlType::Tinyint

@@ -2,6 +2,7 @@
 //! partitions, executes, and pages results.
 
 pub mod aggregate;
+pub mod arith;
 pub mod bind;
 pub mod complex;
 pub mod eval;
@@ -57,6 +58,13 @@ pub enum QueryError {
     /// A read held by server-side retry past its limit (ReadTimeout 0x1200).
     #[error("{0}")]
     ReadTimeout(String),
+    /// 0x1400: a (system) function failed, e.g. an integer division by zero.
+    #[error("{message}")]
+    FunctionFailure {
+        message: String,
+        function: String,
+        arg_types: Vec<String>,
+    },
 }
 
 fn hex(b: &[u8]) -> String {
@@ -304,6 +312,8 @@ pub struct Prepared {
     pub pk_indexes: Vec<u16>,
     /// Result columns (empty for statements without rows).
     pub result_columns: Arc<Vec<ResultColumn>>,
+    /// The schema version the metadata above was described under.
+    pub schema_version: uuid::Uuid,
 }
 
 const PREPARED_SHARDS: usize = 16;
@@ -453,11 +463,14 @@ impl Engine {
             .or_else(|| session.keyspace.clone());
         let id = prepared_id(ks.as_deref(), text);
         let shard = &self.prepared[id[0] as usize % PREPARED_SHARDS];
+        let schema = self.schema();
         if let Some(p) = shard.read().get(&id) {
-            return Ok(Arc::clone(p));
+            // Prepared under an older schema (ALTER TABLE/TYPE since): describe it again.
+            if p.schema_version == schema.version {
+                return Ok(Arc::clone(p));
+            }
         }
         let parsed = crate::cql::parse(text).map_err(|e| QueryError::Syntax(e.to_string()))?;
-        let schema = self.schema();
         let info = bind::describe_statement(&schema, ks.as_deref(), &parsed)?;
         let prepared = Arc::new(Prepared {
             id: id.clone(),
@@ -467,6 +480,7 @@ impl Engine {
             bind_columns: info.bind_columns,
             pk_indexes: info.pk_indexes,
             result_columns: Arc::new(info.result_columns),
+            schema_version: schema.version,
         });
         let mut map = shard.write();
         if map.len() >= PREPARED_PER_SHARD {

@@ -54,6 +54,13 @@ enum SExpr {
     /// The elements/entries of a set or map whose keys are within the bounds (inclusive).
     Slice(Box<SExpr>, CqlType, Option<Bytes>, Option<Bytes>),
     Cast(Box<SExpr>, CqlType, CqlType),
+    /// `l op r` with the operand types and the result type.
+    Op(
+        crate::cql::ast::BinaryOp,
+        Box<(SExpr, CqlType, SExpr, CqlType)>,
+        CqlType,
+    ),
+    Neg(Box<SExpr>, CqlType),
 }
 
 struct RowCtx<'a, 'r> {
@@ -63,6 +70,8 @@ struct RowCtx<'a, 'r> {
     row: &'r RowData,
     statics: &'r RowData,
     now: i64,
+    /// The first failure of an operation (division by zero): the query fails with it.
+    err: &'a std::cell::RefCell<Option<super::QueryError>>,
 }
 
 fn eval_sexpr(e: &SExpr, rc: &RowCtx) -> Option<Vec<u8>> {
@@ -129,11 +138,36 @@ fn eval_sexpr(e: &SExpr, rc: &RowCtx) -> Option<Vec<u8>> {
             let v = eval_sexpr(inner, rc)?;
             super::functions::cast(from, to, &v)
         }
+        SExpr::Op(op, operands, ret) => {
+            let (l, lt, r, rt) = &**operands;
+            let (a, b) = (eval_sexpr(l, rc), eval_sexpr(r, rc));
+            match super::arith::apply(*op, lt, a.as_deref(), rt, b.as_deref(), ret) {
+                Ok(v) => v,
+                Err(e) => {
+                    rc.err.borrow_mut().get_or_insert(e);
+                    None
+                }
+            }
+        }
+        SExpr::Neg(inner, ty) => {
+            let v = eval_sexpr(inner, rc);
+            match super::arith::negate(ty, v.as_deref()) {
+                Ok(v) => v,
+                Err(e) => {
+                    rc.err.borrow_mut().get_or_insert(e);
+                    None
+                }
+            }
+        }
     }
 }
 
 /// Plans a selector as a computed expression.
-fn plan_sexpr(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)> {
+fn plan_sexpr(
+    t: &TableDef,
+    ctx: Option<&Ctx>,
+    e: &SelectorExpr,
+) -> Result<(SExpr, String, CqlType)> {
     Ok(match e {
         SelectorExpr::Column(c) => {
             let i = column_index(t, c)?;
@@ -146,16 +180,7 @@ fn plan_sexpr(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)
             for a in args {
                 let (x, n, ty) = match a {
                     SelectorExpr::Term(Term::Literal(l)) => {
-                        let ty = if name.starts_with("blobas") {
-                            CqlType::Blob
-                        } else if let Some(t) = name
-                            .strip_suffix("asblob")
-                            .and_then(CqlType::native_from_name)
-                        {
-                            t
-                        } else {
-                            CqlType::Timestamp
-                        };
+                        let ty = super::eval::arg_type(name, &Term::Literal(l.clone()));
                         let v = match l {
                             crate::cql::ast::Literal::Null => None,
                             l => Some(Bytes::from(
@@ -168,7 +193,12 @@ fn plan_sexpr(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)
                             .map_or("null".into(), |b| value::to_cql_literal(&ty, b));
                         (SExpr::Const(v), text, ty)
                     }
-                    other => plan_sexpr(t, other)?,
+                    SelectorExpr::Term(term) => {
+                        // a bind marker (maybe with a type hint) as the function's argument type
+                        let ty = super::eval::arg_type(name, term);
+                        selection_marker(term, ty, name, ctx)?
+                    }
+                    other => plan_sexpr(t, ctx, other)?,
                 };
                 planned.push(x);
                 types.push(ty);
@@ -182,7 +212,7 @@ fn plan_sexpr(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)
             )
         }
         SelectorExpr::Cast(inner, to) => {
-            let (x, n, from) = plan_sexpr(t, inner)?;
+            let (x, n, from) = plan_sexpr(t, ctx, inner)?;
             let to_ty = match to {
                 crate::cql::ast::TypeExpr::Native(name) => CqlType::native_from_name(name),
                 _ => None,
@@ -198,7 +228,7 @@ fn plan_sexpr(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)
             )
         }
         SelectorExpr::Field(inner, f) => {
-            let (x, n, ty) = plan_sexpr(t, inner)?;
+            let (x, n, ty) = plan_sexpr(t, ctx, inner)?;
             let CqlType::Udt(u) = ty.unfrozen() else {
                 return Err(invalid(format!(
                     "Invalid field selection: {n} of type {ty} is not a user type"
@@ -211,7 +241,7 @@ fn plan_sexpr(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)
             (SExpr::Field(Box::new(x), i), format!("{n}.{f}"), fty)
         }
         SelectorExpr::Element(inner, key) => {
-            let (x, n, ty) = plan_sexpr(t, inner)?;
+            let (x, n, ty) = plan_sexpr(t, ctx, inner)?;
             let (kt, rt) = match ty.unfrozen() {
                 CqlType::Map(k, v) => ((**k).clone(), (**v).clone()),
                 CqlType::Set(e) => ((**e).clone(), (**e).clone()),
@@ -237,7 +267,7 @@ fn plan_sexpr(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)
             )
         }
         SelectorExpr::Slice(inner, lo, hi) => {
-            let (x, n, ty) = plan_sexpr(t, inner)?;
+            let (x, n, ty) = plan_sexpr(t, ctx, inner)?;
             let kt = match ty.unfrozen() {
                 CqlType::Map(k, _) | CqlType::Set(k) => (**k).clone(),
                 _ => {
@@ -270,6 +300,44 @@ fn plan_sexpr(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)
                 ty,
             )
         }
+        SelectorExpr::Binary(op, l, r) => {
+            let is_marker = |e: &SelectorExpr| matches!(e, SelectorExpr::Term(Term::Bind { .. }));
+            if is_marker(l) || is_marker(r) {
+                let text = |e: &SelectorExpr| match e {
+                    SelectorExpr::Term(term) => super::eval::term_text(term),
+                    SelectorExpr::Column(c) => c.clone(),
+                    _ => "(...)".into(),
+                };
+                return Err(invalid(format!(
+                    "Ambiguous '{}' operation with args {} and {}: use type hint to disambiguate, example '(int) ?'",
+                    super::arith::symbol(*op),
+                    text(l),
+                    text(r)
+                )));
+            }
+            let (lx, ln, lt) = plan_operand(t, ctx, l)?;
+            let (rx, rn, rt) = plan_operand(t, ctx, r)?;
+            let ret = super::arith::result_type(*op, &lt, &rt, (&ln, &rn)).map_err(invalid)?;
+            (
+                SExpr::Op(*op, Box::new((lx, lt, rx, rt)), ret.clone()),
+                format!("{ln} {} {rn}", super::arith::symbol(*op)),
+                ret,
+            )
+        }
+        SelectorExpr::Negate(inner) => {
+            let (x, n, ty) = plan_operand(t, ctx, inner)?;
+            if !super::arith::is_numeric(&ty) {
+                return Err(invalid(format!(
+                    "the '-' operation is not supported on {n} of type {ty}"
+                )));
+            }
+            let ty = if matches!(ty, CqlType::Counter) {
+                CqlType::Bigint
+            } else {
+                ty
+            };
+            (SExpr::Neg(Box::new(x), ty.clone()), format!("-{n}"), ty)
+        }
         other => {
             return Err(invalid(format!(
                 "This selector is not supported yet: {other:?}"
@@ -278,13 +346,62 @@ fn plan_sexpr(t: &TableDef, e: &SelectorExpr) -> Result<(SExpr, String, CqlType)
     })
 }
 
+/// An operand of an operation in a selection: constants get Cassandra's preferred type for
+/// literals (int, bigint or varint; double; duration ...) and keep their text as the name.
+fn plan_operand(
+    t: &TableDef,
+    ctx: Option<&Ctx>,
+    e: &SelectorExpr,
+) -> Result<(SExpr, String, CqlType)> {
+    match e {
+        SelectorExpr::Term(term @ Term::Literal(l)) => {
+            let text = super::eval::term_text(term);
+            let Some(ty) = super::arith::literal_type(l) else {
+                return Ok((SExpr::Const(None), text, CqlType::Int));
+            };
+            let v = value::literal_to_bytes(&ty, l).map_err(|e| invalid(e.for_column(&text)))?;
+            Ok((SExpr::Const(Some(Bytes::from(v))), text, ty))
+        }
+        SelectorExpr::Term(term @ Term::TypeHint(crate::cql::ast::TypeExpr::Native(n), _)) => {
+            let ty = CqlType::native_from_name(n)
+                .ok_or_else(|| invalid(format!("Unknown type {n}")))?;
+            selection_marker(term, ty, "operation", ctx)
+        }
+        SelectorExpr::Term(term) => Err(invalid(format!(
+            "Ambiguous operation with argument {}: use type hint to disambiguate, example '(int) ?'",
+            super::eval::term_text(term)
+        ))),
+        other => plan_sexpr(t, ctx, other),
+    }
+}
+
+/// A bind marker (or other term) in a selection, of type `ty`: its bound value at execution,
+/// a typed placeholder when only describing the statement.
+fn selection_marker(
+    term: &Term,
+    ty: CqlType,
+    receiver: &str,
+    ctx: Option<&Ctx>,
+) -> Result<(SExpr, String, CqlType)> {
+    let text = super::eval::term_text(term);
+    let v = match ctx {
+        Some(ctx) => eval(term, &ty, receiver, ctx)?.bytes().cloned(),
+        None => None,
+    };
+    Ok((SExpr::Const(v), text, ty))
+}
+
 const FILTERING_MSG: &str = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
 
 fn column_index(t: &TableDef, name: &str) -> Result<usize> {
     super::require_column_index(t, name)
 }
 
-fn plan_projection(t: &TableDef, sel: &Select) -> Result<Vec<(Proj, String, CqlType)>> {
+fn plan_projection(
+    t: &TableDef,
+    ctx: Option<&Ctx>,
+    sel: &Select,
+) -> Result<Vec<(Proj, String, CqlType)>> {
     let mut out = Vec::new();
     match &sel.selection {
         Selection::All => {
@@ -294,7 +411,7 @@ fn plan_projection(t: &TableDef, sel: &Select) -> Result<Vec<(Proj, String, CqlT
         }
         Selection::List(items) => {
             for s in items {
-                let (p, name, ty) = plan_selector(t, &s.expr)?;
+                let (p, name, ty) = plan_selector(t, ctx, &s.expr)?;
                 out.push((p, s.alias.clone().unwrap_or(name), ty));
             }
         }
@@ -302,7 +419,11 @@ fn plan_projection(t: &TableDef, sel: &Select) -> Result<Vec<(Proj, String, CqlT
     Ok(out)
 }
 
-fn plan_selector(t: &TableDef, e: &SelectorExpr) -> Result<(Proj, String, CqlType)> {
+fn plan_selector(
+    t: &TableDef,
+    ctx: Option<&Ctx>,
+    e: &SelectorExpr,
+) -> Result<(Proj, String, CqlType)> {
     Ok(match e {
         SelectorExpr::Column(c) => {
             let i = column_index(t, c)?;
@@ -361,7 +482,7 @@ fn plan_selector(t: &TableDef, e: &SelectorExpr) -> Result<(Proj, String, CqlTyp
             )
         }
         SelectorExpr::Function { name, args, .. } if name == "tojson" && args.len() == 1 => {
-            let (p, n, ty) = plan_selector(t, &args[0])?;
+            let (p, n, ty) = plan_selector(t, ctx, &args[0])?;
             (
                 Proj::ToJson(Box::new(p), ty),
                 format!("system.tojson({n})"),
@@ -396,7 +517,7 @@ fn plan_selector(t: &TableDef, e: &SelectorExpr) -> Result<(Proj, String, CqlTyp
             (Proj::Agg(kind, Some(i)), format!("system.{name}({c})"), rt)
         }
         other => {
-            let (x, n, ty) = plan_sexpr(t, other)?;
+            let (x, n, ty) = plan_sexpr(t, ctx, other)?;
             (Proj::Expr(Box::new(x)), n, ty)
         }
     })
@@ -442,7 +563,7 @@ pub fn result_columns(t: &TableDef, sel: &Select) -> Result<Vec<ResultColumn>> {
             ty: CqlType::Text,
         }]);
     }
-    Ok(plan_projection(t, sel)?
+    Ok(plan_projection(t, None, sel)?
         .into_iter()
         .map(|(_, name, ty)| ResultColumn {
             keyspace: t.keyspace.clone(),
@@ -1013,7 +1134,27 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
                     )));
                 }
                 has_token = true;
-                let v = eval_one(&r.rhs, &CqlType::Bigint, "partition key token", ctx)?;
+                let v = match &r.rhs {
+                    // token(k1, k2) > token(?, ?): the token of a partition key given as terms
+                    Term::Function { name, args, .. } if name == "token" => {
+                        let pk_cols: Vec<_> = t.pk_columns().collect();
+                        if args.len() != pk_cols.len() {
+                            return Err(invalid(format!(
+                                "Invalid number of arguments in call to function system.token: {} required but {} provided",
+                                pk_cols.len(),
+                                args.len()
+                            )));
+                        }
+                        let mut parts = Vec::with_capacity(args.len());
+                        for (a, c) in args.iter().zip(&pk_cols) {
+                            parts.push(eval_one(a, &c.ty, &c.name, ctx)?);
+                        }
+                        let refs: Vec<&[u8]> = parts.iter().map(|p| &p[..]).collect();
+                        let pk = partition_key_bytes(&refs);
+                        Bytes::copy_from_slice(&table_token(t, &pk).to_be_bytes())
+                    }
+                    other => eval_one(other, &CqlType::Bigint, "partition key token", ctx)?,
+                };
                 let tok = i64::from_be_bytes(
                     v[..]
                         .try_into()
@@ -1550,6 +1691,8 @@ struct Output<'a> {
     /// The table's partition map and what the scan read per physical partition (for RU).
     map: Option<Arc<crate::partition::map::PartitionMap>>,
     meter: Vec<(Arc<crate::partition::map::PhysicalPartition>, u64, u64)>,
+    /// A selector failed (an operation's division by zero): the query fails with it.
+    error: std::cell::RefCell<Option<super::QueryError>>,
 }
 
 /// Aggregation state: one group at a time (rows arrive in primary key order, so a GROUP BY on
@@ -1639,6 +1782,9 @@ impl Output<'_> {
             return self.aggregate_row(token, pk, ck, row, statics);
         }
         self.project(token, pk, ck, row, statics);
+        if self.error.borrow().is_some() {
+            return Flow::Stop(false);
+        }
         self.row_done()
     }
 
@@ -1693,6 +1839,10 @@ impl Output<'_> {
             let start = self.rows.content.len();
             self.project(token, pk, ck, row, statics);
             agg.first = self.rows.content.split_off(start);
+            if self.error.borrow().is_some() {
+                self.agg = Some(agg);
+                return Flow::Stop(false);
+            }
         }
         for ((p, _, _), acc) in self.proj.iter().zip(agg.accs.iter_mut()) {
             if let (Proj::Agg(_, col), Some(acc)) = (p, acc) {
@@ -1787,6 +1937,7 @@ impl Output<'_> {
                         row,
                         statics,
                         now: self.now,
+                        err: &self.error,
                     };
                     let v = eval_sexpr(e, &rc);
                     self.rows.push_cell(v.as_deref());
@@ -1990,17 +2141,17 @@ pub fn execute(
     if sel.json && t.virtual_table {
         return Err(invalid("SELECT JSON is not supported on system tables"));
     }
-    let proj = plan_projection(t, sel)?;
+    let ctx = Ctx {
+        binds,
+        max_value_bytes: engine.limits.max_value_bytes,
+    };
+    let proj = plan_projection(t, Some(&ctx), sel)?;
     let group_cols = group_by_columns(t, sel)?;
     let aggregating =
         !group_cols.is_empty() || proj.iter().any(|(p, _, _)| matches!(p, Proj::Agg(..)));
     // Without GROUP BY an aggregate query answers one row: it is not paged.
     let count_only = aggregating && group_cols.is_empty();
     let columns = Arc::new(result_columns(t, sel)?);
-    let ctx = Ctx {
-        binds,
-        max_value_bytes: engine.limits.max_value_bytes,
-    };
     let mut plan = plan(t, sel, &ctx)?;
     if t.virtual_table {
         plan.filters = all_filters(t, sel, &ctx)?;
@@ -2041,6 +2192,7 @@ pub fn execute(
         cur_count: 0,
         map: engine.maps.get(t.storage_id),
         meter: Vec::new(),
+        error: Default::default(),
     };
     if let (Some(_), Some(p)) = (out.per_partition, &paging) {
         // Resuming inside a partition: the rows it already returned count against its limit.
@@ -2091,6 +2243,9 @@ pub fn execute(
             }
         }
         res?;
+    }
+    if let Some(e) = out.error.take() {
+        return Err(e);
     }
     if out.agg.is_some() && out.rows.paging_state.is_none() && out.remaining != Some(0) {
         // The last group (or, without GROUP BY, the one result row) ends with the rows.

@@ -1889,7 +1889,27 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
             let c = cat.update(|s, _| ddl::drop_type(s, ks, &name.name, *if_exists))?;
             Ok(done(c))
         }
-        Statement::AlterType { .. } => Err(invalid("ALTER TYPE is not supported yet")),
+        Statement::AlterType {
+            name,
+            if_exists,
+            action,
+            if_field_not_exists,
+            if_field_exists,
+        } => {
+            let ks = resolve_keyspace(keyspace, name)?;
+            let c = cat.update(|s, _| {
+                ddl::alter_type(
+                    s,
+                    ks,
+                    &name.name,
+                    *if_exists,
+                    action,
+                    *if_field_not_exists,
+                    *if_field_exists,
+                )
+            })?;
+            Ok(done(c))
+        }
         Statement::CreateIndex {
             name,
             table,

@@ -372,9 +372,11 @@ pub fn resolve_type(
                 .map(|t| resolve_type(schema, keyspace, t).map(freeze_nested))
                 .collect::<Result<_, _>>()?,
         ),
-        TypeExpr::Frozen(t) => {
-            CqlType::Frozen(Box::new(freeze_nested(resolve_type(schema, keyspace, t)?)))
-        }
+        TypeExpr::Frozen(t) => match freeze_nested(resolve_type(schema, keyspace, t)?) {
+            // frozen<udt> and frozen<frozen<x>> are frozen once
+            f @ CqlType::Frozen(_) => f,
+            other => CqlType::Frozen(Box::new(other)),
+        },
         TypeExpr::Vector(t, n) => {
             if *n == 0 {
                 return Err(invalid(
@@ -478,20 +480,31 @@ pub fn drop_type(
         if if_exists {
             return Ok(None);
         }
+        return Err(invalid(format!("Type '{keyspace}.{name}' doesn't exist")));
+    }
+    // A type still used by another type or a table cannot go (the schema could not be read back).
+    let types: Vec<&str> = ks
+        .types
+        .values()
+        .filter(|u| u.name != name && u.fields.iter().any(|(_, t)| references_type(t, name)))
+        .map(|u| u.name.as_str())
+        .collect();
+    if !types.is_empty() {
         return Err(invalid(format!(
-            "No user type named {keyspace}.{name} exists."
+            "Cannot drop user type '{keyspace}.{name}' as it is still used by user types {}",
+            types.join(", ")
         )));
     }
-    let used_by = ks.tables.values().find(|t| {
-        t.columns.iter().any(|c| {
-            c.ty.to_string()
-                .contains(&crate::cql::types::quote_ident(name))
-        })
-    });
-    if let Some(t) = used_by {
+    let tables: Vec<&str> = ks
+        .tables
+        .values()
+        .filter(|t| t.columns.iter().any(|c| references_type(&c.ty, name)))
+        .map(|t| t.name.as_str())
+        .collect();
+    if !tables.is_empty() {
         return Err(invalid(format!(
-            "Cannot drop user type {keyspace}.{name} as it is still used by table {keyspace}.{}",
-            t.name
+            "Cannot drop user type '{keyspace}.{name}' as it is still used by tables {}",
+            tables.join(", ")
         )));
     }
     let mut ks = (*ks).clone();
@@ -501,6 +514,188 @@ pub fn drop_type(
         change: ChangeKind::Dropped,
         target: ChangeTarget::Type(keyspace.into(), name.into()),
     }))
+}
+
+/// `ALTER TYPE ks.t ADD f type` / `RENAME a TO b AND ...`. Every other type and every table
+/// column of the keyspace that uses the type (directly or nested) is re-resolved to the new
+/// definition.
+pub fn alter_type(
+    schema: &mut Schema,
+    keyspace: &str,
+    name: &str,
+    if_exists: bool,
+    action: &ast::AlterTypeAction,
+    if_field_not_exists: bool,
+    if_field_exists: bool,
+) -> Result<Option<SchemaChange>, SchemaError> {
+    check_not_system(schema, keyspace)?;
+    let Some(old) = schema
+        .keyspace(keyspace)
+        .and_then(|k| k.types.get(name))
+        .cloned()
+    else {
+        if if_exists {
+            return Ok(None);
+        }
+        return Err(invalid(format!("Type {keyspace}.{name} doesn't exist")));
+    };
+    let cql_name = format!(
+        "{}.{}",
+        crate::cql::types::quote_ident(keyspace),
+        crate::cql::types::quote_ident(name)
+    );
+    let mut fields = old.fields.clone();
+    match action {
+        ast::AlterTypeAction::AlterField(..) => {
+            return Err(invalid("Altering field types is no longer supported"))
+        }
+        ast::AlterTypeAction::Add(f, texpr) => {
+            if fields.iter().any(|(n, _)| n == f) {
+                if if_field_not_exists {
+                    return Ok(None);
+                }
+                return Err(invalid(format!(
+                    "Cannot add field {f} to type {cql_name}: a field with name {f} already exists"
+                )));
+            }
+            let ty = resolve_type(schema, keyspace, texpr)?;
+            if references_type(&ty, name) {
+                return Err(invalid(format!(
+                    "Cannot add new field {f} of type {} to user type {cql_name} as it would create a circular reference",
+                    ty
+                )));
+            }
+            if ty.is_counter() {
+                return Err(invalid("A user type cannot contain counters"));
+            }
+            let ks = schema.require_keyspace(keyspace)?;
+            let in_pk: Vec<String> = ks
+                .tables
+                .values()
+                .filter(|t| t.pk_columns().any(|c| references_type(&c.ty, name)))
+                .map(|t| format!("{keyspace}.{}", t.name))
+                .collect();
+            if !in_pk.is_empty() {
+                return Err(invalid(format!(
+                    "Cannot add new field {f} of type {} to user type {cql_name} as the type is being used in partition key by the following tables: {}",
+                    ty,
+                    in_pk.join(", ")
+                )));
+            }
+            fields.push((f.clone(), freeze_nested(ty)));
+        }
+        ast::AlterTypeAction::Rename(renames) => {
+            let mut names: Vec<String> = fields.iter().map(|(n, _)| n.clone()).collect();
+            for (from, to) in renames {
+                match old.fields.iter().position(|(n, _)| n == from) {
+                    Some(i) => names[i] = to.clone(),
+                    None if if_field_exists => {}
+                    None => {
+                        return Err(invalid(format!(
+                            "Unkown field {from} in user type {cql_name}"
+                        )))
+                    }
+                }
+            }
+            for n in &names {
+                if names.iter().filter(|x| *x == n).count() > 1 {
+                    return Err(invalid(format!(
+                        "Duplicate field name {n} in type {cql_name}"
+                    )));
+                }
+            }
+            for (f, n) in fields.iter_mut().zip(names) {
+                f.0 = n;
+            }
+        }
+    }
+    let new = Arc::new(UdtDef {
+        keyspace: keyspace.into(),
+        name: name.into(),
+        fields,
+    });
+    let mut ks = (*schema.require_keyspace(keyspace)?.clone()).clone();
+    ks.types.insert(name.into(), new);
+    // Types that use the altered one, transitively: at most one pass per type.
+    for _ in 0..ks.types.len() {
+        let mut changed = false;
+        let snapshot = ks.types.clone();
+        for u in ks.types.values_mut() {
+            let fields: Vec<(String, CqlType)> = u
+                .fields
+                .iter()
+                .map(|(n, t)| (n.clone(), rebind_udts(t, &snapshot)))
+                .collect();
+            if fields != u.fields {
+                *u = Arc::new(UdtDef {
+                    keyspace: u.keyspace.clone(),
+                    name: u.name.clone(),
+                    fields,
+                });
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for t in ks.tables.values_mut() {
+        if t.columns.iter().any(|c| uses_any(&c.ty)) {
+            let mut nt = (**t).clone();
+            for c in &mut nt.columns {
+                c.ty = rebind_udts(&c.ty, &ks.types);
+            }
+            *t = Arc::new(nt);
+        }
+    }
+    schema.keyspaces.insert(keyspace.into(), Arc::new(ks));
+    Ok(Some(SchemaChange {
+        change: ChangeKind::Updated,
+        target: ChangeTarget::Type(keyspace.into(), name.into()),
+    }))
+}
+
+/// Whether `ty` is or contains the user type `name`.
+fn references_type(ty: &CqlType, name: &str) -> bool {
+    match ty {
+        CqlType::Udt(u) => u.name == name || u.fields.iter().any(|(_, t)| references_type(t, name)),
+        CqlType::List(t) | CqlType::Set(t) | CqlType::Frozen(t) | CqlType::Vector(t, _) => {
+            references_type(t, name)
+        }
+        CqlType::Map(k, v) => references_type(k, name) || references_type(v, name),
+        CqlType::Tuple(items) => items.iter().any(|t| references_type(t, name)),
+        _ => false,
+    }
+}
+
+/// Whether `ty` contains any user type.
+fn uses_any(ty: &CqlType) -> bool {
+    match ty {
+        CqlType::Udt(_) => true,
+        CqlType::List(t) | CqlType::Set(t) | CqlType::Frozen(t) | CqlType::Vector(t, _) => {
+            uses_any(t)
+        }
+        CqlType::Map(k, v) => uses_any(k) || uses_any(v),
+        CqlType::Tuple(items) => items.iter().any(uses_any),
+        _ => false,
+    }
+}
+
+/// `ty` with every user type replaced by the keyspace's current definition of that name.
+fn rebind_udts(ty: &CqlType, types: &BTreeMap<String, Arc<UdtDef>>) -> CqlType {
+    let b = |t: &CqlType| Box::new(rebind_udts(t, types));
+    match ty {
+        CqlType::Udt(u) => CqlType::Udt(types.get(&u.name).cloned().unwrap_or_else(|| u.clone())),
+        CqlType::List(t) => CqlType::List(b(t)),
+        CqlType::Set(t) => CqlType::Set(b(t)),
+        CqlType::Frozen(t) => CqlType::Frozen(b(t)),
+        CqlType::Vector(t, n) => CqlType::Vector(b(t), *n),
+        CqlType::Map(k, v) => CqlType::Map(b(k), b(v)),
+        CqlType::Tuple(items) => {
+            CqlType::Tuple(items.iter().map(|t| rebind_udts(t, types)).collect())
+        }
+        other => other.clone(),
+    }
 }
 
 // ---------------------------------------------------------------- tables

@@ -76,7 +76,41 @@ fn marshal_class(ty: &CqlType) -> String {
         CqlType::Time => "TimeType",
         CqlType::Inet => "InetAddressType",
         CqlType::Duration => "DurationType",
-        _ => "BytesType",
+        CqlType::Counter => "CounterColumnType",
+        composite => {
+            let hex = |s: &str| s.bytes().map(|b| format!("{b:02x}")).collect::<String>();
+            let list = |ts: &[&CqlType]| {
+                ts.iter()
+                    .map(|t| marshal_class(t))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            let inner = match composite {
+                CqlType::List(t) => format!("ListType({})", list(&[t])),
+                CqlType::Set(t) => format!("SetType({})", list(&[t])),
+                CqlType::Map(k, v) => format!("MapType({})", list(&[k, v])),
+                CqlType::Tuple(items) => {
+                    format!("TupleType({})", list(&items.iter().collect::<Vec<_>>()))
+                }
+                CqlType::Vector(t, n) => format!("VectorType({},{n})", list(&[t])),
+                CqlType::Udt(u) => format!(
+                    "UserType({},{}{})",
+                    u.keyspace,
+                    hex(&u.name),
+                    u.fields
+                        .iter()
+                        .map(|(n, t)| format!(",{}:{}", hex(n), marshal_class(t)))
+                        .collect::<String>()
+                ),
+                CqlType::Custom(c) => return c.clone(),
+                _ => "BytesType".into(),
+            };
+            return if ty.is_frozen() {
+                format!("{base}FrozenType({base}{inner})")
+            } else {
+                format!("{base}{inner}")
+            };
+        }
     };
     format!("{base}{simple}")
 }
@@ -196,6 +230,18 @@ pub fn error(e: &QueryError) -> ErrorResponse {
                 received: 0,
                 block_for: 1,
                 data_present: false,
+            },
+        ),
+        QueryError::FunctionFailure {
+            message,
+            function,
+            arg_types,
+        } => ErrorResponse::with_extra(
+            message.clone(),
+            ErrorExtra::FunctionFailure {
+                keyspace: "system".into(),
+                function: function.clone(),
+                arg_types: arg_types.clone(),
             },
         ),
     }

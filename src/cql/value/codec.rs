@@ -103,6 +103,8 @@ pub(crate) fn fixed_len(ty: &CqlType) -> Option<usize> {
         CqlType::Int | CqlType::Float => 4,
         CqlType::Bigint | CqlType::Double | CqlType::Timestamp => 8,
         CqlType::Uuid | CqlType::Timeuuid => 16,
+        // a vector of fixed-size elements is itself fixed-size (Cassandra's VectorType)
+        CqlType::Vector(elem, n) => fixed_len(elem)?.checked_mul(*n as usize)?,
         _ => return None,
     })
 }

@@ -107,6 +107,7 @@ pub use codec::{
 };
 pub use compare::compare;
 pub use key::{decode_composite_key, decode_key, encode_composite_key, encode_key};
+pub(crate) use literal::{civil_from_days, days_from_civil, decimal_bytes, month_length};
 pub use literal::{
     encode_duration, literal_to_bytes, parse_date, parse_decimal, parse_duration, parse_inet,
     parse_time, parse_timestamp, parse_uuid, DurationValue,
