@@ -173,13 +173,7 @@ pub fn execute(
                     }
                 }
                 if matches!(conds, Conditions::IfNotExists) {
-                    return Err(invalid(format!(
-                        "Some clustering keys are missing: {}",
-                        t.clustering_columns()
-                            .map(|c| c.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )));
+                    return Err(clustering_missing(t));
                 }
             }
             let mut values = Vec::new();
@@ -191,13 +185,7 @@ pub fn execute(
                         let ci = ce.col;
                         let col = &t.columns[ci];
                         if col.kind == ColumnKind::Regular && row_key.is_none() {
-                            return Err(invalid(format!(
-                                "Some clustering keys are missing: {}",
-                                t.clustering_columns()
-                                    .map(|c| c.name.as_str())
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            )));
+                            return Err(clustering_missing(t));
                         }
                         if let Some(cols) = &mut cond_cols {
                             if !cols.contains(&ci) {
@@ -405,6 +393,15 @@ pub fn execute(
         out.count = 1;
     }
     Ok(Outcome::Rows(out))
+}
+
+/// The error for a condition that needs a row when the statement names no full row key.
+fn clustering_missing(t: &TableDef) -> super::QueryError {
+    let names: Vec<&str> = t.clustering_columns().map(|c| c.name.as_str()).collect();
+    invalid(format!(
+        "Some clustering keys are missing: {}",
+        names.join(", ")
+    ))
 }
 
 #[allow(clippy::too_many_arguments)]

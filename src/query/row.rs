@@ -244,31 +244,12 @@ impl ComplexCell {
         }
         if !update.elems.is_empty() {
             let old = std::mem::take(&mut self.elems);
-            let mut merged = Vec::with_capacity(old.len() + update.elems.len());
-            let mut a = old.into_iter().peekable();
-            let mut b = update.elems.into_iter().peekable();
-            loop {
-                match (a.peek(), b.peek()) {
-                    (Some(x), Some(y)) if x.path == y.path => {
-                        let (x, y) = (a.next().expect("peeked"), b.next().expect("peeked"));
-                        let newer = if y.ts != x.ts {
-                            y.ts > x.ts
-                        } else {
-                            match (&x.value, &y.value) {
-                                (_, None) => true,
-                                (None, Some(_)) => false,
-                                (Some(p), Some(q)) => q > p,
-                            }
-                        };
-                        merged.push(if newer { y } else { x });
-                    }
-                    (Some(x), Some(y)) if x.path < y.path => merged.push(a.next().expect("peeked")),
-                    (Some(_), Some(_)) | (None, Some(_)) => merged.push(b.next().expect("peeked")),
-                    (Some(_), None) => merged.push(a.next().expect("peeked")),
-                    (None, None) => break,
-                }
-            }
-            self.elems = merged;
+            self.elems = merge_sorted(
+                old,
+                update.elems,
+                |x, y| x.path.cmp(&y.path),
+                |x, y| newer_wins((x.ts, &x.value), (y.ts, &y.value)),
+            );
         }
         self.shadow(None);
     }
@@ -501,22 +482,12 @@ impl RowData {
         }
         if !update.cells.is_empty() {
             let old = std::mem::take(&mut self.cells);
-            let mut merged = Vec::with_capacity(old.len() + update.cells.len());
-            let mut a = old.into_iter().peekable();
-            let mut b = update.cells.into_iter().peekable();
-            loop {
-                match (a.peek(), b.peek()) {
-                    (Some(x), Some(y)) if x.col == y.col => {
-                        let (x, y) = (a.next().expect("peeked"), b.next().expect("peeked"));
-                        merged.push(if newer_wins(&x, &y) { y } else { x });
-                    }
-                    (Some(x), Some(y)) if x.col < y.col => merged.push(a.next().expect("peeked")),
-                    (Some(_), Some(_)) | (None, Some(_)) => merged.push(b.next().expect("peeked")),
-                    (Some(_), None) => merged.push(a.next().expect("peeked")),
-                    (None, None) => break,
-                }
-            }
-            self.cells = merged;
+            self.cells = merge_sorted(
+                old,
+                update.cells,
+                |x, y| x.col.cmp(&y.col),
+                |x, y| newer_wins((x.ts, &x.value), (y.ts, &y.value)),
+            );
         }
         for r in update.ranges {
             match self
@@ -776,15 +747,48 @@ impl RowData {
     }
 }
 
-fn newer_wins(old: &Cell, new: &Cell) -> bool {
-    if new.ts != old.ts {
-        return new.ts > old.ts;
+/// Last write wins between a stored cell (or element) and a new one, each given as
+/// (timestamp, value): the newer timestamp; on a tie a tombstone, then the greater value.
+fn newer_wins(old: (i64, &Option<Bytes>), new: (i64, &Option<Bytes>)) -> bool {
+    if new.0 != old.0 {
+        return new.0 > old.0;
     }
-    match (&old.value, &new.value) {
+    match (old.1, new.1) {
         (_, None) => true,
         (None, Some(_)) => false,
         (Some(a), Some(b)) => b > a,
     }
+}
+
+/// Merges two lists sorted by `cmp` (`old` stored, `new` the update) into one sorted list;
+/// of two entries with the same key the one `newer(old, new)` picks stays.
+fn merge_sorted<T>(
+    old: Vec<T>,
+    new: Vec<T>,
+    cmp: impl Fn(&T, &T) -> std::cmp::Ordering,
+    newer: impl Fn(&T, &T) -> bool,
+) -> Vec<T> {
+    use std::cmp::Ordering;
+    let mut merged = Vec::with_capacity(old.len() + new.len());
+    let mut a = old.into_iter().peekable();
+    let mut b = new.into_iter().peekable();
+    loop {
+        let order = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) => cmp(x, y),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => break,
+        };
+        match order {
+            Ordering::Equal => {
+                let (x, y) = (a.next().expect("peeked"), b.next().expect("peeked"));
+                merged.push(if newer(&x, &y) { y } else { x });
+            }
+            Ordering::Less => merged.push(a.next().expect("peeked")),
+            Ordering::Greater => merged.push(b.next().expect("peeked")),
+        }
+    }
+    merged
 }
 
 const ROW_MARKER: u8 = 0x01;

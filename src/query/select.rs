@@ -2111,22 +2111,97 @@ fn passes(
     })
 }
 
-/// Removes what a partition deletion shadows.
-fn shadow(row: &mut RowData, partition_deletion: Option<(i64, i32)>) {
-    if let Some((dts, _)) = partition_deletion {
-        row.shadow_at(dts);
+/// The rows of one partition at a time, as the read loops meet them: each row is shadowed by
+/// the partition header (partition deletion, range tombstones), gets its collections assembled,
+/// and is emitted if it is live and passes the filters. A partition none of whose rows passed
+/// emits its statics-only row (partition-list reads).
+struct PartitionRows<'a> {
+    t: &'a TableDef,
+    filters: &'a [Filter],
+    /// The current partition's header (static cells, deletion, range tombstones), materialized.
+    header: RowData,
+    /// A row of the current partition passed (or an earlier page did: resuming inside it).
+    matched: bool,
+}
+
+impl<'a> PartitionRows<'a> {
+    fn new(t: &'a TableDef, filters: &'a [Filter]) -> Self {
+        PartitionRows {
+            t,
+            filters,
+            header: RowData::default(),
+            matched: false,
+        }
+    }
+
+    /// Starts a partition whose header is the stored value `header` (None: it has none).
+    fn start(&mut self, header: Option<&Bytes>, now: i64, resumed: bool) -> Result<()> {
+        self.header = match header {
+            Some(b) => RowData::decode(b)?,
+            None => RowData::default(),
+        };
+        complex::materialize(&mut self.header, self.t, None, now);
+        self.matched = resumed;
+        Ok(())
+    }
+
+    /// Starts a partition, reading its header stored under `header_key`.
+    fn load(&mut self, engine: &Engine, header_key: &[u8], now: i64, resumed: bool) -> Result<()> {
+        let header = engine.store.get(Space::Data, header_key)?;
+        self.start(header.as_ref(), now, resumed)
+    }
+
+    /// Feeds one stored row (`value`) of the current partition; `ranges_key`: its clustering
+    /// key bytes, for the range tombstones (None: they are not applied).
+    fn row(
+        &mut self,
+        out: &mut Output,
+        dk: &row::DecodedKey,
+        ranges_key: Option<&[u8]>,
+        value: &Bytes,
+    ) -> Result<Flow> {
+        let now = out.now;
+        let mut data = RowData::decode(value)?;
+        if let Some((dts, _)) = self.header.deletion {
+            data.shadow_at(dts);
+        }
+        if let (Some(ck), false) = (ranges_key, self.header.ranges.is_empty()) {
+            if let Some(dts) = self.header.range_deletion(ck) {
+                data.shadow_at(dts);
+            }
+        }
+        complex::materialize(&mut data, self.t, None, now);
+        let (pk, ck) = (&dk.pk[..], &dk.clustering[..]);
+        if !data.is_live(now) || !passes(self.t, self.filters, pk, ck, &data, &self.header, now) {
+            return Ok(Flow::Continue);
+        }
+        self.matched = true;
+        Ok(out.emit(dk.token, pk, ck, &data, &self.header))
+    }
+
+    /// Ends the partition: if none of its rows passed, its live static cells make a row.
+    fn statics(&self, out: &mut Output, token: Token, pk: &[u8]) -> Flow {
+        let now = out.now;
+        if self.matched || !self.t.has_static() || !self.header.cells.iter().any(|c| c.is_live(now))
+        {
+            return Flow::Continue;
+        }
+        let mut statics = self.header.clone();
+        if let Some((dts, _)) = self.header.deletion {
+            statics.shadow_at(dts);
+        }
+        let none = RowData::default();
+        if statics.is_live(now) && passes(self.t, self.filters, pk, &[], &none, &statics, now) {
+            return out.emit(token, pk, &[], &none, &statics);
+        }
+        Flow::Continue
     }
 }
 
-/// Removes what the partition deletion and the range tombstones of the header shadow in a row
-/// stored under `key` (a full row key; its clustering bytes start at `ck_start`).
-fn shadow_row(row: &mut RowData, header: &RowData, key: &[u8], ck_start: usize) {
-    shadow(row, header.deletion);
-    if !header.ranges.is_empty() {
-        if let Some(dts) = header.range_deletion(key.get(ck_start..).unwrap_or(&[])) {
-            row.shadow_at(dts);
-        }
-    }
+/// The storage key of the header of the partition whose key prefix is `prefix`.
+fn header_key(mut prefix: Vec<u8>) -> Vec<u8> {
+    prefix.push(KIND_HEADER);
+    prefix
 }
 
 pub fn execute(
@@ -2392,25 +2467,23 @@ fn read_stored(
     let sid = t.storage_id;
     match &plan.target {
         Target::Partitions(keys) => {
+            let mut reader = PartitionRows::new(t, &plan.filters);
             let start = paging.as_ref().map_or(0, |p| p.partition as usize);
             for (i, pk) in keys.iter().enumerate().skip(start) {
                 let token = table_token(t, pk);
                 // Route through the map (the physical partition owns this key's range).
                 let _owner = engine.maps.get(sid).map(|m| m.route(token).id);
                 let prefix = row::partition_prefix(sid, token, pk);
-                let mut header_key = prefix.clone();
-                header_key.push(KIND_HEADER);
-                let mut header = match engine.store.get(Space::Data, &header_key)? {
-                    Some(b) => RowData::decode(&b)?,
-                    None => RowData::default(),
-                };
-                complex::materialize(&mut header, t, None, out.now);
-                let pdel = header.deletion;
                 let resume = paging
                     .as_ref()
                     .filter(|p| p.partition as usize == i && !p.last_key.is_empty());
-                let mut emitted_any = resume.is_some();
-                let mut rows_prefix = prefix.clone();
+                reader.load(
+                    engine,
+                    &header_key(prefix.clone()),
+                    out.now,
+                    resume.is_some(),
+                )?;
+                let mut rows_prefix = prefix;
                 rows_prefix.push(KIND_ROW);
                 let mut slices: Vec<&KeyRange> = plan.slices.iter().collect();
                 if plan.reversed {
@@ -2450,27 +2523,8 @@ fn read_stored(
                         let (k, v) = item?;
                         out.scanned(token, k.len() + v.len());
                         let dk = row::decode_key(&k, &ck_types)?;
-                        let mut data = RowData::decode(&v)?;
-                        shadow_row(&mut data, &header, &k, rows_prefix.len());
-                        complex::materialize(&mut data, t, None, out.now);
-                        if !data.is_live(out.now) {
-                            continue;
-                        }
-                        if !passes(
-                            t,
-                            &plan.filters,
-                            pk,
-                            &dk.clustering,
-                            &data,
-                            &header,
-                            out.now,
-                        ) {
-                            continue;
-                        }
-                        emitted_any = true;
-                        if let Flow::Stop(more) =
-                            out.emit(token, pk, &dk.clustering, &data, &header)
-                        {
+                        let ck = k.get(rows_prefix.len()..).unwrap_or(&[]);
+                        if let Flow::Stop(more) = reader.row(out, &dk, Some(ck), &v)? {
                             if more {
                                 out.rows.paging_state = Some(out.page_state(i as u32, k.to_vec()));
                             }
@@ -2478,31 +2532,11 @@ fn read_stored(
                         }
                     }
                 }
-                if !emitted_any && t.has_static() && header.cells.iter().any(|c| c.is_live(out.now))
-                {
-                    let mut statics = header.clone();
-                    shadow(&mut statics, pdel);
-                    if statics.is_live(out.now)
-                        && passes(
-                            t,
-                            &plan.filters,
-                            pk,
-                            &[],
-                            &RowData::default(),
-                            &statics,
-                            out.now,
-                        )
-                    {
-                        if let Flow::Stop(more) =
-                            out.emit(token, pk, &[], &RowData::default(), &statics)
-                        {
-                            if more && i + 1 < keys.len() {
-                                out.rows.paging_state =
-                                    Some(out.page_state(i as u32 + 1, Vec::new()));
-                            }
-                            return Ok(());
-                        }
+                if let Flow::Stop(more) = reader.statics(out, token, pk) {
+                    if more && i + 1 < keys.len() {
+                        out.rows.paging_state = Some(out.page_state(i as u32 + 1, Vec::new()));
                     }
+                    return Ok(());
                 }
             }
             Ok(())
@@ -2536,7 +2570,8 @@ fn read_ranges(
     };
     let resume = paging.as_ref().filter(|p| !p.last_key.is_empty());
     let mut cur_pk: Option<Bytes> = None;
-    let mut header = RowData::default();
+    let mut ck_start = 0;
+    let mut reader = PartitionRows::new(t, &plan.filters);
     for &(lo, hi) in ranges {
         if lo >= hi {
             continue;
@@ -2579,42 +2614,19 @@ fn read_ranges(
                 out.scanned(dk.token, k.len() + v.len());
                 if cur_pk.as_ref() != Some(&dk.pk) {
                     cur_pk = Some(dk.pk.clone());
-                    header = RowData::default();
+                    let prefix = row::partition_prefix(sid, dk.token, &dk.pk);
+                    ck_start = prefix.len() + 1;
                     if dk.kind != KIND_HEADER {
                         // Resuming mid-partition or no header: fetch it.
-                        let mut hk = row::partition_prefix(sid, dk.token, &dk.pk);
-                        hk.push(KIND_HEADER);
-                        if let Some(h) = engine.store.get(Space::Data, &hk)? {
-                            header = RowData::decode(&h)?;
-                            complex::materialize(&mut header, t, None, out.now);
-                        }
+                        reader.load(engine, &header_key(prefix), out.now, false)?;
                     }
                 }
                 if dk.kind == KIND_HEADER {
-                    header = RowData::decode(&v)?;
-                    complex::materialize(&mut header, t, None, out.now);
+                    reader.start(Some(&v), out.now, false)?;
                     continue;
                 }
-                let mut data = RowData::decode(&v)?;
-                let ck_start = row::partition_prefix(sid, dk.token, &dk.pk).len() + 1;
-                shadow_row(&mut data, &header, &k, ck_start);
-                complex::materialize(&mut data, t, None, out.now);
-                if !data.is_live(out.now) {
-                    continue;
-                }
-                if !passes(
-                    t,
-                    &plan.filters,
-                    &dk.pk,
-                    &dk.clustering,
-                    &data,
-                    &header,
-                    out.now,
-                ) {
-                    continue;
-                }
-                if let Flow::Stop(more) = out.emit(dk.token, &dk.pk, &dk.clustering, &data, &header)
-                {
+                let ck = k.get(ck_start..).unwrap_or(&[]);
+                if let Flow::Stop(more) = reader.row(out, &dk, Some(ck), &v)? {
                     if more {
                         out.rows.paging_state = Some(out.page_state(0, k.to_vec()));
                     }
@@ -2659,7 +2671,7 @@ fn read_index(
         lo_b = max_lo(lo_b, p.resume_bound());
     }
     let mut cur_pk: Option<Bytes> = None;
-    let mut header = RowData::default();
+    let mut reader = PartitionRows::new(t, &plan.filters);
     for item in engine
         .store
         .scan(Space::Data, as_ref(&lo_b), as_ref(&hi_key), false)
@@ -2675,31 +2687,11 @@ fn read_index(
         out.scanned(dk.token, row_key.len() + v.len());
         if cur_pk.as_ref() != Some(&dk.pk) {
             cur_pk = Some(dk.pk.clone());
-            let mut hk = row::partition_prefix(t.storage_id, dk.token, &dk.pk);
-            hk.push(KIND_HEADER);
-            header = match engine.store.get(Space::Data, &hk)? {
-                Some(h) => RowData::decode(&h)?,
-                None => RowData::default(),
-            };
-            complex::materialize(&mut header, t, None, out.now);
+            let hk = header_key(row::partition_prefix(t.storage_id, dk.token, &dk.pk));
+            reader.load(engine, &hk, out.now, false)?;
         }
-        let mut data = RowData::decode(&v)?;
-        complex::materialize(&mut data, t, header.deletion, out.now);
-        shadow(&mut data, header.deletion);
-        if !data.is_live(out.now)
-            || !passes(
-                t,
-                &plan.filters,
-                &dk.pk,
-                &dk.clustering,
-                &data,
-                &header,
-                out.now,
-            )
-        {
-            continue;
-        }
-        if let Flow::Stop(more) = out.emit(dk.token, &dk.pk, &dk.clustering, &data, &header) {
+        // Rows found through an index are not checked against range tombstones.
+        if let Flow::Stop(more) = reader.row(out, &dk, None, &v)? {
             if more {
                 out.rows.paging_state = Some(out.page_state(0, entry.to_vec()));
             }

@@ -142,6 +142,29 @@ pub struct Mutation {
     pub update: RowData,
 }
 
+impl Mutation {
+    /// A write of `update` to the row of partition `pk` with clustering values `ck`.
+    fn row(table: &Arc<TableDef>, pk: &Bytes, ck: &[Bytes], update: RowData) -> Mutation {
+        Mutation {
+            table: Arc::clone(table),
+            key: row_key(table, pk, ck),
+            pk: pk.clone(),
+            update,
+        }
+    }
+
+    /// A write of `update` to the header of partition `pk` (static cells, partition deletion,
+    /// range tombstones).
+    fn header(table: &Arc<TableDef>, pk: &Bytes, update: RowData) -> Mutation {
+        Mutation {
+            table: Arc::clone(table),
+            key: header_key(table, pk),
+            pk: pk.clone(),
+            update,
+        }
+    }
+}
+
 /// The token of a partition key (serialized as Cassandra hashes it): Murmur3 of the whole key,
 /// or for hierarchical (MultiHash) tables the concatenated per-level hashes.
 pub fn table_token(table: &TableDef, pk: &[u8]) -> Token {
@@ -279,23 +302,31 @@ fn combinations(cols: &[Vec<Bytes>]) -> Vec<Vec<Bytes>> {
     out
 }
 
-fn missing(table: &TableDef, idx: &[usize], have: &[Option<Vec<Bytes>>]) -> Vec<String> {
-    idx.iter()
+/// An error naming the key columns (`idx`, `what`) that have no values in `have`, if any.
+fn require_all(
+    table: &TableDef,
+    idx: &[usize],
+    have: &[Option<Vec<Bytes>>],
+    what: &str,
+) -> Result<()> {
+    let miss: Vec<&str> = idx
+        .iter()
         .zip(have)
         .filter(|(_, h)| h.is_none())
-        .map(|(&i, _)| table.columns[i].name.clone())
-        .collect()
+        .map(|(&i, _)| table.columns[i].name.as_str())
+        .collect();
+    if miss.is_empty() {
+        return Ok(());
+    }
+    Err(invalid(format!(
+        "Some {what} are missing: {}",
+        miss.join(", ")
+    )))
 }
 
 /// The serialized partition keys a WHERE clause (or INSERT) names.
 fn partition_keys(table: &TableDef, pk_vals: Vec<Option<Vec<Bytes>>>) -> Result<Vec<Bytes>> {
-    let miss = missing(table, &table.partition_key, &pk_vals);
-    if !miss.is_empty() {
-        return Err(invalid(format!(
-            "Some partition key parts are missing: {}",
-            miss.join(", ")
-        )));
-    }
+    require_all(table, &table.partition_key, &pk_vals, "partition key parts")?;
     let cols: Vec<Vec<Bytes>> = pk_vals.into_iter().map(|v| v.unwrap_or_default()).collect();
     Ok(combinations(&cols)
         .into_iter()
@@ -549,13 +580,7 @@ fn insert_mutations(
             ColumnKind::Static => put_column(&mut static_cells, col, v, &p),
         }
     }
-    let miss = missing(table, &table.clustering, &ck_vals);
-    if !miss.is_empty() {
-        return Err(invalid(format!(
-            "Some clustering keys are missing: {}",
-            miss.join(", ")
-        )));
-    }
+    require_all(table, &table.clustering, &ck_vals, "clustering keys")?;
     let pks = partition_keys(table, pk_vals)?;
     let ck: Vec<Bytes> = ck_vals
         .into_iter()
@@ -567,27 +592,23 @@ fn insert_mutations(
     let _ = engine;
     let mut out = Vec::new();
     for pk in pks {
-        out.push(Mutation {
-            table: Arc::clone(table),
-            key: row_key(table, &pk, &ck),
-            pk: pk.clone(),
-            update: RowData {
-                marker: Some(Marker {
-                    ts: p.ts,
-                    ttl: p.ttl,
-                    expiry: p.expiry,
-                }),
+        let marker = Some(Marker {
+            ts: p.ts,
+            ttl: p.ttl,
+            expiry: p.expiry,
+        });
+        out.push(Mutation::row(
+            table,
+            &pk,
+            &ck,
+            RowData {
+                marker,
                 deletion: None,
                 ..cells.clone()
             },
-        });
+        ));
         if has_static {
-            out.push(Mutation {
-                table: Arc::clone(table),
-                key: header_key(table, &pk),
-                pk,
-                update: static_cells.clone(),
-            });
+            out.push(Mutation::header(table, &pk, static_cells.clone()));
         }
     }
     Ok(out)
@@ -750,13 +771,7 @@ fn update_mutations(
         || !cells.pending.is_empty()
         || !has_static;
     let cks = if need_rows {
-        let miss = missing(table, &table.clustering, &ck_vals);
-        if !miss.is_empty() {
-            return Err(invalid(format!(
-                "Some clustering keys are missing: {}",
-                miss.join(", ")
-            )));
-        }
+        require_all(table, &table.clustering, &ck_vals, "clustering keys")?;
         combinations(
             &ck_vals
                 .into_iter()
@@ -768,20 +783,10 @@ fn update_mutations(
     };
     for pk in pks {
         for ck in &cks {
-            out.push(Mutation {
-                table: Arc::clone(table),
-                key: row_key(table, &pk, ck),
-                pk: pk.clone(),
-                update: cells.clone(),
-            });
+            out.push(Mutation::row(table, &pk, ck, cells.clone()));
         }
         if has_static {
-            out.push(Mutation {
-                table: Arc::clone(table),
-                key: header_key(table, &pk),
-                pk: pk.clone(),
-                update: static_cells.clone(),
-            });
+            out.push(Mutation::header(table, &pk, static_cells.clone()));
         }
     }
     Ok(out)
@@ -1128,15 +1133,11 @@ fn delete_mutations(
                     })
                 })
                 .collect();
-            out.push(Mutation {
-                table: Arc::clone(table),
-                key: header_key(table, &pk),
-                pk: pk.clone(),
-                update: RowData {
-                    ranges,
-                    ..Default::default()
-                },
-            });
+            let update = RowData {
+                ranges,
+                ..Default::default()
+            };
+            out.push(Mutation::header(table, &pk, update));
         } else if given == table.clustering.len() && (del.targets.is_empty() || has_cells) {
             let cks = combinations(
                 &ck_vals
@@ -1145,43 +1146,30 @@ fn delete_mutations(
                     .collect::<Vec<_>>(),
             );
             for ck in cks {
-                out.push(Mutation {
-                    table: Arc::clone(table),
-                    key: row_key(table, &pk, &ck),
-                    pk: pk.clone(),
-                    update: if del.targets.is_empty() {
-                        RowData {
-                            deletion: Some((p.ts, now)),
-                            ..Default::default()
-                        }
-                    } else {
-                        cells.clone()
-                    },
-                });
+                let update = if del.targets.is_empty() {
+                    RowData {
+                        deletion: Some((p.ts, now)),
+                        ..Default::default()
+                    }
+                } else {
+                    cells.clone()
+                };
+                out.push(Mutation::row(table, &pk, &ck, update));
             }
         } else if given == 0 && del.targets.is_empty() {
             // The whole partition: a partition deletion in its header.
-            out.push(Mutation {
-                table: Arc::clone(table),
-                key: header_key(table, &pk),
-                pk: pk.clone(),
-                update: RowData {
-                    deletion: Some((p.ts, now)),
-                    ..Default::default()
-                },
-            });
+            let update = RowData {
+                deletion: Some((p.ts, now)),
+                ..Default::default()
+            };
+            out.push(Mutation::header(table, &pk, update));
         } else if del.targets.is_empty() || has_cells {
             return Err(invalid(
                 "Range deletions (a prefix of the clustering columns) are not supported yet",
             ));
         }
         if has_static {
-            out.push(Mutation {
-                table: Arc::clone(table),
-                key: header_key(table, &pk),
-                pk: pk.clone(),
-                update: static_cells.clone(),
-            });
+            out.push(Mutation::header(table, &pk, static_cells.clone()));
         }
     }
     Ok(out)

@@ -110,22 +110,26 @@ fn prop_string(name: &str, v: &PropertyValue) -> Result<String, SchemaError> {
     }
 }
 
-fn prop_int(name: &str, v: &PropertyValue) -> Result<i64, SchemaError> {
+/// A property parsed as `T`; `kind` names what it should be in the error ("an integer").
+fn prop_parsed<T: std::str::FromStr>(
+    name: &str,
+    v: &PropertyValue,
+    kind: &str,
+) -> Result<T, SchemaError> {
     let s = prop_string(name, v)?;
-    s.trim().parse::<i64>().map_err(|_| {
+    s.trim().parse::<T>().map_err(|_| {
         SchemaError::Syntax(format!(
-            "Invalid value for property '{name}'. It should be an integer (got '{s}')"
+            "Invalid value for property '{name}'. It should be {kind} (got '{s}')"
         ))
     })
 }
 
+fn prop_int(name: &str, v: &PropertyValue) -> Result<i64, SchemaError> {
+    prop_parsed(name, v, "an integer")
+}
+
 fn prop_f64(name: &str, v: &PropertyValue) -> Result<f64, SchemaError> {
-    let s = prop_string(name, v)?;
-    s.trim().parse::<f64>().map_err(|_| {
-        SchemaError::Syntax(format!(
-            "Invalid value for property '{name}'. It should be a number (got '{s}')"
-        ))
-    })
+    prop_parsed(name, v, "a number")
 }
 
 fn prop_bool(name: &str, v: &PropertyValue) -> Result<bool, SchemaError> {
@@ -169,6 +173,23 @@ fn throughput(name: &str, v: &PropertyValue) -> Result<i64, SchemaError> {
     Err(invalid(format!(
         "The offer should have valid throughput values between {min} and {max} inclusive in increments of {step}. {detail} ({name})"
     )))
+}
+
+/// Sets throughput option `name` (manual or autoscale) of a keyspace or table; setting one
+/// mode replaces the other (switching manual <-> autoscale).
+fn set_throughput(
+    name: &str,
+    v: &PropertyValue,
+    provisioned: &mut Option<i64>,
+    autoscale_max: &mut Option<i64>,
+) -> Result<(), SchemaError> {
+    let n = Some(throughput(name, v)?);
+    if name == "cosmosdb_autoscale_max_throughput" {
+        (*autoscale_max, *provisioned) = (n, None);
+    } else {
+        (*provisioned, *autoscale_max) = (n, None);
+    }
+    Ok(())
 }
 
 /// Rejects a statement that sets both throughput options.
@@ -284,14 +305,13 @@ fn apply_keyspace_props(ks: &mut KeyspaceDef, props: &Properties) -> Result<(), 
         match k.as_str() {
             "replication" => {}
             "durable_writes" => ks.durable_writes = prop_bool(k, v)?,
-            // Setting one mode replaces the other (switching manual <-> autoscale).
-            "cosmosdb_provisioned_throughput" => {
-                ks.cosmosdb_provisioned_throughput = Some(throughput(k, v)?);
-                ks.cosmosdb_autoscale_max_throughput = None;
-            }
-            "cosmosdb_autoscale_max_throughput" => {
-                ks.cosmosdb_autoscale_max_throughput = Some(throughput(k, v)?);
-                ks.cosmosdb_provisioned_throughput = None;
+            "cosmosdb_provisioned_throughput" | "cosmosdb_autoscale_max_throughput" => {
+                set_throughput(
+                    k,
+                    v,
+                    &mut ks.cosmosdb_provisioned_throughput,
+                    &mut ks.cosmosdb_autoscale_max_throughput,
+                )?
             }
             other => return Err(SchemaError::Syntax(format!("Unknown property '{other}'"))),
         }
@@ -807,14 +827,13 @@ fn apply_table_props(
             "speculative_retry" => opts.speculative_retry = prop_string(k, v)?,
             "additional_write_policy" => opts.additional_write_policy = prop_string(k, v)?,
             "cdc" => opts.cdc = prop_bool(k, v)?,
-            // Setting one mode replaces the other (switching manual <-> autoscale).
-            "cosmosdb_provisioned_throughput" => {
-                opts.cosmosdb_provisioned_throughput = Some(throughput(k, v)?);
-                opts.cosmosdb_autoscale_max_throughput = None;
-            }
-            "cosmosdb_autoscale_max_throughput" => {
-                opts.cosmosdb_autoscale_max_throughput = Some(throughput(k, v)?);
-                opts.cosmosdb_provisioned_throughput = None;
+            "cosmosdb_provisioned_throughput" | "cosmosdb_autoscale_max_throughput" => {
+                set_throughput(
+                    k,
+                    v,
+                    &mut opts.cosmosdb_provisioned_throughput,
+                    &mut opts.cosmosdb_autoscale_max_throughput,
+                )?
             }
             "partition_key_kind" => {
                 let kind = match prop_string(k, v)?.to_ascii_lowercase().as_str() {
@@ -863,6 +882,22 @@ fn check_key_type(col: &str, ty: &CqlType) -> Result<(), SchemaError> {
     }
 }
 
+/// A regular or static column as declared (its kind set later if it is part of the key).
+fn value_column(c: &ast::ColumnDef, ty: CqlType, id: u32) -> ColumnDef {
+    ColumnDef {
+        name: c.name.clone(),
+        ty,
+        kind: if c.is_static {
+            ColumnKind::Static
+        } else {
+            ColumnKind::Regular
+        },
+        position: 0,
+        desc: false,
+        id,
+    }
+}
+
 /// Validates a CREATE TABLE and adds the table; returns the change and the new table.
 pub fn create_table(
     schema: &mut Schema,
@@ -902,18 +937,7 @@ pub fn create_table(
             )));
         }
         let ty = resolve_type(schema, keyspace, &c.ty)?;
-        columns.push(ColumnDef {
-            name: c.name.clone(),
-            ty,
-            kind: if c.is_static {
-                ColumnKind::Static
-            } else {
-                ColumnKind::Regular
-            },
-            position: 0,
-            desc: false,
-            id: i as u32,
-        });
+        columns.push(value_column(c, ty, i as u32));
     }
     let mut seen_key: Vec<&str> = Vec::new();
     for (pos, k) in stmt.partition_key.iter().enumerate() {
@@ -1093,18 +1117,7 @@ pub fn alter_table(
                         )));
                     }
                 }
-                t.columns.push(ColumnDef {
-                    name: c.name.clone(),
-                    ty,
-                    kind: if c.is_static {
-                        ColumnKind::Static
-                    } else {
-                        ColumnKind::Regular
-                    },
-                    position: 0,
-                    desc: false,
-                    id: t.next_column_id,
-                });
+                t.columns.push(value_column(c, ty, t.next_column_id));
                 t.next_column_id += 1;
             }
         }
