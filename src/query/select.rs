@@ -2569,9 +2569,28 @@ fn read_ranges(
         return Ok(());
     };
     let resume = paging.as_ref().filter(|p| !p.last_key.is_empty());
-    let mut cur_pk: Option<Bytes> = None;
-    let mut ck_start = 0;
+    // The partition being read: token, key and key prefix.
+    let mut cur: Option<(Token, Bytes, Vec<u8>)> = None;
     let mut reader = PartitionRows::new(t, &plan.filters);
+    // Ends the partition being read: its static row if none of its rows passed. A page that
+    // fills up there resumes after all of the partition's keys.
+    let end_partition =
+        |reader: &PartitionRows, out: &mut Output, cur: &Option<(Token, Bytes, Vec<u8>)>| -> bool {
+            let Some((token, pk, prefix)) = cur else {
+                return false;
+            };
+            match reader.statics(out, *token, pk) {
+                Flow::Continue => false,
+                Flow::Stop(more) => {
+                    if more {
+                        let mut after = prefix.clone();
+                        after.push(KIND_ROW + 1);
+                        out.rows.paging_state = Some(out.page_state(0, after));
+                    }
+                    true
+                }
+            }
+        };
     for &(lo, hi) in ranges {
         if lo >= hi {
             continue;
@@ -2612,19 +2631,24 @@ fn read_ranges(
                 let (k, v) = item?;
                 let dk = row::decode_key(&k, &ck_types)?;
                 out.scanned(dk.token, k.len() + v.len());
-                if cur_pk.as_ref() != Some(&dk.pk) {
-                    cur_pk = Some(dk.pk.clone());
+                if cur.as_ref().is_none_or(|(_, pk, _)| *pk != dk.pk) {
+                    if end_partition(&reader, out, &cur) {
+                        return Ok(());
+                    }
                     let prefix = row::partition_prefix(sid, dk.token, &dk.pk);
-                    ck_start = prefix.len() + 1;
+                    // Resuming inside this partition: an earlier page returned its rows.
+                    let resumed = resume.is_some_and(|p| p.last_key.starts_with(&prefix));
                     if dk.kind != KIND_HEADER {
                         // Resuming mid-partition or no header: fetch it.
-                        reader.load(engine, &header_key(prefix), out.now, false)?;
+                        reader.load(engine, &header_key(prefix.clone()), out.now, resumed)?;
                     }
+                    cur = Some((dk.token, dk.pk.clone(), prefix));
                 }
                 if dk.kind == KIND_HEADER {
                     reader.start(Some(&v), out.now, false)?;
                     continue;
                 }
+                let ck_start = cur.as_ref().map_or(0, |c| c.2.len() + 1);
                 let ck = k.get(ck_start..).unwrap_or(&[]);
                 if let Flow::Stop(more) = reader.row(out, &dk, Some(ck), &v)? {
                     if more {
@@ -2635,6 +2659,7 @@ fn read_ranges(
             }
         }
     }
+    end_partition(&reader, out, &cur);
     Ok(())
 }
 
@@ -2671,6 +2696,7 @@ fn read_index(
         lo_b = max_lo(lo_b, p.resume_bound());
     }
     let mut cur_pk: Option<Bytes> = None;
+    let mut ck_start = 0;
     let mut reader = PartitionRows::new(t, &plan.filters);
     for item in engine
         .store
@@ -2688,10 +2714,11 @@ fn read_index(
         if cur_pk.as_ref() != Some(&dk.pk) {
             cur_pk = Some(dk.pk.clone());
             let hk = header_key(row::partition_prefix(t.storage_id, dk.token, &dk.pk));
+            ck_start = hk.len();
             reader.load(engine, &hk, out.now, false)?;
         }
-        // Rows found through an index are not checked against range tombstones.
-        if let Flow::Stop(more) = reader.row(out, &dk, None, &v)? {
+        let ck = row_key.get(ck_start..).unwrap_or(&[]);
+        if let Flow::Stop(more) = reader.row(out, &dk, Some(ck), &v)? {
             if more {
                 out.rows.paging_state = Some(out.page_state(0, entry.to_vec()));
             }

@@ -580,6 +580,20 @@ fn insert_mutations(
             ColumnKind::Static => put_column(&mut static_cells, col, v, &p),
         }
     }
+    let has_static = !static_cells.cells.is_empty() || !static_cells.complex.is_empty();
+    // Only static columns and no clustering key: the write goes to the static row alone.
+    let statics_only = has_static
+        && !table.clustering.is_empty()
+        && ck_vals.iter().all(Option::is_none)
+        && cells.cells.is_empty()
+        && cells.complex.is_empty();
+    if statics_only {
+        sort_update(&mut static_cells);
+        return Ok(partition_keys(table, pk_vals)?
+            .into_iter()
+            .map(|pk| Mutation::header(table, &pk, static_cells.clone()))
+            .collect());
+    }
     require_all(table, &table.clustering, &ck_vals, "clustering keys")?;
     let pks = partition_keys(table, pk_vals)?;
     let ck: Vec<Bytes> = ck_vals
@@ -588,7 +602,6 @@ fn insert_mutations(
         .collect();
     sort_update(&mut cells);
     sort_update(&mut static_cells);
-    let has_static = !static_cells.cells.is_empty() || !static_cells.complex.is_empty();
     let _ = engine;
     let mut out = Vec::new();
     for pk in pks {

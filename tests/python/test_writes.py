@@ -78,6 +78,44 @@ def test_partition_deletion_and_static(session, ks):
     assert rows(session, f"SELECT k, c, s, v FROM {ks}.t WHERE k = 0") == [(0, 3, None, 3)]
 
 
+def test_static_only_partitions(session, ks):
+    from cassandra.query import SimpleStatement
+    session.execute(f"CREATE TABLE {ks}.t (k int, c int, s int STATIC, v int, PRIMARY KEY (k, c))")
+    # INSERT of only the partition key and static columns writes the static row alone
+    for k in range(6):
+        session.execute(f"INSERT INTO {ks}.t (k, s) VALUES ({k}, {k * 10})")
+    session.execute(f"INSERT INTO {ks}.t (k, c, v) VALUES (2, 1, 21)")
+    session.execute(f"INSERT INTO {ks}.t (k, c, v) VALUES (2, 2, 22)")
+    with pytest.raises(InvalidRequest, match="Some clustering keys are missing: c"):
+        session.execute(f"INSERT INTO {ks}.t (k, s, v) VALUES (1, 1, 1)")
+    with pytest.raises(InvalidRequest, match="Some clustering keys are missing: c"):
+        session.execute(f"INSERT INTO {ks}.t (k) VALUES (1)")
+    assert rows(session, f"SELECT k, c, s, v FROM {ks}.t WHERE k = 3") == [(3, None, 30, None)]
+    # full scans and token ranges return partitions with only static content as one row with
+    # null clustering and regular columns, as Cassandra does; every page size sees each once
+    want = sorted([(k, None, k * 10, None) for k in range(6) if k != 2] + [(2, 1, 20, 21), (2, 2, 20, 22)],
+                  key=lambda r: (r[0], r[1] or 0))
+    for fetch in (1, 2, 3, 100):
+        got = [tuple(r) for r in session.execute(
+            SimpleStatement(f"SELECT k, c, s, v FROM {ks}.t", fetch_size=fetch))]
+        assert sorted(got, key=lambda r: (r[0], r[1] or 0)) == want, fetch
+    got = rows(session, f"SELECT k, s FROM {ks}.t WHERE token(k) >= {-2**63} AND token(k) <= {2**63 - 1}")
+    assert sorted(got) == sorted([(k, k * 10) for k in range(6) for _ in range(2 if k == 2 else 1)])
+    # a filter on a regular column excludes them
+    assert rows(session, f"SELECT k FROM {ks}.t WHERE v = 21 ALLOW FILTERING") == [(2,)]
+    assert session.execute(f"SELECT count(*) FROM {ks}.t").one()[0] == 7
+
+
+def test_index_reads_honour_range_tombstones(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (p int, c int, v int, PRIMARY KEY (p, c))")
+    session.execute(f"CREATE INDEX ON {ks}.t (v)")
+    for c in range(4):
+        session.execute(f"INSERT INTO {ks}.t (p, c, v) VALUES (1, {c}, 7)")
+    session.execute(f"DELETE FROM {ks}.t WHERE p = 1 AND c >= 2")
+    assert rows(session, f"SELECT c FROM {ks}.t WHERE v = 7") == [(0,), (1,)]
+    assert rows(session, f"SELECT c FROM {ks}.t WHERE p = 1") == [(0,), (1,)]
+
+
 class Model:
     """Cassandra's reconciliation for one table (k, c) -> v, w: last write wins per cell; on a
     timestamp tie a deletion beats a write and between two writes the greater value wins."""
