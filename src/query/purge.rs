@@ -25,8 +25,10 @@ use std::time::Duration;
 
 /// Partitions queued for the tombstone sweeper at most (more wait for a later compaction).
 const MAX_QUEUED: usize = 65_536;
-/// Rows rewritten per committed batch while sweeping one partition.
+/// Rows rewritten per committed batch (one hold of the partition lock) while sweeping.
 const SWEEP_BATCH_ROWS: usize = 1000;
+/// Rows looked at per hold of the partition lock while sweeping.
+const SWEEP_SCAN_ROWS: usize = 10_000;
 /// How often the background sweeper looks at its queue.
 const SWEEP_EVERY: Duration = Duration::from_secs(10);
 
@@ -228,6 +230,42 @@ pub fn sweep_tombstones(engine: &Engine) -> super::Result<usize> {
     Ok(swept)
 }
 
+/// Sweeps every partition of a table now, as if compactions had queued them all (maintenance,
+/// like `nodetool garbagecollect`; it reads the whole table). Returns how many partitions lost
+/// tombstones.
+pub fn sweep_table(engine: &Engine, keyspace: &str, table: &str) -> super::Result<usize> {
+    let schema = engine.schema();
+    let t = schema
+        .keyspaces
+        .get(keyspace)
+        .and_then(|k| k.tables.get(table))
+        .ok_or_else(|| super::invalid(format!("unconfigured table {table}")))?;
+    let (lo, hi) = (t.storage_id.to_be_bytes(), (t.storage_id + 1).to_be_bytes());
+    let mut swept = 0;
+    let mut last_partition: Option<Vec<u8>> = None;
+    for item in engine.store.scan(
+        Space::Data,
+        Bound::Included(&lo),
+        Bound::Excluded(&hi),
+        false,
+    ) {
+        let (k, _) = item?;
+        let Some((kind_at, _)) = kind_of(&k) else {
+            continue;
+        };
+        if last_partition.as_deref() == Some(&k[..kind_at]) {
+            continue;
+        }
+        last_partition = Some(k[..kind_at].to_vec());
+        let mut header_key = k[..kind_at].to_vec();
+        header_key.push(KIND_HEADER);
+        if sweep_partition(engine, &header_key)? {
+            swept += 1;
+        }
+    }
+    Ok(swept)
+}
+
 /// Sweeps one queued partition (by header key) under its lock: purges its expired partition
 /// deletion and range tombstones with what they shadow, then recounts its stored bytes. Returns
 /// whether tombstones were purged.
@@ -253,11 +291,7 @@ fn sweep_partition(engine: &Engine, header_key: &[u8]) -> super::Result<bool> {
         pk: dk.pk,
         token: dk.token,
     };
-    let _guard = engine.stripe(engine.lock_stripe(sid, &p.pk)).lock();
-    let swept = match engine.store.get(Space::Data, header_key)? {
-        Some(hv) => purge_tombstones(engine, &p, hv)?,
-        None => false,
-    };
+    let swept = purge_tombstones(engine, &p)?;
     recount(engine, &p)?;
     Ok(swept)
 }
@@ -273,49 +307,73 @@ struct Part<'a> {
 }
 
 impl Part<'_> {
-    /// Its row keys (`kind` KIND_ROW) as a scan.
-    fn scan(&self, engine: &Engine, kind: u8) -> crate::storage::ScanIter {
+    /// Its keys of `kind` (header or rows) after `from` (Unbounded: all), as a scan (a
+    /// snapshot taken now).
+    fn scan(&self, engine: &Engine, kind: u8, from: Bound<&[u8]>) -> crate::storage::ScanIter {
         let mut lo = self.prefix.to_vec();
         lo.push(kind);
         let mut hi = self.prefix.to_vec();
         hi.push(kind + 1);
-        engine.store.scan(
-            Space::Data,
-            Bound::Included(&lo),
-            Bound::Excluded(&hi),
-            false,
-        )
+        let lo = match from {
+            Bound::Unbounded => Bound::Included(&lo[..]),
+            b => b,
+        };
+        engine
+            .store
+            .scan(Space::Data, lo, Bound::Excluded(&hi), false)
+    }
+
+    /// The partition's write lock (every write to it holds it).
+    fn lock<'e>(&self, engine: &'e Engine) -> parking_lot::MutexGuard<'e, ()> {
+        engine
+            .stripe(engine.lock_stripe(self.table.storage_id, &self.pk))
+            .lock()
     }
 }
 
-fn purge_tombstones(engine: &Engine, p: &Part, hv: Bytes) -> super::Result<bool> {
-    let mut header = RowData::decode(&hv)?;
-    let now = super::now_secs();
+/// Purges the partition's expired partition deletion and range tombstones and what they
+/// shadow. Rows go in chunks, each read and rewritten under the partition lock (writes to the
+/// partition wait for one chunk at most, never for the whole partition); the tombstones go in
+/// the last chunk, so until then they still shadow the rows not yet swept.
+fn purge_tombstones(engine: &Engine, p: &Part) -> super::Result<bool> {
     let gc = p.table.options.gc_grace_seconds;
-    if !has_purgeable_tombstones(&header, now, gc) {
-        return Ok(false);
-    }
-    let pdel = header
-        .deletion
-        .filter(|&(_, ldt)| gone(ldt, now, gc))
-        .map(|d| d.0);
-    let (purged, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut header.ranges)
-        .into_iter()
-        .partition(|r| gone(r.local_deletion, now, gc));
+    let (pdel, purged) = {
+        let _guard = p.lock(engine);
+        let Some(hv) = engine.store.get(Space::Data, p.header_key)? else {
+            return Ok(false);
+        };
+        let header = RowData::decode(&hv)?;
+        let now = super::now_secs();
+        if !has_purgeable_tombstones(&header, now, gc) {
+            return Ok(false);
+        }
+        let pdel = header.deletion.filter(|&(_, ldt)| gone(ldt, now, gc));
+        let purged: Vec<_> = header
+            .ranges
+            .into_iter()
+            .filter(|r| gone(r.local_deletion, now, gc))
+            .collect();
+        (pdel, purged)
+    };
     let now_ms = super::now_millis();
     let limits = &engine.limits.partitions;
     let sid = p.table.storage_id;
-    let mut rows = p.scan(engine, KIND_ROW).peekable();
+    let mut resume: Option<Vec<u8>> = None;
     loop {
+        let _guard = p.lock(engine);
+        let from = resume.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+        let mut rows = p.scan(engine, KIND_ROW, from).peekable();
         let mut batch = WriteBatch::default();
         let mut sizes = crate::partition::sizes::Accounting::default();
-        let mut n = 0;
-        while n < SWEEP_BATCH_ROWS {
+        let (mut changed, mut scanned) = (0, 0);
+        while changed < SWEEP_BATCH_ROWS && scanned < SWEEP_SCAN_ROWS {
             let Some(item) = rows.next() else { break };
             let (k, v) = item?;
+            scanned += 1;
+            resume = Some(k.to_vec());
             let old = RowData::decode(&v)?;
             let mut new = old.clone();
-            if let Some(dts) = pdel {
+            if let Some((dts, _)) = pdel {
                 new.shadow_at(dts);
             }
             let ck = &k[p.prefix.len() + 1..];
@@ -325,21 +383,25 @@ fn purge_tombstones(engine: &Engine, p: &Part, hv: Bytes) -> super::Result<bool>
             if new == old {
                 continue;
             }
-            n += 1;
+            changed += 1;
             super::index::maintain(p.table, &k, &old, &new, now_ms, &mut batch);
             let new_len = put_or_delete(&mut batch, &k, &new);
             sizes.key_change(limits, sid, p.token, &p.pk, k.len() + v.len(), new_len)?;
         }
         let last = rows.peek().is_none();
         if last {
-            // The tombstones go last: until then they still shadow the rows not yet swept.
-            if pdel.is_some() {
-                header.deletion = None;
+            // The header as it is now (writes may have come in between chunks): drop exactly
+            // the tombstones found purgeable, keep anything newer.
+            if let Some(hv) = engine.store.get(Space::Data, p.header_key)? {
+                let mut header = RowData::decode(&hv)?;
+                if header.deletion.is_some() && header.deletion == pdel {
+                    header.deletion = None;
+                }
+                header.ranges.retain(|r| !purged.contains(r));
+                let new_len = put_or_delete(&mut batch, p.header_key, &header);
+                let old_len = p.header_key.len() + hv.len();
+                sizes.key_change(limits, sid, p.token, &p.pk, old_len, new_len)?;
             }
-            header.ranges = kept.clone();
-            let new_len = put_or_delete(&mut batch, p.header_key, &header);
-            let old_len = p.header_key.len() + hv.len();
-            sizes.key_change(limits, sid, p.token, &p.pk, old_len, new_len)?;
         }
         sizes.prepare(&*engine.store, limits, &mut batch, None)?;
         sizes.commit(&engine.maps, || engine.store.commit(batch))?;
@@ -364,24 +426,35 @@ fn put_or_delete(batch: &mut WriteBatch, key: &[u8], row: &RowData) -> usize {
 }
 
 /// Brings the partition's size record in line with the bytes it stores (compactions purge
-/// data without a write, so the record can be too high).
+/// data without a write, so the record can be too high). The count reads snapshots taken under
+/// the partition lock together with the record, and runs without the lock; the correction is a
+/// delta, applied under the lock again, so writes in between keep their own changes.
 fn recount(engine: &Engine, p: &Part) -> super::Result<()> {
     let sid = p.table.storage_id;
+    let key = crate::partition::sizes::size_key(sid, p.token, &p.pk);
+    let (scans, recorded) = {
+        let _guard = p.lock(engine);
+        let scans = [
+            p.scan(engine, KIND_HEADER, Bound::Unbounded),
+            p.scan(engine, KIND_ROW, Bound::Unbounded),
+        ];
+        let recorded = match engine.store.get(Space::Meta, &key)? {
+            Some(v) if v.len() == 8 => u64::from_be_bytes(v[..].try_into().expect("8 bytes")),
+            _ => 0,
+        };
+        (scans, recorded)
+    };
     let mut actual = 0u64;
-    for kind in [KIND_HEADER, KIND_ROW] {
-        for item in p.scan(engine, kind) {
+    for scan in scans {
+        for item in scan {
             let (k, v) = item?;
             actual += (k.len() + v.len()) as u64;
         }
     }
-    let key = crate::partition::sizes::size_key(sid, p.token, &p.pk);
-    let recorded = match engine.store.get(Space::Meta, &key)? {
-        Some(v) if v.len() == 8 => u64::from_be_bytes(v[..].try_into().expect("8 bytes")),
-        _ => 0,
-    };
     if recorded == actual {
         return Ok(());
     }
+    let _guard = p.lock(engine);
     let mut sizes = crate::partition::sizes::Accounting::default();
     sizes.recount(sid, p.token, &p.pk, recorded, actual);
     let mut batch = WriteBatch::default();
