@@ -127,12 +127,12 @@ pub fn multihash_token(components: &[&[u8]]) -> Token {
 
 /// The token range (start exclusive, end inclusive) that holds every key with the given prefix
 /// of levels (`prefix.len()` < `levels`).
-pub fn multihash_prefix_range(prefix: &[&[u8]], levels: usize) -> (Token, Token) {
+pub fn multihash_prefix_range<V: AsRef<[u8]>>(prefix: &[V], levels: usize) -> (Token, Token) {
     let bits = level_bits(levels);
     let mut u: u64 = 0;
     let mut shift = 64u32;
     for (c, &b) in prefix.iter().zip(bits) {
-        let h = murmur3_cassandra_h1(c) as u64;
+        let h = murmur3_cassandra_h1(c.as_ref()) as u64;
         shift -= b;
         u |= (h >> (64 - b)) << shift;
     }
@@ -210,7 +210,7 @@ mod tests {
             multihash_token(&[t.as_bytes(), u.as_bytes(), s.as_bytes()])
         };
         let (lo, hi) = multihash_prefix_range(&[b"tenant-7"], 3);
-        let (ulo, uhi) = multihash_prefix_range(&[b"tenant-7", b"user-1"], 3);
+        let (ulo, uhi) = multihash_prefix_range(&[&b"tenant-7"[..], &b"user-1"[..]], 3);
         assert!(
             lo <= ulo && uhi <= hi,
             "a longer prefix lies inside the shorter one's range"

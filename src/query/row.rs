@@ -108,11 +108,15 @@ pub fn encode_clustering(types: &[(&CqlType, bool)], values: &[Bytes], out: &mut
 
 /// Appends only the order part for a prefix of the clustering columns: every row whose first
 /// columns equal these values has a key starting with these bytes.
-pub fn encode_clustering_prefix(types: &[(&CqlType, bool)], values: &[&[u8]], out: &mut Vec<u8>) {
+pub fn encode_clustering_prefix<V: AsRef<[u8]>>(
+    types: &[(&CqlType, bool)],
+    values: &[V],
+    out: &mut Vec<u8>,
+) {
     let cols: Vec<(&CqlType, &[u8], bool)> = types
         .iter()
         .zip(values)
-        .map(|((ty, desc), v)| (*ty, *v, *desc))
+        .map(|((ty, desc), v)| (*ty, v.as_ref(), *desc))
         .collect();
     let start = out.len();
     let order = value::encode_composite_key(&cols, out);

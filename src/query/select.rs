@@ -927,27 +927,15 @@ fn multihash_prefix_ranges(
     if given == 0 || given == pk_vals.len() || pk_vals[given..].iter().any(|v| v.is_some()) {
         return None;
     }
-    let mut combos: Vec<Vec<&[u8]>> = vec![Vec::new()];
-    for vals in pk_vals[..given].iter().flatten() {
-        combos = combos
-            .into_iter()
-            .flat_map(|p| {
-                vals.iter().map(move |v| {
-                    let mut p = p.clone();
-                    p.push(&v[..]);
-                    p
-                })
+    let mut ranges: Vec<(i128, i128)> =
+        super::write::combinations(pk_vals[..given].iter().flatten())
+            .iter()
+            .map(|prefix| {
+                let (a, b) = crate::partition::token::multihash_prefix_range(prefix, pk_vals.len());
+                ((a as i128).max(token_lo), (b as i128).min(token_hi))
             })
+            .filter(|(a, b)| a < b)
             .collect();
-    }
-    let mut ranges: Vec<(i128, i128)> = combos
-        .iter()
-        .map(|prefix| {
-            let (a, b) = crate::partition::token::multihash_prefix_range(prefix, pk_vals.len());
-            ((a as i128).max(token_lo), (b as i128).min(token_hi))
-        })
-        .filter(|(a, b)| a < b)
-        .collect();
     ranges.sort_unstable();
     ranges.dedup();
     // Merge overlapping ranges (prefixes whose hashes collide).
@@ -1501,20 +1489,7 @@ pub(crate) fn clustering_slices(
 ) -> Vec<KeyRange> {
     let types: Vec<(&CqlType, bool)> = t.clustering_columns().map(|c| (&c.ty, c.desc)).collect();
     // Every combination of the = / IN values of the prefix columns.
-    let mut combos: Vec<Vec<&[u8]>> = vec![Vec::new()];
-    for vals in prefix_vals {
-        combos = combos
-            .into_iter()
-            .flat_map(|p| {
-                vals.iter().map(move |v| {
-                    let mut p = p.clone();
-                    p.push(&v[..]);
-                    p
-                })
-            })
-            .collect();
-    }
-    let mut prefixes: Vec<Vec<u8>> = combos
+    let mut prefixes: Vec<Vec<u8>> = super::write::combinations(prefix_vals)
         .iter()
         .map(|vals| {
             let mut k = Vec::new();

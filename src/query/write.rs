@@ -286,8 +286,10 @@ fn key_value(v: Val, col: &crate::schema::ColumnDef) -> Result<Bytes> {
 }
 
 /// Cartesian product of per-column candidate values.
-fn combinations(cols: &[Vec<Bytes>]) -> Vec<Vec<Bytes>> {
-    let mut out: Vec<Vec<Bytes>> = vec![Vec::new()];
+pub(crate) fn combinations<'a, T: Clone + 'a>(
+    cols: impl IntoIterator<Item = &'a Vec<T>>,
+) -> Vec<Vec<T>> {
+    let mut out: Vec<Vec<T>> = vec![Vec::new()];
     for vals in cols {
         let mut next = Vec::with_capacity(out.len() * vals.len());
         for prefix in &out {
