@@ -70,6 +70,13 @@ pub fn field_path(i: usize) -> Bytes {
     Bytes::copy_from_slice(&(i as u16).to_be_bytes())
 }
 
+/// The UDT field a [`field_path`] names (None: not a field path).
+pub fn field_index(path: &[u8]) -> Option<usize> {
+    <[u8; 2]>::try_from(path)
+        .ok()
+        .map(|b| u16::from_be_bytes(b) as usize)
+}
+
 /// Elements of list items appended (or prepended) in the order given.
 pub fn list_elems(items: Vec<Bytes>, prepend: bool, p: &ElemParams) -> Vec<Elem> {
     let n = items.len();
@@ -173,10 +180,8 @@ pub fn assemble(ty: &CqlType, c: &ComplexCell, now: i64) -> Option<Bytes> {
         CqlType::Udt(u) => {
             let mut fields: Vec<Option<&[u8]>> = vec![None; u.fields.len()];
             for e in live {
-                if let Ok(i) = <[u8; 2]>::try_from(&e.path[..]).map(u16::from_be_bytes) {
-                    if let Some(f) = fields.get_mut(i as usize) {
-                        *f = e.value.as_deref();
-                    }
+                if let Some(f) = field_index(&e.path).and_then(|i| fields.get_mut(i)) {
+                    *f = e.value.as_deref();
                 }
             }
             // trailing null fields are left out, as Cassandra serializes them

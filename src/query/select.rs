@@ -1980,10 +1980,8 @@ fn timing_value(
             CqlType::Udt(u) => {
                 let mut items = vec![None; u.fields.len()];
                 for e in cc.live(now) {
-                    let Ok(f) = <[u8; 2]>::try_from(&e.path[..]).map(u16::from_be_bytes) else {
-                        continue;
-                    };
-                    if let Some(slot) = items.get_mut(f as usize) {
+                    if let Some(slot) = complex::field_index(&e.path).and_then(|f| items.get_mut(f))
+                    {
                         *slot = of(e);
                     }
                 }
