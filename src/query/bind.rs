@@ -172,20 +172,10 @@ impl Collector<'_> {
                                 self.term(other, &format!("in({c})"), &CqlType::List(Box::new(ty)))
                             }
                         },
-                        crate::cql::ast::Operator::Contains => {
-                            let elem = match ty.unfrozen() {
-                                CqlType::List(e) | CqlType::Set(e) => (**e).clone(),
-                                CqlType::Map(_, v) => (**v).clone(),
-                                _ => ty.clone(),
-                            };
+                        op @ (crate::cql::ast::Operator::Contains
+                        | crate::cql::ast::Operator::ContainsKey) => {
+                            let elem = super::select::contains_operand(&ty, op).unwrap_or(ty);
                             self.term(&r.rhs, c, &elem)
-                        }
-                        crate::cql::ast::Operator::ContainsKey => {
-                            let key = match ty.unfrozen() {
-                                CqlType::Map(k, _) => (**k).clone(),
-                                _ => ty.clone(),
-                            };
-                            self.term(&r.rhs, c, &key)
                         }
                         _ => self.term(&r.rhs, c, &ty),
                     }
@@ -260,13 +250,9 @@ impl Collector<'_> {
                     _ => ty,
                 };
                 use crate::cql::ast::Operator;
-                let ty = match (cond.op, ty.unfrozen()) {
-                    (
-                        Operator::Contains,
-                        CqlType::List(e) | CqlType::Set(e) | CqlType::Map(_, e),
-                    ) => (**e).clone(),
-                    (Operator::ContainsKey, CqlType::Map(k, _)) => (**k).clone(),
-                    _ => ty,
+                let ty = match super::select::contains_operand(&ty, cond.op) {
+                    Some(t) => t,
+                    None => ty,
                 };
                 if cond.op == Operator::In {
                     match &cond.value {

@@ -83,20 +83,12 @@ impl CondEval {
         let cur = cur?;
         match &self.access {
             Access::Whole => Some(cur),
-            Access::MapKey(kt, key) => value::map_entries(cur)
-                .ok()?
-                .into_iter()
-                .find(|(k, _)| value::compare(kt, k, key) == Ordering::Equal)
-                .map(|(_, v)| v),
+            Access::MapKey(kt, key) => super::select::map_value(kt, cur, key),
             Access::ListIndex(i) => value::collection_elements(cur)
                 .ok()?
                 .nth(usize::try_from(*i).ok()?)
                 .and_then(|e| e.ok().flatten()),
-            Access::Field(i) => value::tuple_components(cur)
-                .ok()?
-                .get(*i)
-                .copied()
-                .flatten(),
+            Access::Field(i) => super::select::field_value(cur, *i),
         }
     }
 }
@@ -536,29 +528,12 @@ fn condition_values(t: &TableDef, c: &Condition, ctx: &Ctx) -> Result<CondEval> 
         }
         (None, None) => (Access::Whole, col.ty.clone()),
     };
-    // CONTAINS / CONTAINS KEY (Cassandra 4.1+): the operand has the element's or key's type.
-    let operand_ty = match (c.op, ty.unfrozen()) {
-        (Operator::Contains, CqlType::List(e) | CqlType::Set(e) | CqlType::Map(_, e)) => {
-            Some((**e).clone())
-        }
-        (Operator::ContainsKey, CqlType::Map(k, _)) => Some((**k).clone()),
-        (Operator::Contains, _) => {
-            return Err(invalid(format!(
-                "Cannot use CONTAINS on non-collection column {name}"
-            )))
-        }
-        (Operator::ContainsKey, _) => {
-            return Err(invalid(format!(
-                "Cannot use CONTAINS KEY on non-map column {name}"
-            )))
-        }
-        _ => None,
-    };
     let vals = match c.op {
         Operator::In => in_values(&c.value, &ty, name, ctx)?,
+        // CONTAINS / CONTAINS KEY (Cassandra 4.1+), on whole columns only (as parsed).
         Operator::Contains | Operator::ContainsKey => {
-            let oty = operand_ty.as_ref().expect("set for CONTAINS");
-            vec![eval(&c.value, oty, name, ctx)?]
+            let oty = super::select::contains_type(col, c.op)?;
+            vec![eval(&c.value, &oty, name, ctx)?]
         }
         Operator::Eq | Operator::Ne | Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge => {
             vec![eval(&c.value, &ty, name, ctx)?]
@@ -614,26 +589,10 @@ fn holds(ty: &CqlType, op: Operator, cur: Option<&[u8]>, vals: &[Val]) -> bool {
         Operator::Eq => vals.first().is_some_and(|v| equal(ty, cur, v)),
         Operator::Ne => vals.first().is_some_and(|v| !equal(ty, cur, v)),
         Operator::In => vals.iter().any(|v| equal(ty, cur, v)),
-        Operator::Contains | Operator::ContainsKey => {
-            let (Some(cur), Some(Val::Value(x))) = (cur, vals.first()) else {
-                return false;
-            };
-            let same = |et: &CqlType, e: &[u8]| value::compare(et, e, x) == Ordering::Equal;
-            match (op, ty.unfrozen()) {
-                (Operator::Contains, CqlType::List(et) | CqlType::Set(et)) => {
-                    value::collection_elements(cur).is_ok_and(|mut it| {
-                        it.any(|e| e.ok().flatten().is_some_and(|e| same(et, e)))
-                    })
-                }
-                (Operator::Contains, CqlType::Map(_, vt)) => {
-                    value::map_entries(cur).is_ok_and(|es| es.iter().any(|(_, v)| same(vt, v)))
-                }
-                (Operator::ContainsKey, CqlType::Map(kt, _)) => {
-                    value::map_entries(cur).is_ok_and(|es| es.iter().any(|(k, _)| same(kt, k)))
-                }
-                _ => false,
-            }
-        }
+        Operator::Contains | Operator::ContainsKey => match (cur, vals.first()) {
+            (Some(cur), Some(Val::Value(x))) => super::select::contains(ty, op, cur, x),
+            _ => false,
+        },
         _ => {
             let (Some(a), Some(Val::Value(b))) = (cur, vals.first()) else {
                 return false;

@@ -86,17 +86,12 @@ fn eval_sexpr(e: &SExpr, rc: &RowCtx) -> Option<Vec<u8>> {
         }
         SExpr::Field(inner, i) => {
             let v = eval_sexpr(inner, rc)?;
-            let comps = value::tuple_components(&v).ok()?;
-            comps.get(*i).copied().flatten().map(|f| f.to_vec())
+            field_value(&v, *i).map(|f| f.to_vec())
         }
         SExpr::Element(inner, ty, key) => {
             let v = eval_sexpr(inner, rc)?;
             match ty.unfrozen() {
-                CqlType::Map(kt, _) => value::map_entries(&v)
-                    .ok()?
-                    .into_iter()
-                    .find(|(k, _)| value::compare(kt, k, key) == Ordering::Equal)
-                    .map(|(_, x)| x.to_vec()),
+                CqlType::Map(kt, _) => map_value(kt, &v, key).map(|x| x.to_vec()),
                 CqlType::Set(et) => value::collection_elements(&v)
                     .ok()?
                     .filter_map(|r| r.ok().flatten())
@@ -646,35 +641,63 @@ impl Filter {
             Operator::Le => value::compare(ty, v, &self.values[0]) != Ordering::Greater,
             Operator::Gt => value::compare(ty, v, &self.values[0]) == Ordering::Greater,
             Operator::Ge => value::compare(ty, v, &self.values[0]) != Ordering::Less,
-            Operator::Contains => match ty.unfrozen() {
-                CqlType::List(e) | CqlType::Set(e) => value::collection_elements(v)
-                    .map(|mut it| {
-                        it.any(|x| matches!(x, Ok(Some(x)) if value::compare(e, x, &self.values[0]) == Ordering::Equal))
-                    })
-                    .unwrap_or(false),
-                CqlType::Map(_, vt) => value::map_entries(v)
-                    .map(|es| es.iter().any(|(_, x)| value::compare(vt, x, &self.values[0]) == Ordering::Equal))
-                    .unwrap_or(false),
-                _ => false,
-            },
-            Operator::ContainsKey => match ty.unfrozen() {
-                CqlType::Map(kt, _) => value::map_entries(v)
-                    .map(|es| es.iter().any(|(k, _)| value::compare(kt, k, &self.values[0]) == Ordering::Equal))
-                    .unwrap_or(false),
-                _ => false,
-            },
+            Operator::Contains | Operator::ContainsKey => contains(ty, self.op, v, &self.values[0]),
             _ => false,
         }
     }
 }
 
-/// The element type CONTAINS (or the key type CONTAINS KEY) compares with.
-fn contains_type(col: &crate::schema::ColumnDef, op: Operator) -> Result<CqlType> {
-    match (op, col.ty.unfrozen()) {
-        (Operator::Contains, CqlType::List(e) | CqlType::Set(e)) => Ok((**e).clone()),
-        (Operator::Contains, CqlType::Map(_, v)) => Ok((**v).clone()),
-        (Operator::ContainsKey, CqlType::Map(k, _)) => Ok((**k).clone()),
-        (Operator::Contains, _) => Err(invalid(format!(
+/// The value of the entry with key `key` (of type `kt`) in serialized map `v`.
+pub(crate) fn map_value<'a>(kt: &CqlType, v: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
+    value::map_entries(v)
+        .ok()?
+        .into_iter()
+        .find(|(k, _)| value::compare(kt, k, key) == Ordering::Equal)
+        .map(|(_, x)| x)
+}
+
+/// Field (component) `i` of a serialized UDT or tuple; None when null or absent.
+pub(crate) fn field_value(v: &[u8], i: usize) -> Option<&[u8]> {
+    value::tuple_components(v).ok()?.get(i).copied().flatten()
+}
+
+/// Whether collection `v` of type `ty` holds `x`: as an element of a list or set or a value of
+/// a map (CONTAINS), or as a key of a map (CONTAINS KEY).
+pub(crate) fn contains(ty: &CqlType, op: Operator, v: &[u8], x: &[u8]) -> bool {
+    let same = |t: &CqlType, e: &[u8]| value::compare(t, e, x) == Ordering::Equal;
+    match (op, ty.unfrozen()) {
+        (Operator::Contains, CqlType::List(e) | CqlType::Set(e)) => value::collection_elements(v)
+            .is_ok_and(|mut it| it.any(|i| i.ok().flatten().is_some_and(|i| same(e, i)))),
+        (Operator::Contains, CqlType::Map(_, vt)) => {
+            value::map_entries(v).is_ok_and(|es| es.iter().any(|(_, i)| same(vt, i)))
+        }
+        (Operator::ContainsKey, CqlType::Map(kt, _)) => {
+            value::map_entries(v).is_ok_and(|es| es.iter().any(|(k, _)| same(kt, k)))
+        }
+        _ => false,
+    }
+}
+
+/// The type CONTAINS (a list or set element, a map value) or CONTAINS KEY (a map key)
+/// compares with; None for other operators and for types without one.
+pub(crate) fn contains_operand(ty: &CqlType, op: Operator) -> Option<CqlType> {
+    match (op, ty.unfrozen()) {
+        (Operator::Contains, CqlType::List(e) | CqlType::Set(e) | CqlType::Map(_, e)) => {
+            Some((**e).clone())
+        }
+        (Operator::ContainsKey, CqlType::Map(k, _)) => Some((**k).clone()),
+        _ => None,
+    }
+}
+
+/// The element type CONTAINS (or the key type CONTAINS KEY) compares with, or Cassandra's
+/// error for a column that has none.
+pub(crate) fn contains_type(col: &crate::schema::ColumnDef, op: Operator) -> Result<CqlType> {
+    if let Some(t) = contains_operand(&col.ty, op) {
+        return Ok(t);
+    }
+    match op {
+        Operator::Contains => Err(invalid(format!(
             "Cannot use CONTAINS on non-collection column {}",
             col.name
         ))),
