@@ -56,18 +56,10 @@ fn run(e: &Engine, s: &mut Session, q: &str) {
 
 /// The size records of table `p.t` (bytes per logical partition), in token order.
 fn size_records(store: &dyn Store, e: &Engine) -> Vec<u64> {
-    use ringgate::partition::sizes::size_key;
+    use ringgate::partition::token::{MAX_TOKEN, MIN_TOKEN};
     let sid = e.schema().keyspaces["p"].tables["t"].storage_id;
-    let lo = size_key(sid, i64::MIN, &[]);
-    let hi = size_key(sid + 1, i64::MIN, &[]);
-    store
-        .scan(
-            Space::Meta,
-            Bound::Included(&lo[..]),
-            Bound::Excluded(&hi[..]),
-            false,
-        )
-        .map(|r| u64::from_be_bytes(r.unwrap().1[..].try_into().unwrap()))
+    ringgate::partition::sizes::scan_range(store, sid, MIN_TOKEN, MAX_TOKEN)
+        .map(|r| r.unwrap().bytes as u64)
         .collect()
 }
 

@@ -155,6 +155,21 @@ pub fn scan_range(
         })
 }
 
+/// The recorded size of one logical partition (0: no record).
+pub fn recorded(
+    store: &dyn Store,
+    storage_id: u64,
+    token: Token,
+    pk: &[u8],
+) -> Result<u64, StorageError> {
+    Ok(
+        match store.get(Space::Meta, &size_key(storage_id, token, pk))? {
+            Some(v) if v.len() == 8 => u64::from_be_bytes(v[..].try_into().expect("8 bytes")),
+            _ => 0,
+        },
+    )
+}
+
 /// Rebuilds every partition's counters from the size records (at startup).
 pub fn rebuild(store: &dyn Store, maps: &PartitionMaps) -> Result<(), StorageError> {
     for (sid, map) in maps.all() {
@@ -309,12 +324,7 @@ impl Accounting {
     ) -> Result<(), QueryError> {
         for c in &mut self.changes {
             let key = size_key(c.storage_id, c.token, &c.pk);
-            let old = match store.get(Space::Meta, &key)? {
-                Some(v) if v.len() == 8 => {
-                    u64::from_be_bytes(v[..].try_into().expect("8 bytes")) as i64
-                }
-                _ => 0,
-            };
+            let old = recorded(store, c.storage_id, c.token, &c.pk)? as i64;
             let delta = c.new;
             c.old = old;
             c.new = (old + delta).max(0);

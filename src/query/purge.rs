@@ -178,27 +178,24 @@ fn kind_of(key: &[u8]) -> Option<(usize, u8)> {
 
 /// Drops what is purgeable in a row (or header) at `now` with `gc` seconds of grace.
 fn purge_row(row: &mut RowData, now: i32, gc: i32) {
-    let gone = |t: i32| i64::from(t) + i64::from(gc) <= i64::from(now);
     let expired = |ms: i64| ms != 0 && ms.div_euclid(1000) + i64::from(gc) <= i64::from(now);
-    row.cells.retain(|c| {
-        if c.value.is_none() {
-            !gone(c.local_deletion)
+    // A tombstone goes gc_grace_seconds after it was written, a value as long after it expired.
+    let keep = |value: &Option<Bytes>, ldt: i32, expiry: i64| {
+        if value.is_none() {
+            !gone(ldt, now, gc)
         } else {
-            !expired(c.expiry)
+            !expired(expiry)
         }
-    });
+    };
+    row.cells
+        .retain(|c| keep(&c.value, c.local_deletion, c.expiry));
     if row.marker.is_some_and(|m| expired(m.expiry)) {
         row.marker = None;
     }
     for c in &mut row.complex {
-        c.elems.retain(|e| {
-            if e.value.is_none() {
-                !gone(e.local_deletion)
-            } else {
-                !expired(e.expiry)
-            }
-        });
-        if c.deletion.is_some_and(|(_, ldt)| gone(ldt)) {
+        c.elems
+            .retain(|e| keep(&e.value, e.local_deletion, e.expiry));
+        if c.deletion.is_some_and(|(_, ldt)| gone(ldt, now, gc)) {
             c.deletion = None;
         }
     }
@@ -431,17 +428,13 @@ fn put_or_delete(batch: &mut WriteBatch, key: &[u8], row: &RowData) -> usize {
 /// delta, applied under the lock again, so writes in between keep their own changes.
 fn recount(engine: &Engine, p: &Part) -> super::Result<()> {
     let sid = p.table.storage_id;
-    let key = crate::partition::sizes::size_key(sid, p.token, &p.pk);
     let (scans, recorded) = {
         let _guard = p.lock(engine);
         let scans = [
             p.scan(engine, KIND_HEADER, Bound::Unbounded),
             p.scan(engine, KIND_ROW, Bound::Unbounded),
         ];
-        let recorded = match engine.store.get(Space::Meta, &key)? {
-            Some(v) if v.len() == 8 => u64::from_be_bytes(v[..].try_into().expect("8 bytes")),
-            _ => 0,
-        };
+        let recorded = crate::partition::sizes::recorded(&*engine.store, sid, p.token, &p.pk)?;
         (scans, recorded)
     };
     let mut actual = 0u64;
@@ -475,10 +468,7 @@ fn is_empty(r: &RowData) -> bool {
 /// whose older content was merged away when it was written; a partition header's deletion
 /// shadows rows under other keys and is kept.
 fn purge_row_deletion(row: &mut RowData, now: i32, gc: i32) {
-    if row
-        .deletion
-        .is_some_and(|(_, ldt)| i64::from(ldt) + i64::from(gc) <= i64::from(now))
-    {
+    if row.deletion.is_some_and(|(_, ldt)| gone(ldt, now, gc)) {
         row.deletion = None;
     }
 }
