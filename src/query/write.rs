@@ -978,23 +978,9 @@ fn assign(
             }
         },
         Assignment::SetField { field, value, .. } => {
-            let CqlType::Udt(u) = &col.ty else {
-                return Err(invalid(format!(
-                    "Invalid operation ({}) for {} column {name}",
-                    op_text(a),
-                    if matches!(col.ty.unfrozen(), CqlType::Udt(_)) {
-                        "frozen UDT"
-                    } else {
-                        "non-UDT"
-                    }
-                )));
-            };
-            let Some(i) = u.fields.iter().position(|(n, _)| n == field) else {
-                return Err(invalid(format!(
-                    "UDT column {name} does not have a field named {field}"
-                )));
-            };
-            let v = match eval(value, &u.fields[i].1, name, ctx)? {
+            let what = format!("operation ({})", op_text(a));
+            let (i, fty) = udt_field(col, field, &what)?;
+            let v = match eval(value, fty, name, ctx)? {
                 Val::Value(v) => Some(v),
                 Val::Null => None,
                 Val::Unset => return Ok(()),
@@ -1190,6 +1176,28 @@ fn delete_mutations(
     Ok(out)
 }
 
+/// The position and type of `field` in non-frozen UDT column `col`, or Cassandra's errors
+/// (`what` names the operation refused on a column that is not a non-frozen UDT).
+fn udt_field<'c>(col: &'c ColumnDef, field: &str, what: &str) -> Result<(usize, &'c CqlType)> {
+    let name = &col.name;
+    let CqlType::Udt(u) = &col.ty else {
+        return Err(invalid(format!(
+            "Invalid {what} for {} column {name}",
+            if matches!(col.ty.unfrozen(), CqlType::Udt(_)) {
+                "frozen UDT"
+            } else {
+                "non-UDT"
+            }
+        )));
+    };
+    match u.fields.iter().position(|(n, _)| n == field) {
+        Some(i) => Ok((i, &u.fields[i].1)),
+        None => Err(invalid(format!(
+            "UDT column {name} does not have a field named {field}"
+        ))),
+    }
+}
+
 /// Adds the deletion of a column, collection element or UDT field to `upd`.
 fn delete_target(
     upd: &mut RowData,
@@ -1272,21 +1280,7 @@ fn delete_target(
             }
         },
         DeleteTarget::Field(_, field) => {
-            let CqlType::Udt(u) = &col.ty else {
-                return Err(invalid(format!(
-                    "Invalid deletion operation for {} column {name}",
-                    if matches!(col.ty.unfrozen(), CqlType::Udt(_)) {
-                        "frozen UDT"
-                    } else {
-                        "non-UDT"
-                    }
-                )));
-            };
-            let Some(i) = u.fields.iter().position(|(n, _)| n == field) else {
-                return Err(invalid(format!(
-                    "UDT column {name} does not have a field named {field}"
-                )));
-            };
+            let (i, _) = udt_field(col, field, "deletion operation")?;
             put_elems(upd, col.id, vec![ep.elem(complex::field_path(i), None)]);
         }
     }
