@@ -584,44 +584,45 @@ fn insert_mutations(
     }
     let has_static = !static_cells.cells.is_empty() || !static_cells.complex.is_empty();
     // Only static columns and no clustering key: the write goes to the static row alone.
-    let statics_only = has_static
-        && !table.clustering.is_empty()
-        && ck_vals.iter().all(Option::is_none)
-        && cells.cells.is_empty()
-        && cells.complex.is_empty();
-    if statics_only {
-        sort_update(&mut static_cells);
-        return Ok(partition_keys(table, pk_vals)?
-            .into_iter()
-            .map(|pk| Mutation::header(table, &pk, static_cells.clone()))
-            .collect());
-    }
-    require_all(table, &table.clustering, &ck_vals, "clustering keys")?;
+    let need_row = !has_static
+        || table.clustering.is_empty()
+        || ck_vals.iter().any(Option::is_some)
+        || !cells.cells.is_empty()
+        || !cells.complex.is_empty();
+    let ck: Option<Vec<Bytes>> = if need_row {
+        require_all(table, &table.clustering, &ck_vals, "clustering keys")?;
+        Some(
+            ck_vals
+                .into_iter()
+                .map(|v| v.unwrap_or_default().remove(0))
+                .collect(),
+        )
+    } else {
+        None
+    };
     let pks = partition_keys(table, pk_vals)?;
-    let ck: Vec<Bytes> = ck_vals
-        .into_iter()
-        .map(|v| v.unwrap_or_default().remove(0))
-        .collect();
     sort_update(&mut cells);
     sort_update(&mut static_cells);
     let _ = engine;
     let mut out = Vec::new();
     for pk in pks {
-        let marker = Some(Marker {
-            ts: p.ts,
-            ttl: p.ttl,
-            expiry: p.expiry,
-        });
-        out.push(Mutation::row(
-            table,
-            &pk,
-            &ck,
-            RowData {
-                marker,
-                deletion: None,
-                ..cells.clone()
-            },
-        ));
+        if let Some(ck) = &ck {
+            let marker = Some(Marker {
+                ts: p.ts,
+                ttl: p.ttl,
+                expiry: p.expiry,
+            });
+            out.push(Mutation::row(
+                table,
+                &pk,
+                ck,
+                RowData {
+                    marker,
+                    deletion: None,
+                    ..cells.clone()
+                },
+            ));
+        }
         if has_static {
             out.push(Mutation::header(table, &pk, static_cells.clone()));
         }
