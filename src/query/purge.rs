@@ -39,7 +39,7 @@ pub struct SweepQueue(Mutex<BTreeSet<Vec<u8>>>);
 impl SweepQueue {
     fn push(&self, header_key: &[u8]) {
         let mut q = self.0.lock();
-        if q.len() < MAX_QUEUED {
+        if q.len() < MAX_QUEUED && !q.contains(header_key) {
             q.insert(header_key.to_vec());
         }
     }
@@ -87,6 +87,7 @@ pub fn install(engine: &Arc<Engine>) {
                 now: super::now_secs(),
                 header: None,
                 queue: Arc::clone(&queue),
+                queued: Vec::new(),
             };
             Box::new(move |k: &[u8], v: &[u8]| f.filter(k, v))
         }));
@@ -100,9 +101,22 @@ struct Filter {
     header: Option<(Vec<u8>, RowData)>,
     /// Where partitions with purgeable partition/range tombstones go.
     queue: Arc<SweepQueue>,
+    /// The header key of the partition queued last (its keys come in a run).
+    queued: Vec<u8>,
 }
 
 impl Filter {
+    /// Queues the partition with key prefix `prefix` for the sweeper (once per run of keys).
+    fn queue_partition(&mut self, prefix: &[u8]) {
+        if self.queued.len() == prefix.len() + 1 && self.queued.starts_with(prefix) {
+            return;
+        }
+        self.queued.clear();
+        self.queued.extend_from_slice(prefix);
+        self.queued.push(KIND_HEADER);
+        self.queue.push(&self.queued);
+    }
+
     fn filter(&mut self, key: &[u8], value: &[u8]) -> Purge {
         let Some(sid) = key
             .get(..8)
@@ -124,7 +138,7 @@ impl Filter {
         if kind == KIND_HEADER {
             purge_row(&mut data, self.now, gc);
             if has_purgeable_tombstones(&data, self.now, gc) {
-                self.queue.push(key);
+                self.queue_partition(&key[..kind_at]);
             }
             self.header = Some((key[..kind_at].to_vec(), data.clone()));
         } else if kind == KIND_ROW {
@@ -147,9 +161,7 @@ impl Filter {
             return Purge::Keep;
         }
         // Stored bytes changed without a write: the sweeper recounts the partition's size.
-        let mut header_key = key[..kind_at].to_vec();
-        header_key.push(KIND_HEADER);
-        self.queue.push(&header_key);
+        self.queue_partition(&key[..kind_at]);
         if is_empty(&data) {
             Purge::Remove
         } else {
