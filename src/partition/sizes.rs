@@ -189,28 +189,9 @@ pub fn rebuild(store: &dyn Store, maps: &PartitionMaps) -> Result<(), StorageErr
 
 /// Deletes the size records of a dropped or truncated table.
 pub fn purge(store: &dyn Store, storage_id: u64) -> Result<(), StorageError> {
-    const BATCH: usize = 1000;
     let lo = table_prefix(storage_id);
     let hi = table_prefix(storage_id.wrapping_add(1));
-    loop {
-        let mut batch = WriteBatch::default();
-        for item in store
-            .scan(
-                Space::Meta,
-                Bound::Included(&lo[..]),
-                Bound::Excluded(&hi[..]),
-                false,
-            )
-            .take(BATCH)
-        {
-            batch.delete(Space::Meta, item?.0);
-        }
-        let n = batch.ops.len();
-        store.commit(batch)?;
-        if n < BATCH {
-            return Ok(());
-        }
-    }
+    crate::storage::delete_range(store, Space::Meta, &lo, &hi)
 }
 
 /// The size change of one logical partition in one write.

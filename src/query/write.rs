@@ -1986,28 +1986,9 @@ pub fn spawn_purge(engine: &Engine, storage_id: u64) {
 }
 
 fn purge(store: &dyn crate::storage::Store, storage_id: u64) -> crate::storage::Result<()> {
-    const BATCH: usize = 1000;
     let lo = storage_id.to_be_bytes();
     let hi = (storage_id + 1).to_be_bytes();
-    loop {
-        let mut batch = WriteBatch::default();
-        for item in store
-            .scan(
-                Space::Data,
-                std::ops::Bound::Included(&lo[..]),
-                std::ops::Bound::Excluded(&hi[..]),
-                false,
-            )
-            .take(BATCH)
-        {
-            batch.delete(Space::Data, item?.0);
-        }
-        let n = batch.ops.len();
-        store.commit(batch)?;
-        if n < BATCH {
-            break;
-        }
-    }
+    crate::storage::delete_range(store, Space::Data, &lo, &hi)?;
     crate::partition::sizes::purge(store, storage_id)?;
     let mut batch = WriteBatch::default();
     batch.delete(Space::Meta, purge_key(storage_id));

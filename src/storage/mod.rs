@@ -139,6 +139,26 @@ pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
+/// Deletes every key of `space` in `[lo, hi)`, in batches of at most 1,000 keys (each batch
+/// atomic, the whole not: callers that need it finished keep a marker until it returns).
+pub fn delete_range(store: &dyn Store, space: Space, lo: &[u8], hi: &[u8]) -> Result<()> {
+    const BATCH: usize = 1000;
+    loop {
+        let mut batch = WriteBatch::default();
+        for item in store
+            .scan(space, Bound::Included(lo), Bound::Excluded(hi), false)
+            .take(BATCH)
+        {
+            batch.delete(space, item?.0);
+        }
+        let n = batch.ops.len();
+        store.commit(batch)?;
+        if n < BATCH {
+            return Ok(());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
