@@ -1,5 +1,8 @@
 //! Settings: a TOML file, then `--set key=value` overrides by dotted name, then the CLI flags.
-//! Every setting has a default; an unknown or mistyped setting is an error that names it.
+//! Every setting has a default; an unknown or mistyped setting is an error that names it by its
+//! dotted name (and, from the file, its line): `throughput.foo: unknown setting`,
+//! `throughput.default_table_ru: expected an integer, got "abc"`. `Settings::sources` records
+//! where each effective value came from, for `ringgate serve --print-config`.
 
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
@@ -137,8 +140,46 @@ pub struct Throughput {
     pub server_side_retry: bool,
     /// Longest a request is held by server-side retry before it times out (milliseconds).
     pub server_side_retry_max_ms: u64,
-    /// Reject over-budget requests; false keeps accounting only.
-    pub enforce: bool,
+    /// Which budgets reject over-budget requests: "provisioned", "all" or "off" (true and false
+    /// are read as "all" and "off").
+    pub enforce: Enforce,
+}
+
+/// `throughput.enforce`: the throttle's mode, read from a string or a boolean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Enforce(pub crate::partition::throttle::Enforce);
+
+impl Serialize for Enforce {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Enforce {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use crate::partition::throttle::Enforce as E;
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Bool(bool),
+            Str(String),
+        }
+        let mode = match Raw::deserialize(d)? {
+            Raw::Bool(true) => E::All,
+            Raw::Bool(false) => E::Off,
+            Raw::Str(s) => match s.as_str() {
+                "provisioned" => E::Provisioned,
+                "all" | "true" => E::All,
+                "off" | "false" => E::Off,
+                other => {
+                    return Err(serde::de::Error::custom(format!(
+                        "expected \"provisioned\", \"all\" or \"off\", got \"{other}\""
+                    )))
+                }
+            },
+        };
+        Ok(Enforce(mode))
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -217,7 +258,7 @@ impl Default for Throughput {
             burst: true,
             server_side_retry: false,
             server_side_retry_max_ms: 60_000,
-            enforce: true,
+            enforce: Enforce(crate::partition::throttle::Enforce::Provisioned),
         }
     }
 }
@@ -241,51 +282,269 @@ fn parse_override_value(raw: &str) -> toml::Value {
     }
 }
 
+/// Where an effective setting came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SettingSource {
+    Default,
+    /// The configuration file and the line of the key.
+    File(PathBuf, usize),
+    /// A `--set KEY=VALUE`.
+    Set,
+    /// A command-line flag (`--listen`, `--data-dir`, `--log-level`).
+    Flag(&'static str),
+}
+
+impl std::fmt::Display for SettingSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SettingSource::Default => write!(f, "default"),
+            SettingSource::File(p, line) => write!(f, "{}:{line}", p.display()),
+            SettingSource::Set => write!(f, "--set"),
+            SettingSource::Flag(name) => write!(f, "{name}"),
+        }
+    }
+}
+
+/// The effective configuration and where each setting given came from.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub config: Config,
+    /// Dotted name -> source, for settings not at their default.
+    pub sources: BTreeMap<String, SettingSource>,
+}
+
+impl Settings {
+    /// Every effective setting as `name = value  # source`, one a line, in name order.
+    pub fn describe(&self) -> String {
+        let value = toml::Value::try_from(&self.config).unwrap_or(toml::Value::Boolean(false));
+        let mut leaves = Vec::new();
+        flatten("", &value, &mut leaves);
+        let mut out = String::new();
+        for (name, v) in leaves {
+            let source = self
+                .sources
+                .iter()
+                .filter(|(k, _)| name == **k || name.starts_with(&format!("{k}.")))
+                .map(|(_, s)| s.to_string())
+                .next_back()
+                .unwrap_or_else(|| SettingSource::Default.to_string());
+            out.push_str(&format!("{name} = {v}  # {source}\n"));
+        }
+        out
+    }
+}
+
+/// The leaves of a TOML value as (dotted name, TOML text); an empty table is one leaf `{}`.
+fn flatten(prefix: &str, v: &toml::Value, out: &mut Vec<(String, String)>) {
+    match v {
+        toml::Value::Table(t) if !t.is_empty() => {
+            for (k, x) in t {
+                let name = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&name, x, out);
+            }
+        }
+        toml::Value::Table(_) => out.push((prefix.to_string(), "{}".into())),
+        other => out.push((prefix.to_string(), other.to_string())),
+    }
+}
+
+/// The line (1-based) of each key a TOML file sets, by dotted name: `[section]` headers and
+/// `key = value` lines (keys of inline tables are found by their table's name).
+fn key_lines(text: &str) -> BTreeMap<String, usize> {
+    let mut lines = BTreeMap::new();
+    let mut section = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if let Some(h) = l.strip_prefix('[') {
+            section = h
+                .trim_start_matches('[')
+                .split(']')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            lines.entry(section.clone()).or_insert(i + 1);
+        } else if let Some((k, _)) = l.split_once('=').filter(|_| !l.starts_with('#')) {
+            let key: Vec<&str> = k.split('.').map(|p| p.trim().trim_matches('"')).collect();
+            let key = key.join(".");
+            let name = if section.is_empty() {
+                key
+            } else {
+                format!("{section}.{key}")
+            };
+            lines.insert(name, i + 1);
+        }
+    }
+    lines
+}
+
+/// The source of a setting from the file: its own line, else its nearest section's.
+fn file_line(lines: &BTreeMap<String, usize>, name: &str) -> usize {
+    let mut n = name;
+    loop {
+        if let Some(l) = lines.get(n) {
+            return *l;
+        }
+        match n.rsplit_once('.') {
+            Some((head, _)) => n = head,
+            None => return 0,
+        }
+    }
+}
+
+/// Sets a dotted name in a TOML table, creating sections on the way.
+fn set_path(doc: &mut toml::Table, name: &str, value: toml::Value) -> Result<(), String> {
+    let path: Vec<&str> = name.split('.').collect();
+    if path.iter().any(|p| p.is_empty()) {
+        return Err(format!("bad setting name '{name}'"));
+    }
+    let mut table = doc;
+    for part in &path[..path.len() - 1] {
+        let entry = table
+            .entry(part.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        table = entry
+            .as_table_mut()
+            .ok_or_else(|| format!("{part}: not a section"))?;
+    }
+    table.insert(path[path.len() - 1].to_string(), value);
+    Ok(())
+}
+
+/// Checks a document against the defaults' shape: every key must be a known setting (tables
+/// that are empty by default, `auth.users`, take any keys), and each value must deserialize on
+/// its own; the first error names its setting.
+fn check_keys(
+    doc: &toml::Table,
+    defaults: &toml::Table,
+    prefix: &str,
+) -> Result<(), (String, String)> {
+    for (k, v) in doc {
+        let name = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        match (defaults.get(k), v) {
+            (None, _) => return Err((name, "unknown setting".into())),
+            (Some(toml::Value::Table(d)), toml::Value::Table(t)) if !d.is_empty() => {
+                check_keys(t, d, &name)?
+            }
+            (Some(toml::Value::Table(d)), _) if !d.is_empty() => {
+                return Err((name, "expected a section of settings".into()))
+            }
+            _ => {
+                let mut one = toml::Table::new();
+                set_path(&mut one, &name, v.clone()).map_err(|e| (name.clone(), e))?;
+                if let Err(e) = toml::Value::Table(one).try_into::<Config>() {
+                    return Err((name, friendly(e.message())));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// serde's type errors as a user reads them: `invalid type: string "abc", expected u64` ->
+/// `expected an integer, got "abc"`; other messages unchanged.
+fn friendly(message: &str) -> String {
+    let m = message.trim();
+    let Some(rest) = m.strip_prefix("invalid type: ") else {
+        return m.to_string();
+    };
+    let Some((got, expected)) = rest.rsplit_once(", expected ") else {
+        return m.to_string();
+    };
+    let got = got
+        .split_once(' ')
+        .map_or(got, |(_, v)| v)
+        .trim_matches('`');
+    let expected = match expected {
+        "u64" | "usize" | "u32" | "i64" | "i32" | "u16" => "an integer",
+        "a boolean" => "true or false",
+        "a string" => "a string",
+        other => other,
+    };
+    format!("expected {expected}, got {got}")
+}
+
 impl Config {
     /// Builds the configuration: file (optional), then `--set` overrides in order.
     pub fn load(file: Option<&std::path::Path>, overrides: &[String]) -> Result<Config, String> {
-        let mut doc: toml::Table = match file {
-            Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
-                text.parse()
-                    .map_err(|e| format!("config file {}: {e}", path.display()))?
-            }
-            None => toml::Table::new(),
+        Settings::load(file, overrides, &[]).map(|s| s.config)
+    }
+}
+
+impl Settings {
+    /// Builds the configuration: file (optional), then `--set` overrides in order, then flags
+    /// (flag name, dotted setting, value); records where each setting came from.
+    pub fn load(
+        file: Option<&std::path::Path>,
+        overrides: &[String],
+        flags: &[(&'static str, &str, String)],
+    ) -> Result<Settings, String> {
+        let defaults = match toml::Value::try_from(Config::default()) {
+            Ok(toml::Value::Table(t)) => t,
+            _ => return Err("cannot describe the default settings".into()),
         };
+        let mut sources = BTreeMap::new();
+        let mut doc = toml::Table::new();
+        if let Some(path) = file {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
+            let parsed: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+                let line = e
+                    .span()
+                    .map_or(0, |s| text[..s.start].matches('\n').count() + 1);
+                format!("{}:{line}: {}", path.display(), e.message().trim())
+            })?;
+            let lines = key_lines(&text);
+            check_keys(&parsed, &defaults, "").map_err(|(name, msg)| {
+                format!(
+                    "{}:{}: {name}: {msg}",
+                    path.display(),
+                    file_line(&lines, &name)
+                )
+            })?;
+            let mut leaves = Vec::new();
+            flatten("", &toml::Value::Table(parsed.clone()), &mut leaves);
+            for (name, _) in leaves {
+                let line = file_line(&lines, &name);
+                sources.insert(name, SettingSource::File(path.to_path_buf(), line));
+            }
+            doc = parsed;
+        }
         for o in overrides {
             let (key, value) = o
                 .split_once('=')
                 .ok_or_else(|| format!("--set {o}: expected KEY=VALUE"))?;
-            let path: Vec<&str> = key.trim().split('.').collect();
-            if path.iter().any(|p| p.is_empty()) {
-                return Err(format!("--set {o}: bad setting name '{key}'"));
-            }
-            let mut table = &mut doc;
-            for part in &path[..path.len() - 1] {
-                let entry = table
-                    .entry(part.to_string())
-                    .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-                table = entry
-                    .as_table_mut()
-                    .ok_or_else(|| format!("--set {o}: '{part}' is not a section"))?;
-            }
-            table.insert(
-                path[path.len() - 1].to_string(),
-                parse_override_value(value.trim()),
-            );
+            let key = key.trim();
+            let mut one = toml::Table::new();
+            set_path(&mut one, key, parse_override_value(value.trim()))
+                .map_err(|e| format!("--set {o}: {e}"))?;
+            check_keys(&one, &defaults, "")
+                .map_err(|(name, msg)| format!("--set {o}: {name}: {msg}"))?;
+            set_path(&mut doc, key, parse_override_value(value.trim()))
+                .map_err(|e| format!("--set {o}: {e}"))?;
+            sources.insert(key.to_string(), SettingSource::Set);
         }
-        let text = toml::to_string(&doc).map_err(|e| e.to_string())?;
-        let cfg: Config = toml::from_str(&text)
-            .map_err(|e| format!("invalid setting: {}", e.message().trim()))
-            .map_err(|m| {
-                // toml's message names the field; add the section for nested keys.
-                m.replace("unknown field", "unknown setting")
-            })?;
-        cfg.validate()?;
-        Ok(cfg)
+        for (flag, key, value) in flags {
+            set_path(&mut doc, key, toml::Value::String(value.clone()))?;
+            sources.insert(key.to_string(), SettingSource::Flag(flag));
+        }
+        let config: Config = toml::Value::Table(doc)
+            .try_into()
+            .map_err(|e: toml::de::Error| format!("invalid setting: {}", friendly(e.message())))?;
+        config.validate()?;
+        Ok(Settings { config, sources })
     }
+}
 
+impl Config {
     fn validate(&self) -> Result<(), String> {
         if self.limits.max_connections == 0 {
             return Err("limits.max_connections must be at least 1".into());
@@ -310,6 +569,7 @@ impl Config {
         if self.throughput.default_table_ru > 1_000_000 {
             return Err("throughput.default_table_ru must be at most 1000000".into());
         }
+        validate_log_level(&self.log_level)?;
         if self.throughput.server_side_retry_max_ms > 600_000 {
             return Err(
                 "throughput.server_side_retry_max_ms must be at most 600000 (10 minutes)".into(),
@@ -317,6 +577,23 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// A log level, or a filter of directives (`info,ringgate=debug`); a bare word that is not a
+/// level is refused (tracing would read it as a target name and log nothing).
+fn validate_log_level(level: &str) -> Result<(), String> {
+    const LEVELS: [&str; 6] = ["trace", "debug", "info", "warn", "error", "off"];
+    let is_level = LEVELS.contains(&level.to_ascii_lowercase().as_str());
+    let is_filter = level.contains('=')
+        && tracing_subscriber::EnvFilter::builder()
+            .parse(level)
+            .is_ok();
+    if is_level || is_filter {
+        return Ok(());
+    }
+    Err(format!(
+        "log_level: expected one of trace, debug, info, warn, error, off (or a filter such as \"info,ringgate=debug\"), got \"{level}\""
+    ))
 }
 
 #[cfg(test)]
@@ -359,5 +636,93 @@ mod tests {
         assert!(e.contains("enabled") || e.contains("bool"), "{e}");
         let e = Config::load(None, &["storage.sync=sometimes".into()]).unwrap_err();
         assert!(e.contains("sometimes"), "{e}");
+    }
+
+    #[test]
+    fn errors_name_the_setting() {
+        let e = Config::load(None, &["throughput.default_table_ru=abc".into()]).unwrap_err();
+        assert_eq!(
+            e,
+            "--set throughput.default_table_ru=abc: throughput.default_table_ru: expected an integer, got \"abc\""
+        );
+        let e = Config::load(None, &["throughput.foo=1".into()]).unwrap_err();
+        assert!(e.ends_with("throughput.foo: unknown setting"), "{e}");
+        let e = Config::load(None, &["log_level=verbose".into()]).unwrap_err();
+        assert!(e.starts_with("log_level: expected one of trace"), "{e}");
+        assert!(Config::load(None, &["log_level=info,ringgate=debug".into()]).is_ok());
+    }
+
+    #[test]
+    fn file_errors_name_the_setting_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ringgate.toml");
+        let load = |text: &str| {
+            std::fs::write(&path, text).unwrap();
+            Settings::load(Some(&path), &[], &[])
+        };
+        let e = load("listen = \"127.0.0.1:1\"\n\n[throughput]\ndefault_table_ru = \"abc\"\n")
+            .unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "{}:4: throughput.default_table_ru: expected an integer, got \"abc\"",
+                path.display()
+            )
+        );
+        let e = load("[throughput]\nburst = true\nfoo = 1\n").unwrap_err();
+        assert!(e.ends_with(":3: throughput.foo: unknown setting"), "{e}");
+        let e = load("[throughput\n").unwrap_err();
+        assert!(
+            e.contains("ringgate.toml:1: ") || e.contains("ringgate.toml:2: "),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn enforce_modes_and_sources() {
+        use crate::partition::throttle::Enforce as E;
+        let mode = |v: &str| {
+            Config::load(None, &[format!("throughput.enforce={v}")]).map(|c| c.throughput.enforce.0)
+        };
+        assert_eq!(
+            Config::load(None, &[]).unwrap().throughput.enforce.0,
+            E::Provisioned
+        );
+        assert_eq!(mode("all").unwrap(), E::All);
+        assert_eq!(mode("true").unwrap(), E::All);
+        assert_eq!(mode("false").unwrap(), E::Off);
+        assert_eq!(mode("off").unwrap(), E::Off);
+        assert!(mode("sometimes")
+            .unwrap_err()
+            .contains("\"provisioned\", \"all\" or \"off\""));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.toml");
+        std::fs::write(&path, "# comment\n[throughput]\nburst = false\n").unwrap();
+        let s = Settings::load(
+            Some(&path),
+            &["throughput.enforce=off".into()],
+            &[("--data-dir", "data_dir", "/tmp/x".into())],
+        )
+        .unwrap();
+        let text = s.describe();
+        assert!(
+            text.contains(&format!(
+                "throughput.burst = false  # {}:3\n",
+                path.display()
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains("throughput.enforce = \"off\"  # --set\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("data_dir = \"/tmp/x\"  # --data-dir\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("listen = \"127.0.0.1:9042\"  # default\n"),
+            "{text}"
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! The `ringgate` binary.
 
 use clap::{Parser, Subcommand};
-use ringgate::config::Config;
+use ringgate::config::{Config, Settings};
 use ringgate::query::{Engine, EngineLimits};
 use ringgate::schema::system::NodeInfo;
 use ringgate::storage::{EmbeddedStore, Store};
@@ -11,7 +11,7 @@ use std::sync::Arc;
 #[derive(Parser)]
 #[command(
     name = "ringgate",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("RINGGATE_COMMIT"), ")"),
     about = "A Cassandra-compatible partitioned data gateway"
 )]
 struct Cli {
@@ -38,6 +38,9 @@ enum Command {
         /// Log level (trace, debug, info, warn, error); RUST_LOG takes precedence.
         #[arg(long)]
         log_level: Option<String>,
+        /// Print the effective settings with where each comes from, and exit.
+        #[arg(long)]
+        print_config: bool,
     },
 }
 
@@ -49,30 +52,42 @@ fn main() {
         config,
         set,
         log_level,
+        print_config,
     } = cli.command;
-    let mut cfg = match Config::load(config.as_deref(), &set) {
-        Ok(c) => c,
+    let flags: Vec<(&'static str, &str, String)> = [
+        ("--listen", "listen", listen),
+        (
+            "--data-dir",
+            "data_dir",
+            data_dir.map(|d| d.display().to_string()),
+        ),
+        ("--log-level", "log_level", log_level),
+    ]
+    .into_iter()
+    .filter_map(|(flag, key, v)| v.map(|v| (flag, key, v)))
+    .collect();
+    let settings = match Settings::load(config.as_deref(), &set, &flags) {
+        Ok(s) => s,
         Err(e) => {
             eprintln!("ringgate: {e}");
             std::process::exit(2);
         }
     };
-    if let Some(l) = listen {
-        cfg.listen = l;
+    if print_config {
+        print!("{}", settings.describe());
+        return;
     }
-    if let Some(d) = data_dir {
-        cfg.data_dir = d;
-    }
-    if let Some(l) = log_level {
-        cfg.log_level = l;
-    }
+    let cfg = settings.config;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         // The storage engine's own info lines are noise for users.
         tracing_subscriber::EnvFilter::new(format!("{},fjall=warn,lsm_tree=warn", cfg.log_level))
     });
+    // Colour only for a terminal: a log file or a pipe gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false)
+        .with_ansi(ansi)
         .init();
     if let Err(e) = serve(cfg) {
         tracing::error!("{e}");
@@ -85,6 +100,8 @@ fn serve(cfg: Config) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    // Before anything else touches the directory: one server per data directory.
+    let dir_lock = ringgate::storage::dir_lock::lock(&cfg.data_dir)?;
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(&cfg.listen)
             .await
@@ -119,7 +136,7 @@ fn serve(cfg: Config) -> Result<(), String> {
                 server_side_retry_max: std::time::Duration::from_millis(
                     cfg.throughput.server_side_retry_max_ms,
                 ),
-                enforce: cfg.throughput.enforce,
+                enforce: cfg.throughput.enforce.0,
             },
             ..EngineLimits::default()
         };
@@ -129,7 +146,7 @@ fn serve(cfg: Config) -> Result<(), String> {
         tracing::info!(
             "ringgate listening on {addr} (CQL native protocol v3-v5{}), data in {}",
             if cfg.tls.enabled { ", TLS" } else { "" },
-            cfg.data_dir.display()
+            dir_lock.dir.display()
         );
         let (tx, rx) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
@@ -140,6 +157,7 @@ fn serve(cfg: Config) -> Result<(), String> {
         let cfg = Arc::new(cfg);
         ringgate::server::run(listener, engine, cfg, rx).await?;
         store.flush().map_err(|e| e.to_string())?;
+        drop(dir_lock);
         tracing::info!("storage flushed; bye");
         Ok(())
     })

@@ -20,7 +20,7 @@ fn engine(dir: &std::path::Path) -> (Arc<dyn Store>, Arc<Engine>) {
     // Loads tables without throughput: account request units, never throttle.
     let limits = EngineLimits {
         throughput: ringgate::partition::throttle::ThroughputLimits {
-            enforce: false,
+            enforce: ringgate::partition::throttle::Enforce::Off,
             ..Default::default()
         },
         ..Default::default()

@@ -15,7 +15,20 @@
 //! with its maximum as the budget); else its keyspace's shared throughput, one set of buckets
 //! (`SharedPool`, ceil(RU / 10,000) of them, each owning an equal token range) for all the
 //! keyspace's tables without their own; else `throughput.default_table_ru` (400 RU/s, as Cosmos
-//! DB gives a table created through CQL without throughput), throttled like any other.
+//! DB gives a table created through CQL without throughput).
+//!
+//! Which budgets reject (`throughput.enforce`, `Enforce`): `provisioned` (the default) only
+//! budgets a user provisioned (table or keyspace throughput); a default-budget table is accounted
+//! but never rejected, so loading data works out of the box. `all` rejects on every budget (full
+//! Cosmos DB fidelity), `off` on none. A request over a budget that is not enforced runs, is
+//! counted in its bucket's `would_throttle` (what Cosmos DB would have rate-limited) and does not
+//! draw on the bucket, as a rejected request would not: the count stays the share Cosmos DB would
+//! reject instead of every request once the bucket is in debt.
+//!
+//! Server-side retry does not wait here: `admit` answers `QueryError::Held` with the wait, and the
+//! connection awaits a timer and runs the request again (nothing was read or written before
+//! admission), so a held request occupies no thread; after `server_side_retry_max_ms` (measured
+//! from `held_since`, the first time it was held) it gets WriteTimeout / ReadTimeout.
 //!
 //! Autoscale: the budget is the maximum N; the "current" throughput shown in
 //! `system_views.throughput` is the recent peak consumption rounded up to 100, between 10% and
@@ -35,7 +48,38 @@ pub struct ThroughputLimits {
     pub server_side_retry: bool,
     /// Longest a request is held by server-side retry before it times out.
     pub server_side_retry_max: Duration,
-    pub enforce: bool,
+    pub enforce: Enforce,
+}
+
+/// Which budgets reject over-budget requests (`throughput.enforce`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Enforce {
+    /// Budgets a user provisioned (table or keyspace throughput); default-budget tables are
+    /// accounted only.
+    #[default]
+    Provisioned,
+    /// Every budget, the default 400 RU/s too (Cosmos DB's behaviour).
+    All,
+    /// None: account request units, never reject.
+    Off,
+}
+
+impl Enforce {
+    /// Whether a budget from `source` rejects.
+    pub fn applies_to(self, source: Source) -> bool {
+        match self {
+            Enforce::All => true,
+            Enforce::Off => false,
+            Enforce::Provisioned => source != Source::Default,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Enforce::Provisioned => "provisioned",
+            Enforce::All => "all",
+            Enforce::Off => "off",
+        }
+    }
 }
 
 impl Default for ThroughputLimits {
@@ -45,7 +89,7 @@ impl Default for ThroughputLimits {
             burst: true,
             server_side_retry: false,
             server_side_retry_max: SERVER_RETRY_MAX,
-            enforce: true,
+            enforce: Enforce::Provisioned,
         }
     }
 }
@@ -66,6 +110,9 @@ pub fn partition_rate(table_ru: i64, partitions: usize) -> f64 {
 pub struct Bucket {
     inner: Mutex<State>,
     pub throttled: AtomicU64,
+    /// Requests over this budget that ran because it is not enforced (Cosmos DB would have
+    /// rate-limited them).
+    pub would_throttle: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -162,53 +209,74 @@ pub enum Access {
     Write(&'static str),
 }
 
-/// Admits a request on the given buckets (each with its RU/s), waiting with server-side retry
-/// or failing with Overloaded.
+/// One budget a request is admitted on: a bucket, its RU/s, and whether it rejects.
+#[derive(Debug, Clone, Copy)]
+pub struct Gate<'a> {
+    pub bucket: &'a Bucket,
+    pub rate: f64,
+    pub enforced: bool,
+}
+
+/// How a request was admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admitted {
+    /// Within every budget.
+    Within,
+    /// Over a budget that is not enforced: it runs, counted in `would_throttle`, and its
+    /// consumption is not debited from the budget.
+    OverUnenforced,
+}
+
+/// Admits a request on the given budgets, or fails with Overloaded; with server-side retry,
+/// with `QueryError::Held` (the caller waits and runs the request again, passing when it was
+/// first held as `held_since`) until the retry limit, then with Write/ReadTimeout.
 pub fn admit(
     limits: &ThroughputLimits,
     access: Access,
-    buckets: &[(&Bucket, f64)],
-) -> Result<(), QueryError> {
-    if !limits.enforce {
-        return Ok(());
+    gates: &[Gate],
+    held_since: Option<Instant>,
+) -> Result<Admitted, QueryError> {
+    let mut wait = 0u64;
+    let mut throttled_on = None;
+    let mut over_unenforced = false;
+    for g in gates {
+        if let Err(ms) = g.bucket.admit(g.rate, limits.burst) {
+            if !g.enforced {
+                over_unenforced = true;
+            } else if ms > wait {
+                wait = ms;
+                throttled_on = Some(g.bucket);
+            }
+        }
     }
-    let started = Instant::now();
-    loop {
-        let mut wait = 0u64;
-        let mut throttled_on = None;
-        for (b, rate) in buckets {
-            if let Err(ms) = b.admit(*rate, limits.burst) {
-                if ms > wait {
-                    wait = ms;
-                    throttled_on = Some(*b);
-                }
-            }
+    let Some(b) = throttled_on else {
+        if !over_unenforced {
+            return Ok(Admitted::Within);
         }
-        let Some(b) = throttled_on else {
-            return Ok(());
-        };
-        if limits.server_side_retry {
-            // Sleep until the budget allows it, at most until the limit; then one last try.
-            let elapsed = started.elapsed();
-            if elapsed < limits.server_side_retry_max {
-                std::thread::sleep(
-                    Duration::from_millis(wait).min(limits.server_side_retry_max - elapsed),
-                );
-                continue;
-            }
-            b.throttled.fetch_add(1, Ordering::Relaxed);
-            let message = format!(
-                "Request timed out: server-side retry held the request for {} ms (throughput.server_side_retry_max_ms) and the provisioned throughput still did not allow it (RetryAfterMs={wait}); raise the throughput or lower the request rate",
-                started.elapsed().as_millis()
-            );
-            return Err(match access {
-                Access::Read => QueryError::ReadTimeout(message),
-                Access::Write(write_type) => QueryError::WriteTimeout(message, write_type),
-            });
+        for g in gates.iter().filter(|g| !g.enforced) {
+            g.bucket.would_throttle.fetch_add(1, Ordering::Relaxed);
         }
+        return Ok(Admitted::OverUnenforced);
+    };
+    if !limits.server_side_retry {
         b.throttled.fetch_add(1, Ordering::Relaxed);
         return Err(overloaded(wait));
     }
+    let held_ms = held_since.map_or(0, |t| t.elapsed().as_millis() as u64);
+    let max_ms = limits.server_side_retry_max.as_millis() as u64;
+    if held_ms < max_ms {
+        return Err(QueryError::Held {
+            retry_after_ms: wait.min(max_ms - held_ms),
+        });
+    }
+    b.throttled.fetch_add(1, Ordering::Relaxed);
+    let message = format!(
+        "Request timed out: server-side retry held the request for {held_ms} ms (throughput.server_side_retry_max_ms) and the provisioned throughput still did not allow it (RetryAfterMs={wait}); raise the throughput or lower the request rate"
+    );
+    Err(match access {
+        Access::Read => QueryError::ReadTimeout(message),
+        Access::Write(write_type) => QueryError::WriteTimeout(message, write_type),
+    })
 }
 
 /// The throughput settings that apply to a table, and where they come from.
@@ -322,6 +390,8 @@ pub struct TableBudget {
     pub rate: f64,
     /// The keyspace's pool, when the table shares its keyspace's throughput.
     pub shared: Option<std::sync::Arc<SharedPool>>,
+    /// Whether the budget rejects (`throughput.enforce` and where the budget comes from).
+    pub enforced: bool,
 }
 
 impl TableBudget {
@@ -330,6 +400,15 @@ impl TableBudget {
         match &self.shared {
             Some(pool) => (&pool.part_for(p).bucket, pool.rate()),
             None => (&p.stats.bucket, self.rate),
+        }
+    }
+    /// The budget a request on a physical partition of the table is admitted on.
+    pub fn gate<'a>(&'a self, p: &'a PhysicalPartition) -> Gate<'a> {
+        let (bucket, rate) = self.bucket(p);
+        Gate {
+            bucket,
+            rate,
+            enforced: self.enforced,
         }
     }
     /// Records what a request consumed on a partition and debits its bucket.
@@ -351,17 +430,20 @@ pub fn table_budget(
     limits: &ThroughputLimits,
 ) -> TableBudget {
     let prov = provisioned(schema, t, limits.default_table_ru);
+    let enforced = limits.enforce.applies_to(prov.source);
     match prov.source {
         Source::Keyspace => {
             let pool = maps.shared_pool(schema, &t.keyspace, prov);
             TableBudget {
                 rate: pool.rate(),
                 shared: Some(pool),
+                enforced,
             }
         }
         _ => TableBudget {
             rate: partition_rate(prov.ru, map.parts.len()),
             shared: None,
+            enforced,
         },
     }
 }
@@ -418,7 +500,7 @@ mod tests {
     }
 
     #[test]
-    fn server_side_retry_ends_in_a_timeout_of_the_right_kind() {
+    fn server_side_retry_holds_then_times_out_with_the_right_kind() {
         let limits = ThroughputLimits {
             server_side_retry: true,
             server_side_retry_max: Duration::from_millis(30),
@@ -428,23 +510,43 @@ mod tests {
         let b = Bucket::default();
         b.admit(400.0, false).unwrap();
         b.debit(400.0, false, 4000.0); // ten seconds in debt
-        let started = Instant::now();
-        match admit(&limits, Access::Write("CAS"), &[(&b, 400.0)]) {
+        let gate = |enforced| Gate {
+            bucket: &b,
+            rate: 400.0,
+            enforced,
+        };
+        // Held: the caller is told how long to wait, capped by what is left of the limit.
+        match admit(&limits, Access::Read, &[gate(true)], None) {
+            Err(QueryError::Held { retry_after_ms }) => assert_eq!(retry_after_ms, 30),
+            other => panic!("{other:?}"),
+        }
+        let long_ago = Instant::now() - Duration::from_millis(40);
+        match admit(&limits, Access::Write("CAS"), &[gate(true)], Some(long_ago)) {
             Err(QueryError::WriteTimeout(m, "CAS")) => {
                 assert!(m.contains("server-side retry"), "{m}")
             }
             other => panic!("{other:?}"),
         }
         assert!(matches!(
-            admit(&limits, Access::Read, &[(&b, 400.0)]),
+            admit(&limits, Access::Read, &[gate(true)], Some(long_ago)),
             Err(QueryError::ReadTimeout(_))
         ));
-        assert!(started.elapsed() >= Duration::from_millis(60));
         assert_eq!(b.throttled.load(Ordering::Relaxed), 2);
-        let unlimited = ThroughputLimits {
-            enforce: false,
-            ..limits
-        };
-        assert!(admit(&unlimited, Access::Read, &[(&b, 400.0)]).is_ok());
+        // Not enforced: admitted and counted as what Cosmos DB would have throttled.
+        assert_eq!(
+            admit(&limits, Access::Read, &[gate(false)], None).unwrap(),
+            Admitted::OverUnenforced
+        );
+        assert_eq!(b.would_throttle.load(Ordering::Relaxed), 1);
+        assert_eq!(b.throttled.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn enforce_modes_pick_the_budgets_that_reject() {
+        use Source::*;
+        let on = |e: Enforce| [Table, Keyspace, Default].map(|s| e.applies_to(s));
+        assert_eq!(on(Enforce::Provisioned), [true, true, false]);
+        assert_eq!(on(Enforce::All), [true, true, true]);
+        assert_eq!(on(Enforce::Off), [false, false, false]);
     }
 }

@@ -106,6 +106,10 @@ pub fn rows(
                                 "throttled_requests",
                                 bigint(bucket.throttled.load(Ordering::Relaxed) as i64),
                             ),
+                            (
+                                "would_throttle",
+                                bigint(bucket.would_throttle.load(Ordering::Relaxed) as i64),
+                            ),
                             ("partition_id", bigint(p.id as i64)),
                             ("token_start", bigint(p.start)),
                             ("token_end", bigint(p.end)),
@@ -132,17 +136,17 @@ pub fn rows(
                     .iter()
                     .map(|p| p.stats.consumed.last_second())
                     .sum();
-                let (normalized, peak, throttled) = match &budget.shared {
+                let buckets: Vec<&super::throttle::Bucket> = match &budget.shared {
+                    Some(pool) => pool.parts.iter().map(|x| &x.bucket).collect(),
+                    None => map.parts.iter().map(|p| &p.stats.bucket).collect(),
+                };
+                let (normalized, peak) = match &budget.shared {
                     Some(pool) => (
                         pool.parts
                             .iter()
                             .map(|x| x.consumed.last_second() / pool.rate())
                             .fold(0.0f64, f64::max),
                         super::ru::recent_peak(pool.parts.iter().map(|x| &x.consumed)),
-                        pool.parts
-                            .iter()
-                            .map(|x| x.bucket.throttled.load(Ordering::Relaxed))
-                            .sum::<u64>(),
                     ),
                     None => (
                         map.parts
@@ -150,11 +154,10 @@ pub fn rows(
                             .map(|p| p.stats.consumed.last_second() / budget.rate)
                             .fold(0.0f64, f64::max),
                         super::ru::recent_peak(map.parts.iter().map(|p| &p.stats.consumed)),
-                        map.parts
-                            .iter()
-                            .map(|p| p.stats.bucket.throttled.load(Ordering::Relaxed))
-                            .sum::<u64>(),
                     ),
+                };
+                let count = |f: fn(&super::throttle::Bucket) -> u64| {
+                    bigint(buckets.iter().map(|b| f(b)).sum::<u64>() as i64)
                 };
                 let current = if prov.autoscale {
                     autoscale_current(prov.ru, peak)
@@ -181,11 +184,18 @@ pub fn rows(
                         ("source", text(source)),
                         (
                             "enforced",
-                            Some(Bytes::copy_from_slice(&[limits.enforce as u8])),
+                            Some(Bytes::copy_from_slice(&[budget.enforced as u8])),
                         ),
                         ("normalized_ru_consumption", double(normalized.min(1.0))),
                         ("physical_partitions", int(map.parts.len() as i32)),
-                        ("throttled_requests", bigint(throttled as i64)),
+                        (
+                            "throttled_requests",
+                            count(|b| b.throttled.load(Ordering::Relaxed)),
+                        ),
+                        (
+                            "would_throttle",
+                            count(|b| b.would_throttle.load(Ordering::Relaxed)),
+                        ),
                     ],
                 ));
             }

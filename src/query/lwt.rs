@@ -200,7 +200,7 @@ pub fn execute(
         return Err(invalid("A conditional write needs a statement"));
     };
     // Admitted on the partition's throughput budget before anything is read (charged read + write).
-    write::admit_writes(engine, &muts, "CAS")?;
+    write::admit_writes(engine, &muts, "CAS", rctx)?;
     let stripe = engine.lock_stripe(t.storage_id, &pk);
     let _guard = engine.stripe(stripe).lock();
     let mut read = (0u64, 0u64); // (stored keys found, bytes) for the read charge

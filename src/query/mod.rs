@@ -8,6 +8,7 @@ pub mod complex;
 pub mod eval;
 pub mod functions;
 pub mod index;
+pub mod long;
 pub mod lwt;
 pub mod purge;
 pub mod row;
@@ -58,6 +59,11 @@ pub enum QueryError {
     /// A read held by server-side retry past its limit (ReadTimeout 0x1200).
     #[error("{0}")]
     ReadTimeout(String),
+    /// Over an enforced budget with server-side retry: nothing was read or written; the caller
+    /// (the connection) runs the request again after `retry_after_ms` (`RequestCtx::held_since`).
+    /// A caller that cannot wait answers it as Overloaded.
+    #[error("Request rate is large: RetryAfterMs={retry_after_ms}")]
+    Held { retry_after_ms: u64 },
     /// 0x1400: a (system) function failed, e.g. an integer division by zero.
     #[error("{message}")]
     FunctionFailure {
@@ -135,6 +141,11 @@ pub struct RequestCtx {
     charge: std::sync::atomic::AtomicU64,
     /// Set when the client asked for tracing.
     tracer: Option<Arc<trace::Tracer>>,
+    /// When server-side retry first held this request (set by the connection on re-runs).
+    held_since: Option<std::time::Instant>,
+    /// Admitted over a budget that is not enforced: its consumption is not debited from it
+    /// (`throttle::Admitted::OverUnenforced`).
+    over_budget: std::sync::atomic::AtomicBool,
 }
 
 impl Clone for RequestCtx {
@@ -142,8 +153,11 @@ impl Clone for RequestCtx {
         let c = RequestCtx::default();
         *c.warnings.lock() = self.warnings.lock().clone();
         c.add_charge(self.charge());
+        c.over_budget
+            .store(self.over_budget(), std::sync::atomic::Ordering::Relaxed);
         RequestCtx {
             tracer: self.tracer.clone(),
+            held_since: self.held_since,
             ..c
         }
     }
@@ -180,6 +194,32 @@ impl RequestCtx {
     }
     pub fn is_traced(&self) -> bool {
         self.tracer.is_some()
+    }
+    /// Continues the trace of an earlier attempt of the same request (server-side retry).
+    pub fn continue_trace(&mut self, tracer: Arc<trace::Tracer>) {
+        self.tracer = Some(tracer);
+    }
+    /// Marks the request as held by server-side retry since `t`.
+    pub fn set_held_since(&mut self, t: std::time::Instant) {
+        self.held_since = Some(t);
+    }
+    pub fn held_since(&self) -> Option<std::time::Instant> {
+        self.held_since
+    }
+    /// Records how the request was admitted on its throughput budgets.
+    pub fn admitted(&self, how: crate::partition::throttle::Admitted) {
+        if how == crate::partition::throttle::Admitted::OverUnenforced {
+            self.over_budget
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    /// Whether the request's consumption is debited from its budgets (not when it ran over a
+    /// budget that is not enforced, as Cosmos DB would have rejected it).
+    pub fn debits_budget(&self) -> bool {
+        !self.over_budget()
+    }
+    fn over_budget(&self) -> bool {
+        self.over_budget.load(std::sync::atomic::Ordering::Relaxed)
     }
     /// Request units consumed so far.
     pub fn charge(&self) -> f64 {
@@ -441,6 +481,22 @@ impl Engine {
 
     pub(crate) fn stripe(&self, i: usize) -> &Mutex<()> {
         &self.locks[i]
+    }
+
+    /// Whether a QUERY may run long (`long.rs`); only SELECTs are parsed for it.
+    pub fn query_may_run_long(&self, text: &str, session: &Session) -> bool {
+        let head = text.trim_start().get(..6).unwrap_or("");
+        if !head.eq_ignore_ascii_case("select") {
+            return false;
+        }
+        crate::cql::parse(text)
+            .is_ok_and(|p| long::may_run_long(&self.schema(), session.keyspace.as_deref(), &p))
+    }
+
+    /// Whether an EXECUTE of a prepared statement may run long (`long.rs`).
+    pub fn prepared_may_run_long(&self, p: &Prepared, session: &Session) -> bool {
+        let ks = p.keyspace.as_deref().or(session.keyspace.as_deref());
+        long::may_run_long(&self.schema(), ks, &p.parsed)
     }
 
     /// Parses and runs a QUERY.

@@ -2276,7 +2276,7 @@ pub fn execute(
         opts.ctx.add_charge(crate::partition::ru::FIXED_RU);
         read_virtual(engine, &schema, t, &plan, &mut out, paging)?;
     } else {
-        let budget = admit_read(engine, &schema, t, &plan, out.map.as_deref(), opts.serial)?;
+        let budget = admit_read(engine, &schema, t, &plan, out.map.as_deref(), opts)?;
         let res = read_stored(engine, t, &plan, &mut out, paging);
         let (rows, bytes) = out
             .meter
@@ -2290,7 +2290,9 @@ pub fn execute(
             opts.ctx.add_charge(extra);
             if let (Some(b), Some((p, _, _))) = (&budget, out.meter.first()) {
                 p.stats.consumed.add(extra);
-                b.charge(&engine.limits.throughput, p, extra);
+                if opts.ctx.debits_budget() {
+                    b.charge(&engine.limits.throughput, p, extra);
+                }
             }
         }
         crate::partition::ru::charge_partitions(&out.meter);
@@ -2304,7 +2306,7 @@ pub fn execute(
                 );
             }
         }
-        if let Some(budget) = &budget {
+        if let Some(budget) = budget.as_ref().filter(|_| opts.ctx.debits_budget()) {
             for (p, rows, bytes) in &out.meter {
                 budget.charge(
                     &engine.limits.throughput,
@@ -2333,7 +2335,7 @@ fn admit_read(
     t: &TableDef,
     plan: &Plan,
     map: Option<&crate::partition::map::PartitionMap>,
-    serial: bool,
+    opts: &QueryOptions,
 ) -> Result<Option<crate::partition::throttle::TableBudget>> {
     use crate::partition::throttle;
     let Some(map) = map else {
@@ -2367,16 +2369,22 @@ fn admit_read(
                 .map(|p| &**p),
         ),
     }
-    let mut list: Vec<_> = parts.iter().map(|p| budget.bucket(p)).collect();
+    let mut gates: Vec<_> = parts.iter().map(|p| budget.gate(p)).collect();
     // Shared pools: one bucket may serve several partitions; ask it once.
-    list.dedup_by(|a, b| std::ptr::eq(a.0, b.0));
-    let access = if serial {
+    gates.dedup_by(|a, b| std::ptr::eq(a.bucket, b.bucket));
+    let access = if opts.serial {
         // A SERIAL read runs a Paxos round (it writes), so it is admitted as a write.
         throttle::Access::Write("CAS")
     } else {
         throttle::Access::Read
     };
-    throttle::admit(&engine.limits.throughput, access, &list)?;
+    let how = throttle::admit(
+        &engine.limits.throughput,
+        access,
+        &gates,
+        opts.ctx.held_since(),
+    )?;
+    opts.ctx.admitted(how);
     Ok(Some(budget))
 }
 

@@ -59,14 +59,26 @@ pub(crate) fn admit_writes(
     engine: &Engine,
     muts: &[Mutation],
     write_type: &'static str,
+    rctx: Option<&super::RequestCtx>,
 ) -> Result<()> {
     let (_, parts) = write_partitions(engine, muts);
-    let list: Vec<_> = parts.iter().map(|(p, b)| b.bucket(p)).collect();
-    crate::partition::throttle::admit(
+    let gates: Vec<_> = parts.iter().map(|(p, b)| b.gate(p)).collect();
+    let how = crate::partition::throttle::admit(
         &engine.limits.throughput,
         crate::partition::throttle::Access::Write(write_type),
-        &list,
-    )
+        &gates,
+        rctx.and_then(|c| c.held_since()),
+    )?;
+    if let Some(c) = rctx {
+        c.admitted(how);
+    }
+    Ok(())
+}
+
+/// Whether a request's consumption is debited from its budgets (requests without a context are
+/// internal and always are).
+fn debits_budget(rctx: Option<&super::RequestCtx>) -> bool {
+    rctx.is_none_or(|c| c.debits_budget())
 }
 
 /// Charges the read of a conditional write (`read`: stored keys and bytes read) to the request,
@@ -97,7 +109,9 @@ pub(crate) fn charge_read(
         &map,
         &engine.limits.throughput,
     );
-    budget.charge(&engine.limits.throughput, p, ru);
+    if debits_budget(rctx) {
+        budget.charge(&engine.limits.throughput, p, ru);
+    }
 }
 
 type Budget = crate::partition::throttle::TableBudget;
@@ -1626,7 +1640,7 @@ pub fn apply_with(
     if muts.is_empty() {
         return Ok(());
     }
-    admit_writes(engine, &muts, write_type)?;
+    admit_writes(engine, &muts, write_type, rctx)?;
     let stripes = stripes_of(engine, &muts);
     let _guards: Vec<_> = stripes.iter().map(|&i| engine.stripe(i).lock()).collect();
     apply_locked(engine, muts, rctx)
@@ -1723,7 +1737,9 @@ pub(crate) fn apply_locked(
     for (sid, p, ru) in &touched {
         engine.splitter.check(*sid, p);
         if let Some((_, b)) = budgets.iter().find(|(s, _)| s == sid) {
-            b.charge(&engine.limits.throughput, p, *ru);
+            if debits_budget(rctx) {
+                b.charge(&engine.limits.throughput, p, *ru);
+            }
         }
     }
     Ok(())

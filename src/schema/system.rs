@@ -387,6 +387,7 @@ const SYSTEM_VIEWS: &[Spec] = &[
             ("consumed_ru", "double"),
             ("normalized_ru_consumption", "double"),
             ("throttled_requests", "bigint"),
+            ("would_throttle", "bigint"),
         ],
     ),
     spec(
@@ -405,6 +406,7 @@ const SYSTEM_VIEWS: &[Spec] = &[
             ("normalized_ru_consumption", "double"),
             ("physical_partitions", "int"),
             ("throttled_requests", "bigint"),
+            ("would_throttle", "bigint"),
         ],
     ),
     spec(

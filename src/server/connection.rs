@@ -424,10 +424,6 @@ async fn dispatch(
             let Ok(permit) = Arc::clone(&st.in_flight).acquire_owned().await else {
                 return false;
             };
-            // Requests that may wait run on the blocking pool: fsync commits, and server-side
-            // retry (a request may be held for up to throughput.server_side_retry_max_ms).
-            let blocking = shared.config.storage.sync == crate::storage::SyncMode::Fsync
-                || shared.engine.limits.throughput.server_side_retry;
             let shared = Arc::clone(shared);
             let tx = tx.clone();
             let compression = st.compression;
@@ -435,28 +431,25 @@ async fn dispatch(
                 st.payloads = true;
             }
             let payloads = st.payloads;
-            let env = RequestEnvelope {
+            let env = Arc::new(RequestEnvelope {
                 request: req,
                 ..env
-            };
+            });
             let mut sess = st.session.clone();
             sess.keyspace = st.keyspace.lock().clone();
             let peer = st.peer.ip();
-            let run = move || {
-                let mut sess = sess;
-                execute(&shared, &mut sess, &env, version, peer)
-            };
             let keyspace_cell = Arc::clone(&st.keyspace);
             tokio::spawn(async move {
-                let produced = if blocking {
-                    match tokio::task::spawn_blocking(run).await {
-                        Ok(r) => r,
-                        Err(_) => return,
-                    }
-                } else {
-                    run()
+                let call = Call {
+                    shared,
+                    env,
+                    session: sess,
+                    version,
+                    peer,
                 };
-                let mut produced = produced;
+                let Some(mut produced) = call.run().await else {
+                    return;
+                };
                 if !payloads {
                     produced.extras.custom_payload.clear();
                 }
@@ -477,6 +470,81 @@ async fn dispatch(
             true
         }
     }
+}
+
+/// One QUERY/PREPARE/EXECUTE/BATCH on its way through the engine.
+struct Call {
+    shared: Arc<Shared>,
+    env: Arc<RequestEnvelope>,
+    session: Session,
+    version: u8,
+    peer: std::net::IpAddr,
+}
+
+impl Call {
+    /// Runs the request until it is answered. Server-side retry: a request held because its
+    /// budget is spent did nothing yet; it waits on a timer (no thread, no connection slot) and
+    /// runs again. Where it runs: on the blocking pool for fsync commits (every write waits for
+    /// a disk flush) and, within `Shared::long_requests` slots, for requests that may run long;
+    /// else on the runtime thread (point reads and writes: a hand-off would cost them more than
+    /// they take). None if the blocking task died.
+    async fn run(self) -> Option<Produced> {
+        let engine = &self.shared.engine;
+        let fsync = self.shared.config.storage.sync == crate::storage::SyncMode::Fsync;
+        let long = match &self.env.request {
+            Request::Query(q) => engine.query_may_run_long(&q.query, &self.session),
+            Request::Execute(e) => engine
+                .get_prepared(&e.id)
+                .is_ok_and(|p| engine.prepared_may_run_long(&p, &self.session)),
+            _ => false,
+        };
+        let this = Arc::new(self);
+        let mut hold = Hold::default();
+        loop {
+            let produced = if long {
+                let slot = Arc::clone(&this.shared.long_requests)
+                    .acquire_owned()
+                    .await
+                    .ok()?;
+                let (call, h) = (Arc::clone(&this), hold.clone());
+                let p = tokio::task::spawn_blocking(move || call.attempt(&h)).await;
+                drop(slot);
+                p.ok()?
+            } else if fsync {
+                let (call, h) = (Arc::clone(&this), hold.clone());
+                tokio::task::spawn_blocking(move || call.attempt(&h))
+                    .await
+                    .ok()?
+            } else {
+                this.attempt(&hold)
+            };
+            let Some(wait_ms) = produced.held_ms else {
+                return Some(produced);
+            };
+            hold.since.get_or_insert_with(std::time::Instant::now);
+            hold.tracer = produced.tracer;
+            tokio::time::sleep(std::time::Duration::from_millis(wait_ms)).await;
+        }
+    }
+
+    fn attempt(&self, hold: &Hold) -> Produced {
+        let mut session = self.session.clone();
+        execute(
+            &self.shared,
+            &mut session,
+            &self.env,
+            self.version,
+            self.peer,
+            hold,
+        )
+    }
+}
+
+/// A request held by server-side retry: since when, and its trace so far.
+#[derive(Clone, Default)]
+struct Hold {
+    since: Option<std::time::Instant>,
+    tracer: Option<Arc<crate::query::trace::Tracer>>,
 }
 
 fn binds(values: &Values) -> Binds {
@@ -511,6 +579,10 @@ struct Produced {
     /// The keyspace a USE switched to.
     keyspace: Option<String>,
     extras: ResponseExtras,
+    /// Held by server-side retry: run it again after this many milliseconds.
+    held_ms: Option<u64>,
+    /// The request's trace, carried into the next attempt of a held request.
+    tracer: Option<Arc<crate::query::trace::Tracer>>,
 }
 
 /// Runs a QUERY/PREPARE/EXECUTE/BATCH.
@@ -520,6 +592,7 @@ fn execute(
     env: &RequestEnvelope,
     version: u8,
     client: std::net::IpAddr,
+    hold: &Hold,
 ) -> Produced {
     let engine = &shared.engine;
     let mut opts = match &env.request {
@@ -541,7 +614,16 @@ fn execute(
         },
         _ => QueryOptions::default(),
     };
-    let tracer = env.tracing.then(|| opts.ctx.start_trace());
+    let tracer = env.tracing.then(|| match &hold.tracer {
+        Some(t) => {
+            opts.ctx.continue_trace(Arc::clone(t));
+            Arc::clone(t)
+        }
+        None => opts.ctx.start_trace(),
+    });
+    if let Some(since) = hold.since {
+        opts.ctx.set_held_since(since);
+    }
     let result: Result<(ResultBody, Option<String>), crate::query::QueryError> = (|| {
         match &env.request {
             Request::Query(q) => {
@@ -605,6 +687,18 @@ fn execute(
             )),
         }
     })();
+    if let Err(crate::query::QueryError::Held { retry_after_ms }) = &result {
+        opts.ctx.trace(|| {
+            format!("Held by server-side retry: throughput budget spent, running again in {retry_after_ms} ms")
+        });
+        return Produced {
+            response: Response::Ready,
+            keyspace: None,
+            extras: ResponseExtras::NONE,
+            held_ms: Some(*retry_after_ms),
+            tracer,
+        };
+    }
     let (response, keyspace) = match result {
         Ok((body, ks)) => (Response::Result(body), ks),
         Err(e) => (Response::Error(convert::error(&e)), None),
@@ -666,6 +760,8 @@ fn execute(
         response,
         keyspace,
         extras,
+        held_ms: None,
+        tracer: None,
     }
 }
 

@@ -212,6 +212,11 @@ pub fn error(e: &QueryError) -> ErrorResponse {
         QueryError::Unauthorized(m) => ErrorResponse::new(c::UNAUTHORIZED, m.clone()),
         QueryError::Server(m) => ErrorResponse::server(m.clone()),
         QueryError::Overloaded(m) => ErrorResponse::new(c::OVERLOADED, m.clone()),
+        // The connection waits and retries held requests; should one reach here, it is a 429.
+        QueryError::Held { retry_after_ms } => ErrorResponse::new(
+            c::OVERLOADED,
+            crate::partition::throttle::overloaded(*retry_after_ms).to_string(),
+        ),
         // Consistency ONE, no replica answered in time.
         QueryError::WriteTimeout(m, write_type) => ErrorResponse::with_extra(
             m.clone(),

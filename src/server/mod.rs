@@ -19,6 +19,16 @@ pub struct Shared {
     pub config: Arc<Config>,
     /// Schema changes, pushed to connections that REGISTERed for them.
     pub events: broadcast::Sender<Arc<Event>>,
+    /// Slots for requests that may run long (scans), run on blocking threads; more wait for a
+    /// slot without holding a thread (see `query::long`).
+    pub long_requests: Arc<Semaphore>,
+}
+
+/// Long requests running at once: enough to keep both cores of a small machine busy with
+/// scans while leaving the runtime's threads to short requests and new connections.
+fn long_request_slots() -> usize {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    (2 * cores).max(4)
 }
 
 fn tls_acceptor(cfg: &Config) -> Result<tokio_rustls::TlsAcceptor, String> {
@@ -65,6 +75,7 @@ pub async fn run(
         engine,
         config: Arc::clone(&config),
         events,
+        long_requests: Arc::new(Semaphore::new(long_request_slots())),
     });
     let max_conns = config.limits.max_connections;
     let conns = Arc::new(Semaphore::new(max_conns));

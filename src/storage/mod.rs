@@ -5,6 +5,7 @@
 //! the layers above commit touches one physical partition's key range (plus metadata), so an
 //! implementation may shard by physical partition.
 
+pub mod dir_lock;
 pub mod embedded;
 
 use bytes::Bytes;

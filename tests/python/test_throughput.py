@@ -346,7 +346,9 @@ def test_keyspace_throughput_is_shared_by_its_tables(server_factory, unique_name
 
 
 def test_tables_without_throughput_get_the_default_and_are_throttled(server_factory, unique_name):
-    c, s, ks = fresh(server_factory, unique_name)
+    # Only under "all": by default ("provisioned") a default-budget table is accounted, not
+    # rejected (test_first_hour.py).
+    c, s, ks = fresh(server_factory, unique_name, set_args=["throughput.enforce=all"])
     s.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v text)")
     row = view(s, ks, "t")
     assert (row.provisioned_ru, row.source, row.enforced, row.physical_partitions) == (400, "default", True, 1)
