@@ -1004,12 +1004,12 @@ fn routing(engine: &Engine, t: &TableDef, target: &Target) -> String {
     let describe = |ids: Vec<u64>, what: &str, targeted: bool| {
         if !targeted {
             format!(
-                "Routing: fan-out to all {total} physical partitions ({what}): [{}]",
+                "Routing: fan-out to all {total} physical partitions ({what}): ids [{}]",
                 list(&ids)
             )
         } else {
             format!(
-                "Routing: targeted, {} of {total} physical partitions ({what}): [{}]",
+                "Routing: targeted, {} of {total} physical partitions ({what}): ids [{}]",
                 ids.len(),
                 list(&ids)
             )
@@ -1024,14 +1024,17 @@ fn routing(engine: &Engine, t: &TableDef, target: &Target) -> String {
             ids.sort_unstable();
             ids.dedup();
             if keys.len() == 1 {
+                // The id and the position in token order, so "4 of 1" cannot be misread.
+                let token = table_token(t, &keys[0]);
+                let p = map.route(token);
+                let position = map.parts.iter().position(|q| q.id == p.id).unwrap_or(0) + 1;
                 format!(
-                    "Routing: single-partition, physical partition {} of {total} (token {})",
-                    ids[0],
-                    table_token(t, &keys[0])
+                    "Routing: single-partition, physical partition id {} ({position} of {total}, tokens ({}, {}]), token {token}",
+                    p.id, p.start, p.end
                 )
             } else {
                 format!(
-                    "Routing: targeted, {} of {total} physical partitions for {} partition keys: [{}]",
+                    "Routing: targeted, {} of {total} physical partitions for {} partition keys: ids [{}]",
                     ids.len(),
                     keys.len(),
                     list(&ids)
@@ -1853,6 +1856,41 @@ impl Output<'_> {
         Flow::Continue
     }
 
+    /// Feeds one row of a system or virtual table (cells by column index) to the aggregation,
+    /// as `aggregate_row` does for stored rows. These tables are small and answered in one
+    /// page, so a finished group is written without stopping for the page size.
+    fn aggregate_cells<'r>(&mut self, get: &dyn Fn(usize) -> Option<&'r [u8]>) {
+        let mut agg = self.agg.take().expect("aggregate query");
+        let key: Vec<Option<Bytes>> = agg
+            .group_cols
+            .iter()
+            .map(|&c| get(c).map(Bytes::copy_from_slice))
+            .collect();
+        if agg.rows > 0 && agg.key.as_ref() != Some(&key) {
+            self.agg = Some(agg);
+            let _ = self.flush_group();
+            agg = self.agg.take().expect("aggregate query");
+        }
+        if agg.rows == 0 {
+            agg.key = Some(key);
+            let start = self.rows.content.len();
+            for (p, _, _) in self.proj {
+                match p {
+                    Proj::Column(i) => self.rows.push_cell(get(*i)),
+                    _ => self.rows.push_cell(None),
+                }
+            }
+            agg.first = self.rows.content.split_off(start);
+        }
+        for ((p, _, _), acc) in self.proj.iter().zip(agg.accs.iter_mut()) {
+            if let (Proj::Agg(_, col), Some(acc)) = (p, acc) {
+                acc.add(col.and_then(get));
+            }
+        }
+        agg.rows += 1;
+        self.agg = Some(agg);
+    }
+
     /// Writes the current group's row (for a query without GROUP BY, also when no row matched).
     fn flush_group(&mut self) -> Flow {
         let mut agg = self.agg.take().expect("aggregate query");
@@ -2427,7 +2465,8 @@ fn read_virtual(
             continue;
         }
         if out.agg.is_some() {
-            return Err(invalid("Aggregates are not supported on system tables"));
+            out.aggregate_cells(&get);
+            continue;
         }
         for (p, _, _) in out.proj {
             match p {

@@ -94,3 +94,25 @@ def test_aggregate_errors(session, data):
         session.execute(f"SELECT count(*) FROM {t} GROUP BY c1")
     with pytest.raises(InvalidRequest):
         session.execute(f"SELECT sum(name) FROM {t}")
+
+
+def test_aggregates_on_system_and_virtual_tables(session, keyspace, cqlsh):
+    # A user's first check that the server answers, as on Cassandra.
+    assert session.execute("SELECT count(*) FROM system.local").one()[0] == 1
+    names = sorted(r.table_name for r in session.execute(
+        "SELECT table_name FROM system_schema.tables WHERE keyspace_name = 'system'"))
+    row = session.execute("SELECT count(*), min(table_name), max(table_name) FROM system_schema.tables "
+                          "WHERE keyspace_name = 'system'").one()
+    assert tuple(row) == (len(names), names[0], names[-1]) and len(names) > 1
+    # GROUP BY the partition key of a virtual table, and an empty selection's count.
+    session.execute(f"CREATE TABLE {keyspace}.a (k int PRIMARY KEY)")
+    session.execute(f"CREATE TABLE {keyspace}.b (k int PRIMARY KEY)")
+    groups = {r[0]: r[1] for r in session.execute(
+        "SELECT keyspace_name, count(*) FROM system_schema.tables GROUP BY keyspace_name")}
+    assert groups[keyspace] == 2 and groups["system"] == len(names)
+    assert session.execute("SELECT count(*) FROM system_views.throughput WHERE keyspace_name = %s",
+                           (keyspace,)).one()[0] == 2
+    assert session.execute("SELECT count(*) FROM system_schema.tables WHERE keyspace_name = 'none'").one()[0] == 0
+    out = cqlsh(["-e", "SELECT count(*) FROM system.local"])
+    assert out.returncode == 0, out
+    assert [line.strip() for line in out.stdout.splitlines() if line.strip()][:3] == ["count", "-------", "1"], out

@@ -15,6 +15,13 @@ def test_driver_trace_has_session_and_events(session, keyspace):
     assert trace.coordinator == "127.0.0.1"
     activities = [e.description for e in trace.events]
     assert any(a.startswith("Parsing SELECT v FROM") for a in activities), activities
+    # The partition read, by id and by position in token order (one partition covers the ring).
+    pid = session.execute("SELECT partition_id FROM system_views.physical_partitions "
+                          "WHERE keyspace_name = %s AND table_name = 'tr'", (keyspace,)).one()[0]
+    token = session.execute(f"SELECT token(id) FROM {keyspace}.tr WHERE id = 1").one()[0]
+    routing = [a for a in activities if a.startswith("Routing:")]
+    assert routing == [f"Routing: single-partition, physical partition id {pid} (1 of 1, tokens "
+                       f"(-9223372036854775808, 9223372036854775807]), token {token}"], activities
     # the session row is readable like any table, by its id
     row = session.execute("SELECT request, parameters FROM system_traces.sessions WHERE session_id = %s",
                           (trace.trace_id,)).one()
