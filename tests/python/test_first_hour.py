@@ -159,3 +159,28 @@ def test_server_side_retry_copy_holds_requests_and_new_clients_connect(server_fa
     tp, _ = views(s, ks, "t")
     assert tp.throttled_requests == 0 and tp.enforced
     c.shutdown()
+
+
+def test_readme_retry_policy_loads_a_throttled_table(server_factory, unique_name):
+    """cql/cosmos_retry.py, the policy the README gives Python applications: a concurrent load
+    into a 400 RU/s table is rate-limited and completes."""
+    sys.path.insert(0, str(ROOT / "cql"))
+    try:
+        from cosmos_retry import CosmosRetryPolicy
+    finally:
+        sys.path.pop(0)
+    srv = server_factory()
+    profile = ExecutionProfile(retry_policy=CosmosRetryPolicy())
+    c = Cluster(contact_points=[srv.host], port=srv.port, execution_profiles={EXEC_PROFILE_DEFAULT: profile})
+    s = c.connect()
+    ks = create_keyspace(s, unique_name("ks"))
+    s.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v text) WITH cosmosdb_provisioned_throughput = 400")
+    ins = s.prepare(f"INSERT INTO {ks}.t (k, v) VALUES (?, ?)")
+    n = 500  # about 2,750 RU: 400 RU/s for several seconds
+    results = execute_concurrent_with_args(s, ins, [(k, f"v{k}") for k in range(n)], concurrency=50,
+                                           raise_on_first_error=True)
+    assert all(ok for ok, _ in results)
+    assert s.execute(f"SELECT count(*) FROM {ks}.t").one()[0] == n
+    tp, _ = views(s, ks, "t")
+    assert tp.throttled_requests > 0, "nothing was rate-limited: the policy was not exercised"
+    c.shutdown()
