@@ -1,8 +1,7 @@
 """Fixtures for the end-to-end suite: real ringgate server processes and real clients.
 
 Server processes
-    server              session-scoped default server (throughput.enforce=false, see
-                        SUITE_THROUGHPUT)
+    server              session-scoped server with the default settings
     server_factory      start(**opts) -> RinggateServer; extra servers for auth/TLS/restart tests,
                         each with its own data dir and port, stopped at the end of the test
     RinggateServer      .host .port .data_dir .log_path .proc
@@ -274,48 +273,27 @@ def ringgate_bin():
     return default_binary()
 
 
-# Throughput in the suite: ringgate throttles every table as Cosmos DB does (a table without
-# throughput gets 400 RU/s). Most tests load data into such tables and are not about request
-# units, so their servers account RU but never throttle (throughput.enforce=false). Tests of the
-# throughput model mark their module `pytestmark = pytest.mark.faithful_throughput`: their
-# server_factory servers keep the faithful defaults.
-SUITE_THROUGHPUT = {"throughput.enforce": False}
-
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "faithful_throughput: servers from server_factory keep "
-                                       "the default (enforced) throughput settings")
-
-
-def _with_suite_throughput(settings, set_args):
-    settings = dict(settings or {})
-    if any(k.startswith("throughput.enforce") for k in list(settings) + list(set_args)):
-        return settings
-    return {**SUITE_THROUGHPUT, **settings}
+# Throughput: the suite's servers run with the defaults. Under `throughput.enforce =
+# "provisioned"` tables without throughput are accounted, not rejected, so tests load data freely;
+# tables created with cosmosdb_*_throughput are rate-limited as on Cosmos DB.
 
 
 @pytest.fixture(scope="session")
 def server(ringgate_bin, tmp_path_factory):
-    srv = RinggateServer(ringgate_bin, tmp_path_factory.mktemp("server-default"), name="default",
-                         settings=SUITE_THROUGHPUT)
+    srv = RinggateServer(ringgate_bin, tmp_path_factory.mktemp("server-default"), name="default")
     srv.start()
     yield srv
     srv.stop()
 
 
 @pytest.fixture
-def server_factory(ringgate_bin, tmp_path, request):
+def server_factory(ringgate_bin, tmp_path):
     """start(settings={'auth.enabled': True}, set_args=['k=v'], config='toml text' or Path,
-    extra_args=[...], wait=True) -> a started RinggateServer, stopped after the test.
-    Throughput is not enforced unless the test is marked faithful_throughput (see
-    SUITE_THROUGHPUT)."""
+    extra_args=[...], wait=True) -> a started RinggateServer, stopped after the test."""
     started = []
     counter = itertools.count(1)
-    faithful = request.node.get_closest_marker("faithful_throughput") is not None
 
     def start(settings=None, set_args=(), config=None, extra_args=(), wait=True, name=None):
-        if not faithful:
-            settings = _with_suite_throughput(settings, set_args)
         n = next(counter)
         srv = RinggateServer(ringgate_bin, tmp_path / f"server{n}", settings=settings, set_args=set_args,
                              config=config, extra_args=extra_args, name=name or f"extra{n}")

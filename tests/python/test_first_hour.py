@@ -10,7 +10,6 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
 from cassandra.policies import FallthroughRetryPolicy
 from cassandra.concurrent import execute_concurrent_with_args
@@ -18,8 +17,6 @@ from cassandra.protocol import OverloadedErrorMessage
 
 from rgtest import create_keyspace
 
-# server_factory servers keep the defaults (no throughput.enforce=false).
-pytestmark = pytest.mark.faithful_throughput
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,8 +14,6 @@ from cassandra.protocol import OverloadedErrorMessage
 
 from rgtest import create_keyspace
 
-pytestmark = pytest.mark.faithful_throughput
-
 MIN_TOKEN = -(2**63)
 
 
