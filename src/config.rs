@@ -328,6 +328,12 @@ impl Settings {
                 .map(|(_, s)| s.to_string())
                 .next_back()
                 .unwrap_or_else(|| SettingSource::Default.to_string());
+            // Passwords are not printed.
+            let v = if name.starts_with("auth.users.") {
+                "\"<hidden>\"".to_string()
+            } else {
+                v
+            };
             out.push_str(&format!("{name} = {v}  # {source}\n"));
         }
         out
@@ -700,7 +706,10 @@ mod tests {
         std::fs::write(&path, "# comment\n[throughput]\nburst = false\n").unwrap();
         let s = Settings::load(
             Some(&path),
-            &["throughput.enforce=off".into()],
+            &[
+                "throughput.enforce=off".into(),
+                "auth.users.bob=secret".into(),
+            ],
             &[("--data-dir", "data_dir", "/tmp/x".into())],
         )
         .unwrap();
@@ -724,5 +733,10 @@ mod tests {
             text.contains("listen = \"127.0.0.1:9042\"  # default\n"),
             "{text}"
         );
+        assert!(
+            text.contains("auth.users.bob = \"<hidden>\"  # --set\n"),
+            "{text}"
+        );
+        assert!(!text.contains("secret"), "{text}");
     }
 }

@@ -5,16 +5,19 @@
 //!
 //! Long: a SELECT that does not name every partition key column with `=` or `IN` (a scan of
 //! the ring, a token range, a hierarchical key prefix, a secondary index), a SELECT with ALLOW
-//! FILTERING, and reads of `system_views` (some walk every table's size records). Everything
-//! else (writes, batches, DDL, single-partition reads) is short.
+//! FILTERING, reads of `system_views` (some walk every table's size records), and CREATE INDEX
+//! (it indexes the table's existing rows). Everything else (writes, batches, other DDL,
+//! single-partition reads) is short.
 
 use crate::cql::ast::{Operator, Parsed, RelationLhs, Statement};
 use crate::schema::Schema;
 
 /// Whether a statement may run long (see the module doc).
 pub fn may_run_long(schema: &Schema, keyspace: Option<&str>, parsed: &Parsed) -> bool {
-    let Statement::Select(sel) = &parsed.statement else {
-        return false;
+    let sel = match &parsed.statement {
+        Statement::Select(sel) => sel,
+        Statement::CreateIndex { .. } => return true,
+        _ => return false,
     };
     if sel.allow_filtering {
         return true;

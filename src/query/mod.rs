@@ -483,10 +483,10 @@ impl Engine {
         &self.locks[i]
     }
 
-    /// Whether a QUERY may run long (`long.rs`); only SELECTs are parsed for it.
+    /// Whether a QUERY may run long (`long.rs`); only SELECT and CREATE texts are parsed for it.
     pub fn query_may_run_long(&self, text: &str, session: &Session) -> bool {
         let head = text.trim_start().get(..6).unwrap_or("");
-        if !head.eq_ignore_ascii_case("select") {
+        if !head.eq_ignore_ascii_case("select") && !head.eq_ignore_ascii_case("create") {
             return false;
         }
         crate::cql::parse(text)
