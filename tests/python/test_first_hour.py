@@ -181,3 +181,40 @@ def test_readme_retry_policy_loads_a_throttled_table(server_factory, unique_name
     tp, _ = views(s, ks, "t")
     assert tp.throttled_requests > 0, "nothing was rate-limited: the policy was not exercised"
     c.shutdown()
+
+
+def test_enforce_off_counts_what_would_be_throttled(server_factory, unique_name):
+    srv = server_factory(set_args=["throughput.enforce=off"])
+    c = Cluster(contact_points=[srv.host], port=srv.port)
+    s = c.connect()
+    ks = create_keyspace(s, unique_name("ks"))
+    s.execute(f"CREATE TABLE {ks}.p (k int PRIMARY KEY, v blob) WITH cosmosdb_provisioned_throughput = 400")
+    ins = s.prepare(f"INSERT INTO {ks}.p (k, v) VALUES (?, ?)")
+    for k in range(40):  # about 50 RU each: 5 s of the budget at once, none rejected
+        s.execute(ins, (k, b"v" * (100 * 1024)))
+    p, parts = views(s, ks, "p")
+    assert (p.enforced, p.source, p.throttled_requests) == (False, "table", 0)
+    # Rate-limited requests do not draw on the budget, so roughly the first second's worth ran
+    # within it and most of the rest would have been rejected.
+    assert 20 <= p.would_throttle == parts <= 39, p
+    c.shutdown()
+
+
+def test_held_request_is_traced_and_answered(server_factory, unique_name):
+    srv = server_factory(set_args=["throughput.server_side_retry=true"])
+    c = Cluster(contact_points=[srv.host], port=srv.port)
+    s = c.connect()
+    ks = create_keyspace(s, unique_name("ks"))
+    s.execute(f"CREATE TABLE {ks}.t (k int, c int, v blob, PRIMARY KEY (k, c)) "
+              f"WITH cosmosdb_provisioned_throughput = 400")
+    # One batch of about 2,000 RU leaves the bucket seconds in debt: the next read is held.
+    big = "0x" + "61" * (100 * 1024)
+    stmts = " ".join(f"INSERT INTO {ks}.t (k, c, v) VALUES (1, {i}, {big});" for i in range(40))
+    s.execute(f"BEGIN UNLOGGED BATCH {stmts} APPLY BATCH", timeout=60)
+    rs = s.execute(f"SELECT count(*) FROM {ks}.t WHERE k = 1", trace=True, timeout=60)
+    assert rs.one()[0] == 40
+    events = [e.description for e in rs.get_query_trace(max_wait_sec=5).events]
+    held = sum(e.startswith("Held by server-side retry") for e in events)
+    # Each run plans (and traces its routing) again; all but the last were held.
+    assert held >= 1 and sum(e.startswith("Routing:") for e in events) == held + 1, events
+    c.shutdown()
