@@ -87,6 +87,15 @@ pub struct Limits {
     pub max_value_bytes: ByteSize,
     /// A page stops after this many bytes of rows.
     pub max_page_bytes: ByteSize,
+    /// A connection that has not sent STARTUP this long after it was accepted (TLS handshake
+    /// included) is closed.
+    pub startup_timeout_ms: u64,
+    /// With `auth.enabled`: a connection not logged in this long after its STARTUP is closed.
+    pub auth_timeout_ms: u64,
+    /// When fewer connection slots than this are free, each new connection closes the oldest
+    /// connection still in its handshake (not yet ready for queries), so that clients that can
+    /// log in are served even when silent sockets hold the other slots.
+    pub reserved_connections: usize,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -178,6 +187,9 @@ impl Default for Limits {
             max_in_flight_per_connection: 2048,
             max_value_bytes: ByteSize(128 << 20),
             max_page_bytes: ByteSize(8 << 20),
+            startup_timeout_ms: 10_000,
+            auth_timeout_ms: 10_000,
+            reserved_connections: 32,
         }
     }
 }
@@ -289,6 +301,11 @@ impl Config {
     fn validate(&self) -> Result<(), String> {
         if self.limits.max_connections == 0 {
             return Err("limits.max_connections must be at least 1".into());
+        }
+        if self.limits.startup_timeout_ms == 0 || self.limits.auth_timeout_ms == 0 {
+            return Err(
+                "limits.startup_timeout_ms and limits.auth_timeout_ms must be at least 1".into(),
+            );
         }
         if self.limits.max_in_flight_per_connection == 0 {
             return Err("limits.max_in_flight_per_connection must be at least 1".into());

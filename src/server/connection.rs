@@ -1,6 +1,7 @@
 //! One client connection: a reader that decodes frames and dispatches requests (many in flight,
 //! answered as they complete), and a writer task that batches responses into few writes.
 
+use super::handshake::HandshakeClock;
 use super::{convert, Shared};
 use crate::protocol::compression::{self, Compression};
 use crate::protocol::frame::{self, flags, FrameError, FrameHeader};
@@ -47,6 +48,8 @@ struct State {
     /// payload flag; some minimal clients (cdrs-tokio) do not and would misread the body, so they
     /// get no payload unless they send one themselves.
     payloads: bool,
+    /// Failed logins on this connection (it closes after a few).
+    auth_failures: u32,
 }
 
 const READ_CHUNK: usize = 64 * 1024;
@@ -58,6 +61,7 @@ pub async fn serve<S>(
     peer: std::net::SocketAddr,
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
+    pending: super::handshake::Pending,
 ) where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
@@ -78,8 +82,10 @@ pub async fn serve<S>(
         in_flight: Arc::clone(&in_flight),
         peer,
         payloads: false,
+        auth_failures: 0,
     };
     let max_body = shared.config.limits.max_frame_bytes.0 as usize;
+    let mut handshake = HandshakeClock::new(pending, &shared.config.limits);
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     'conn: loop {
         // Decode and dispatch every complete frame in the buffer.
@@ -104,6 +110,7 @@ pub async fn serve<S>(
             if !dispatch(&shared, &mut st, &tx, header, body).await {
                 break 'conn;
             }
+            handshake.progress(st.started, st.authenticated);
         }
         buf.reserve(READ_CHUNK);
         tokio::select! {
@@ -112,6 +119,10 @@ pub async fn serve<S>(
                 Ok(_) => {}
             },
             _ = shutdown.changed() => break,
+            why = handshake.expired() => {
+                tracing::debug!(%peer, why, "closing connection");
+                break;
+            }
         }
     }
     // Let in-flight requests finish, then close the writer.
@@ -332,16 +343,24 @@ async fn dispatch(
                     .await;
                 return true;
             }
-            let frame = match super::auth::check_plain(&shared.config.auth, token.as_deref()) {
+            // Waits first when this peer has been failing, whatever the outcome.
+            let ip = st.peer.ip();
+            tokio::time::sleep(shared.auth_guard.delay(ip)).await;
+            let frame = match shared.authenticator.check_plain(token.as_deref()) {
                 Ok(user) => {
                     st.authenticated = true;
+                    shared.auth_guard.succeeded(ip);
                     tracing::debug!(user, "authenticated");
                     Response::AuthSuccess(None)
                 }
-                Err(msg) => Response::Error(ErrorResponse::new(
-                    crate::protocol::response::error_code::BAD_CREDENTIALS,
-                    msg,
-                )),
+                Err(msg) => {
+                    st.auth_failures += 1;
+                    shared.auth_guard.failed(ip);
+                    Response::Error(ErrorResponse::new(
+                        crate::protocol::response::error_code::BAD_CREDENTIALS,
+                        msg,
+                    ))
+                }
             };
             let extras = zero_charge(st.payloads);
             let _ = tx
@@ -353,7 +372,8 @@ async fn dispatch(
                     st.compression,
                 )))
                 .await;
-            true
+            // Repeated failures close the connection (after the last error is sent).
+            st.auth_failures < super::auth_guard::MAX_FAILURES_PER_CONNECTION
         }
         req => {
             if !st.started {
