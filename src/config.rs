@@ -96,6 +96,11 @@ pub struct Limits {
     /// connection still in its handshake (not yet ready for queries), so that clients that can
     /// log in are served even when silent sockets hold the other slots.
     pub reserved_connections: usize,
+    /// A connection's requests wait before executing while this many bytes of its responses
+    /// are not yet written to the client (it is not reading them).
+    pub max_unsent_bytes_per_connection: ByteSize,
+    /// Across all connections: past this, requests of connections with unsent bytes wait.
+    pub max_unsent_bytes: ByteSize,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -190,6 +195,8 @@ impl Default for Limits {
             startup_timeout_ms: 10_000,
             auth_timeout_ms: 10_000,
             reserved_connections: 32,
+            max_unsent_bytes_per_connection: ByteSize(32 << 20),
+            max_unsent_bytes: ByteSize(512 << 20),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! answered as they complete), and a writer task that batches responses into few writes.
 
 use super::handshake::HandshakeClock;
+use super::out_budget::OutBudget;
 use super::{convert, Shared};
 use crate::protocol::compression::{self, Compression};
 use crate::protocol::frame::{self, flags, FrameError, FrameHeader};
@@ -22,6 +23,8 @@ use tokio::sync::{mpsc, watch, Semaphore};
 enum Out {
     /// A complete response envelope.
     Frame(Bytes),
+    /// A request's response envelope, counted in the connection's `OutBudget` until written.
+    Response(Bytes),
     /// From now on wrap envelopes in v5 segments.
     StartSegments { lz4: bool },
 }
@@ -50,6 +53,8 @@ struct State {
     payloads: bool,
     /// Failed logins on this connection (it closes after a few).
     auth_failures: u32,
+    /// Bytes of this connection's responses not yet written (requests wait when over).
+    unsent: Arc<OutBudget>,
 }
 
 const READ_CHUNK: usize = 64 * 1024;
@@ -68,7 +73,11 @@ pub async fn serve<S>(
     let (mut rd, wr) = tokio::io::split(stream);
     let max_in_flight = shared.config.limits.max_in_flight_per_connection;
     let (tx, rx) = mpsc::channel::<Out>(max_in_flight + 16);
-    let writer = tokio::spawn(write_loop(wr, rx));
+    let unsent = Arc::new(OutBudget::new(
+        shared.config.limits.max_unsent_bytes_per_connection.0 as usize,
+        Arc::clone(&shared.unsent),
+    ));
+    let writer = tokio::spawn(write_loop(wr, rx, Arc::clone(&unsent)));
     let in_flight = Arc::new(Semaphore::new(max_in_flight));
     let mut st = State {
         version: None,
@@ -83,6 +92,7 @@ pub async fn serve<S>(
         peer,
         payloads: false,
         auth_failures: 0,
+        unsent,
     };
     let max_body = shared.config.limits.max_frame_bytes.0 as usize;
     let mut handshake = HandshakeClock::new(pending, &shared.config.limits);
@@ -467,7 +477,10 @@ async fn dispatch(
                 execute(&shared, &mut sess, &env, version, peer)
             };
             let keyspace_cell = Arc::clone(&st.keyspace);
+            let unsent = Arc::clone(&st.unsent);
             tokio::spawn(async move {
+                // Not while the client leaves earlier answers unread (see out_budget.rs).
+                unsent.wait_for_room().await;
                 let produced = if blocking {
                     match tokio::task::spawn_blocking(run).await {
                         Ok(r) => r,
@@ -483,15 +496,15 @@ async fn dispatch(
                 if let Some(ks) = produced.keyspace {
                     *keyspace_cell.lock() = Some(ks);
                 }
-                let _ = tx
-                    .send(Out::Frame(encode(
-                        version,
-                        stream,
-                        &produced.response,
-                        &produced.extras,
-                        compression,
-                    )))
-                    .await;
+                let frame = encode(
+                    version,
+                    stream,
+                    &produced.response,
+                    &produced.extras,
+                    compression,
+                );
+                unsent.queued(frame.len());
+                let _ = tx.send(Out::Response(frame)).await;
                 drop(permit);
             });
             true
@@ -756,15 +769,20 @@ fn spawn_event_forwarder(
 async fn write_loop<W: AsyncRead + AsyncWrite + Send + 'static>(
     mut wr: tokio::io::WriteHalf<W>,
     mut rx: mpsc::Receiver<Out>,
+    unsent: Arc<OutBudget>,
 ) {
     let mut segments: Option<bool> = None;
     let mut out = BytesMut::with_capacity(64 * 1024);
     let mut pending = BytesMut::new();
     while let Some(first) = rx.recv().await {
         let mut msg = Some(first);
+        let mut counted = 0;
         while let Some(m) = msg.take() {
+            if let Out::Response(f) = &m {
+                counted += f.len();
+            }
             match m {
-                Out::Frame(f) => match segments {
+                Out::Frame(f) | Out::Response(f) => match segments {
                     None => out.extend_from_slice(&f),
                     Some(_) => pending.extend_from_slice(&f),
                 },
@@ -786,6 +804,7 @@ async fn write_loop<W: AsyncRead + AsyncWrite + Send + 'static>(
         if wr.flush().await.is_err() {
             break;
         }
+        unsent.written(counted);
     }
     let _ = wr.shutdown().await;
 }

@@ -5,6 +5,7 @@ mod auth_guard;
 mod connection;
 pub mod convert;
 mod handshake;
+mod out_budget;
 
 use crate::config::Config;
 use crate::protocol::response::Event;
@@ -27,6 +28,8 @@ pub struct Shared {
     authenticator: auth::Authenticator,
     /// Failed logins per peer IP (slows down guessing).
     auth_guard: auth_guard::AuthGuard,
+    /// Response bytes queued but not yet written, across connections.
+    unsent: Arc<out_budget::GlobalOut>,
 }
 
 fn tls_acceptor(cfg: &Config) -> Result<tokio_rustls::TlsAcceptor, String> {
@@ -76,6 +79,7 @@ pub async fn run(
         handshakes: Arc::default(),
         authenticator: auth::Authenticator::new(&config.auth),
         auth_guard: auth_guard::AuthGuard::default(),
+        unsent: out_budget::GlobalOut::new(config.limits.max_unsent_bytes.0 as usize),
     });
     let max_conns = config.limits.max_connections;
     let conns = Arc::new(Semaphore::new(max_conns));
