@@ -101,6 +101,9 @@ pub struct Limits {
     pub max_unsent_bytes_per_connection: ByteSize,
     /// Across all connections: past this, requests of connections with unsent bytes wait.
     pub max_unsent_bytes: ByteSize,
+    /// Request body bytes (after decompression) a connection's requests in flight may hold;
+    /// past it the server stops reading from the connection until some complete.
+    pub max_in_flight_request_bytes: ByteSize,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -197,6 +200,7 @@ impl Default for Limits {
             reserved_connections: 32,
             max_unsent_bytes_per_connection: ByteSize(32 << 20),
             max_unsent_bytes: ByteSize(512 << 20),
+            max_in_flight_request_bytes: ByteSize(64 << 20),
         }
     }
 }
@@ -313,6 +317,11 @@ impl Config {
             return Err(
                 "limits.startup_timeout_ms and limits.auth_timeout_ms must be at least 1".into(),
             );
+        }
+        if self.limits.max_in_flight_request_bytes.0 == 0
+            || self.limits.max_in_flight_request_bytes.0 > u32::MAX as u64
+        {
+            return Err("limits.max_in_flight_request_bytes must be between 1 and 4GiB".into());
         }
         if self.limits.max_in_flight_per_connection == 0 {
             return Err("limits.max_in_flight_per_connection must be at least 1".into());

@@ -55,6 +55,8 @@ struct State {
     auth_failures: u32,
     /// Bytes of this connection's responses not yet written (requests wait when over).
     unsent: Arc<OutBudget>,
+    /// Request body bytes (decompressed) held by requests in flight.
+    request_bytes: Arc<Semaphore>,
 }
 
 const READ_CHUNK: usize = 64 * 1024;
@@ -93,6 +95,9 @@ pub async fn serve<S>(
         payloads: false,
         auth_failures: 0,
         unsent,
+        request_bytes: Arc::new(Semaphore::new(
+            shared.config.limits.max_in_flight_request_bytes.0 as usize,
+        )),
     };
     let max_body = shared.config.limits.max_frame_bytes.0 as usize;
     let mut handshake = HandshakeClock::new(pending, &shared.config.limits);
@@ -252,6 +257,8 @@ async fn dispatch(
     } else {
         body
     };
+    // The request keeps (slices of) its body until it completes: counted in request_bytes.
+    let body_bytes = body.len();
     let env = match request::decode_request(&header, body) {
         Ok(env) => env,
         Err(e) => {
@@ -450,8 +457,15 @@ async fn dispatch(
                     .await;
                 return true;
             }
-            // Backpressure: wait for a slot before reading more.
+            // Backpressure: wait for a slot, and for room for the body (a body larger than the
+            // budget takes all of it), before reading more.
             let Ok(permit) = Arc::clone(&st.in_flight).acquire_owned().await else {
+                return false;
+            };
+            let budget = shared.config.limits.max_in_flight_request_bytes.0;
+            let want = body_bytes.min(budget as usize).min(u32::MAX as usize) as u32;
+            let Ok(body_permit) = Arc::clone(&st.request_bytes).acquire_many_owned(want).await
+            else {
                 return false;
             };
             // Requests that may wait run on the blocking pool: fsync commits, and server-side
@@ -506,6 +520,7 @@ async fn dispatch(
                 unsent.queued(frame.len());
                 let _ = tx.send(Out::Response(frame)).await;
                 drop(permit);
+                drop(body_permit);
             });
             true
         }

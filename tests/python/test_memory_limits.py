@@ -75,3 +75,33 @@ def test_a_prepared_statement_larger_than_the_cache_allows_is_refused(session):
     assert "is larger than allowed maximum of 8 MiB: SELECT * FROM system.local WHERE key = 'xxx" in msg, msg[:300]
     assert len(msg) < 1000
     assert session.prepare("SELECT key FROM system.local").query_string
+
+
+def test_pipelined_lz4_bodies_that_expand_are_bounded_in_flight(server_factory, cluster_factory):
+    """lz4 bodies may expand up to 256x: 1 MiB query strings arrive as a few KiB each. While
+    the requests wait (their client reads no answers), what they hold is bounded by
+    limits.max_in_flight_request_bytes."""
+    import os
+
+    import lz4.block
+
+    srv = server_factory(settings={"limits.max_unsent_bytes_per_connection": "4MiB",
+                                   "limits.max_in_flight_request_bytes": "16MiB"})
+    session = cluster_factory(srv).connect()
+    session.execute("CREATE KEYSPACE z WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+    session.execute("CREATE TABLE z.t (id int PRIMARY KEY, b blob)")
+    session.execute("INSERT INTO z.t (id, b) VALUES (1, %s)", (os.urandom(ROW_BYTES),))
+    base = rss_bytes(srv.proc.pid)
+    c = Conn(srv.host, srv.port)
+    try:
+        assert c.startup(COMPRESSION="lz4").opcode == cqlwire.READY
+        padding = "/*" + "x" * (1 << 20) + "*/"
+        plain = cqlwire.query_body(f"SELECT b FROM z.t WHERE id = 1 {padding}")
+        body = len(plain).to_bytes(4, "big") + lz4.block.compress(plain, store_size=False)
+        assert len(body) < 10_000
+        c.send(b"".join(cqlwire.frame(cqlwire.QUERY, body, stream=s, flags=0x01) for s in range(1, 401)))
+        peak = peak_rss_while(srv.proc.pid, 5)
+        assert peak - base < 250 << 20, f"server grew by {(peak - base) >> 20} MiB"
+        assert session.execute("SELECT id FROM z.t WHERE id = 1").one().id == 1
+    finally:
+        c.close()
