@@ -90,6 +90,23 @@ pub struct Limits {
     pub max_value_bytes: ByteSize,
     /// A page stops after this many bytes of rows.
     pub max_page_bytes: ByteSize,
+    /// A connection that has not sent STARTUP this long after it was accepted (TLS handshake
+    /// included) is closed.
+    pub startup_timeout_ms: u64,
+    /// With `auth.enabled`: a connection not logged in this long after its STARTUP is closed.
+    pub auth_timeout_ms: u64,
+    /// When fewer connection slots than this are free, each new connection closes the oldest
+    /// connection still in its handshake (not yet ready for queries), so that clients that can
+    /// log in are served even when silent sockets hold the other slots.
+    pub reserved_connections: usize,
+    /// A connection's requests wait before executing while this many bytes of its responses
+    /// are not yet written to the client (it is not reading them).
+    pub max_unsent_bytes_per_connection: ByteSize,
+    /// Across all connections: past this, requests of connections with unsent bytes wait.
+    pub max_unsent_bytes: ByteSize,
+    /// Request body bytes (after decompression) a connection's requests in flight may hold;
+    /// past it the server stops reading from the connection until some complete.
+    pub max_in_flight_request_bytes: ByteSize,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -219,6 +236,12 @@ impl Default for Limits {
             max_in_flight_per_connection: 2048,
             max_value_bytes: ByteSize(128 << 20),
             max_page_bytes: ByteSize(8 << 20),
+            startup_timeout_ms: 10_000,
+            auth_timeout_ms: 10_000,
+            reserved_connections: 32,
+            max_unsent_bytes_per_connection: ByteSize(32 << 20),
+            max_unsent_bytes: ByteSize(512 << 20),
+            max_in_flight_request_bytes: ByteSize(64 << 20),
         }
     }
 }
@@ -554,6 +577,16 @@ impl Config {
     fn validate(&self) -> Result<(), String> {
         if self.limits.max_connections == 0 {
             return Err("limits.max_connections must be at least 1".into());
+        }
+        if self.limits.startup_timeout_ms == 0 || self.limits.auth_timeout_ms == 0 {
+            return Err(
+                "limits.startup_timeout_ms and limits.auth_timeout_ms must be at least 1".into(),
+            );
+        }
+        if self.limits.max_in_flight_request_bytes.0 == 0
+            || self.limits.max_in_flight_request_bytes.0 > u32::MAX as u64
+        {
+            return Err("limits.max_in_flight_request_bytes must be between 1 and 4GiB".into());
         }
         if self.limits.max_in_flight_per_connection == 0 {
             return Err("limits.max_in_flight_per_connection must be at least 1".into());

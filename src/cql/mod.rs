@@ -4,6 +4,7 @@ pub mod ast;
 pub mod keywords;
 pub mod lexer;
 pub mod parser;
+pub mod type_size;
 pub mod types;
 pub mod value;
 

@@ -108,6 +108,10 @@ pub struct PartitionMaps {
     store: Arc<dyn Store>,
     /// Keyspaces' shared throughput pools, by keyspace name (at most one per keyspace).
     pools: ArcSwap<HashMap<String, Arc<SharedPool>>>,
+    /// Held from reading a table's map to installing its replacement in a split, so two
+    /// splits at once (the background splitter and ALTER ... throughput) each build on the
+    /// other's result instead of the second dropping the first one's children.
+    replacing: parking_lot::Mutex<()>,
 }
 
 impl PartitionMaps {
@@ -144,6 +148,7 @@ impl PartitionMaps {
             _ => 1,
         };
         Ok(PartitionMaps {
+            replacing: parking_lot::Mutex::new(()),
             maps: ArcSwap::from_pointee(maps),
             next_id: AtomicU64::new(next_id),
             store,
@@ -267,6 +272,7 @@ impl PartitionMaps {
         left: (i64, i64),
         right: (i64, i64),
     ) -> Result<Option<[Arc<PhysicalPartition>; 2]>, StorageError> {
+        let _replacing = self.replacing.lock();
         let Some(map) = self.get(storage_id) else {
             return Ok(None);
         };
@@ -344,6 +350,56 @@ fn encode_parts(parts: &[PhysicalPartition]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two splits of different partitions of one table at once (the background splitter and
+    /// ALTER ... throughput): each must keep the other's children, in memory and on disk.
+    #[test]
+    fn concurrent_splits_of_one_table_keep_every_child() {
+        use crate::storage::{EmbeddedStore, SyncMode};
+        use std::sync::Barrier;
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> =
+            Arc::new(EmbeddedStore::open(dir.path(), SyncMode::None).unwrap());
+        let maps = Arc::new(PartitionMaps::open(Arc::clone(&store)).unwrap());
+        for sid in 100..140u64 {
+            let mut batch = WriteBatch::default();
+            let map = maps.initial_layout(sid, Some(20_000), &mut batch);
+            store.commit(batch).unwrap();
+            maps.install(sid, Arc::clone(&map));
+            assert_eq!(map.parts.len(), 2);
+            let barrier = Arc::new(Barrier::new(2));
+            let splits: Vec<_> = map
+                .parts
+                .iter()
+                .map(|p| {
+                    let (maps, barrier, p) =
+                        (Arc::clone(&maps), Arc::clone(&barrier), Arc::clone(p));
+                    std::thread::spawn(move || {
+                        let mid = ((p.start as i128 + p.end as i128) / 2) as Token;
+                        barrier.wait();
+                        maps.replace_with_children(sid, &p, mid, (0, 0), (0, 0))
+                            .unwrap()
+                    })
+                })
+                .collect();
+            for s in splits {
+                assert!(s.join().unwrap().is_some());
+            }
+            let now = maps.get(sid).unwrap();
+            assert_eq!(
+                now.parts.len(),
+                4,
+                "table {sid}: a split's children were lost"
+            );
+            assert!(now.check());
+            let reopened = PartitionMaps::open(Arc::clone(&store)).unwrap();
+            assert_eq!(
+                reopened.get(sid).unwrap().parts.len(),
+                4,
+                "table {sid} on disk"
+            );
+        }
+    }
 
     fn map(n: u64) -> PartitionMap {
         PartitionMap {

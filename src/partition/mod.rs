@@ -5,6 +5,7 @@ pub mod map;
 pub mod ru;
 pub mod sizes;
 pub mod split;
+pub mod split_watch;
 pub mod throttle;
 pub mod token;
 pub mod views;

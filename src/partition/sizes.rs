@@ -10,8 +10,10 @@
 //! Per physical partition the bytes and the number of logical partitions live in memory
 //! (`PartStats`, atomics), rebuilt at startup by scanning the records. A write holds the shared
 //! lock of each physical partition it touches while it commits and updates the counters; a split
-//! takes the parent's exclusive lock only while it counts one child's records and swaps the map,
-//! so the children start with exact numbers and other partitions are never blocked.
+//! counts one child's records in chunks, each under the parent's exclusive lock, with writes in
+//! between reporting changes to records already counted (`split_watch.rs`), and swaps the map
+//! under the lock after the last chunk, so the children start with exact numbers, the parent's
+//! writers wait at most one chunk, and other partitions are never blocked.
 //!
 //! Compactions that purge expired or deleted data change stored bytes without a write; the
 //! tombstone sweeper (`query::purge`) recounts those partitions afterwards ([`Accounting::recount`]),
@@ -68,6 +70,8 @@ pub struct PartStats {
     pub bucket: super::throttle::Bucket,
     /// The logical partitions consuming the most RU.
     pub hot: super::hot::HotKeys,
+    /// Writes' changes to records a split in progress has already counted.
+    pub split_watch: super::split_watch::SplitWatch,
 }
 
 pub const SIZE_PREFIX: &[u8] = b"lsize/";
@@ -128,6 +132,17 @@ pub fn scan_range(
     start: Token,
     end: Token,
 ) -> impl Iterator<Item = Result<SizeRecord, StorageError>> {
+    scan_range_after(store, storage_id, start, end, None)
+}
+
+/// `scan_range`, resuming after the record whose key is `after` when given.
+pub fn scan_range_after(
+    store: &dyn Store,
+    storage_id: u64,
+    start: Token,
+    end: Token,
+    after: Option<&[u8]>,
+) -> impl Iterator<Item = Result<SizeRecord, StorageError>> {
     let lo = if start == MIN_TOKEN {
         table_prefix(storage_id)
     } else {
@@ -142,13 +157,12 @@ pub fn scan_range(
         k.extend_from_slice(&token_bytes(end + 1));
         k
     };
+    let lower = match after {
+        Some(k) if k >= &lo[..] => Bound::Excluded(k),
+        _ => Bound::Included(&lo[..]),
+    };
     store
-        .scan(
-            Space::Meta,
-            Bound::Included(&lo[..]),
-            Bound::Excluded(&hi[..]),
-            false,
-        )
+        .scan(Space::Meta, lower, Bound::Excluded(&hi[..]), false)
         .filter_map(|item| match item {
             Ok((k, v)) => decode(&k, &v).map(Ok),
             Err(e) => Some(Err(e)),
@@ -402,6 +416,10 @@ impl Accounting {
                 if dl != 0 {
                     p.stats.logical.fetch_add(dl, Ordering::SeqCst);
                 }
+                let key = || size_key(c.storage_id, c.token, &c.pk);
+                p.stats
+                    .split_watch
+                    .record_change(c.token, key, c.new - c.old, dl);
             }
             drop(guards);
             return Ok(parts

@@ -3,8 +3,10 @@
 //! Storage-driven: when a write leaves a physical partition above `partitions.physical_split_bytes`
 //! it is queued for the background splitter thread. The splitter picks the boundary token from
 //! the logical partition size records so each child holds as close to half of the data as the
-//! logical partitions allow (not the token midpoint), then takes the parent's exclusive lock,
-//! counts the left child's records exactly, commits the new map in one batch and swaps it in.
+//! logical partitions allow (not the token midpoint), counts the left child's records exactly
+//! in chunks under the parent's exclusive lock (writers run between chunks, see
+//! `split_watch.rs`), and after the last chunk, still under the lock, commits the new map in one
+//! batch and swaps it in.
 //! Keys do not contain the partition id, so a split moves no data; a crash leaves the old or
 //! the new map, and both cover the ring.
 //!
@@ -12,9 +14,11 @@
 //! largest partitions (by data, else by token range) until there are ceil(RU / 10,000).
 
 use super::map::{PartitionMaps, PhysicalPartition};
-use super::sizes::scan_range;
+use super::sizes::{scan_range, scan_range_after, size_key};
+use super::split_watch::CHUNK_RECORDS;
 use super::token::Token;
 use crate::storage::{StorageError, Store};
+use parking_lot::RwLockWriteGuard;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{channel, Sender};
 use std::sync::Arc;
@@ -129,24 +133,22 @@ pub fn split_one(
         // One logical partition: it cannot be divided (it is bounded by the logical limit).
         return Ok(None);
     };
-    let started = std::time::Instant::now();
-    let _guard = parent.stats.lock.write();
-    if parent.stats.retired.load(Ordering::SeqCst) {
-        return Ok(None);
-    }
-    let (mut lb, mut lc) = (0i64, 0i64);
-    for r in scan_range(store, sid, parent.start, boundary) {
-        lb += r?.bytes;
-        lc += 1;
-    }
+    let (guard, locked_us) = match count_left(store, sid, &parent, boundary) {
+        Ok(Some(x)) => x,
+        other => {
+            parent.stats.split_watch.stop();
+            return other.map(|_| None);
+        }
+    };
+    let (lb, lc) = parent.stats.split_watch.totals();
+    parent.stats.split_watch.stop();
     let tb = parent.stats.bytes.load(Ordering::SeqCst);
     let tc = parent.stats.logical.load(Ordering::SeqCst);
     let res = maps.replace_with_children(sid, &parent, boundary, (lb, lc), (tb - lb, tc - lc))?;
     if res.is_some() {
         parent.stats.retired.store(true, Ordering::SeqCst);
     }
-    let locked_us = started.elapsed().as_micros() as u64;
-    drop(_guard);
+    drop(guard);
     if let Some([l, r]) = &res {
         tracing::info!(
             storage_id = sid,
@@ -162,6 +164,51 @@ pub fn split_one(
         );
     }
     Ok(res)
+}
+
+/// Counts the left child's size records (into the parent's `split_watch`) in chunks, each
+/// under the parent's exclusive lock (see `split_watch.rs`). Returns the lock, held, once all
+/// are counted, with the longest time it was held in one go (µs); None if the parent was
+/// split meanwhile.
+fn count_left<'a>(
+    store: &dyn Store,
+    sid: u64,
+    parent: &'a PhysicalPartition,
+    boundary: Token,
+) -> Result<Option<(RwLockWriteGuard<'a, ()>, u64)>, StorageError> {
+    let watch = &parent.stats.split_watch;
+    let mut longest_us = 0u64;
+    let mut first = true;
+    loop {
+        let guard = parent.stats.lock.write();
+        let held = std::time::Instant::now();
+        if parent.stats.retired.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
+        if first {
+            watch.start(boundary);
+            first = false;
+        }
+        let (after, _) = watch.position();
+        let (mut bytes, mut logical, mut last) = (0i64, 0i64, None);
+        for r in scan_range_after(store, sid, parent.start, boundary, after.as_deref())
+            .take(CHUNK_RECORDS)
+        {
+            let r = r?;
+            bytes += r.bytes;
+            logical += 1;
+            last = Some(size_key(sid, r.token, &r.pk));
+        }
+        let done = logical < CHUNK_RECORDS as i64;
+        if let Some(key) = last {
+            watch.counted(key, bytes, logical);
+        }
+        longest_us = longest_us.max(held.elapsed().as_micros() as u64);
+        if done {
+            return Ok(Some((guard, longest_us)));
+        }
+        drop(guard);
+    }
 }
 
 /// Splits a table's partitions until it has at least `n` (throughput-driven).
@@ -190,4 +237,80 @@ pub fn ensure_partitions(
         split_one(maps, store, sid, p.id, None)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::partition::sizes::{Accounting, PartitionLimits};
+    use crate::partition::token::MIN_TOKEN;
+    use crate::storage::{EmbeddedStore, SyncMode, WriteBatch};
+    use bytes::Bytes;
+    use std::sync::atomic::AtomicBool;
+
+    /// One write through the real accounting path: key of partition `i` goes old -> new bytes.
+    fn write(maps: &PartitionMaps, store: &dyn Store, sid: u64, i: u64, old: usize, new: usize) {
+        let limits = PartitionLimits::default();
+        let token = MIN_TOKEN + 1 + (i as i64) * (1 << 40);
+        let pk = Bytes::from(i.to_be_bytes().to_vec());
+        let mut acc = Accounting::default();
+        acc.key_change(&limits, sid, token, &pk, old, new).unwrap();
+        let mut batch = WriteBatch::default();
+        acc.prepare(store, &limits, &mut batch, None).unwrap();
+        acc.commit(maps, || store.commit(batch)).unwrap();
+    }
+
+    /// Writes keep landing (on both sides of the boundary, on records the split has and has not
+    /// counted yet) while the split counts in chunks: the children still start exact.
+    #[test]
+    fn a_split_counts_exactly_while_writes_continue_between_its_chunks() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> =
+            Arc::new(EmbeddedStore::open(dir.path(), SyncMode::None).unwrap());
+        let maps = Arc::new(PartitionMaps::open(Arc::clone(&store)).unwrap());
+        let sid = 7;
+        let mut batch = WriteBatch::default();
+        let map = maps.initial_layout(sid, None, &mut batch);
+        store.commit(batch).unwrap();
+        maps.install(sid, Arc::clone(&map));
+        let n = 3 * CHUNK_RECORDS as u64 + 100;
+        for i in 0..n {
+            write(&maps, &*store, sid, i, 0, 100);
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = std::thread::spawn({
+            let (maps, store, stop) = (Arc::clone(&maps), Arc::clone(&store), Arc::clone(&stop));
+            move || {
+                let mut i = 0u64;
+                while !stop.load(Ordering::SeqCst) {
+                    // Grow one partition, drop another's only key, create a new one.
+                    write(&maps, &*store, sid, (i * 7919) % n, 0, 10);
+                    if i < n / 2 {
+                        write(&maps, &*store, sid, i * 2 + 1, 100, 0);
+                    }
+                    write(&maps, &*store, sid, n + i, 0, 30);
+                    i += 1;
+                }
+            }
+        });
+        let pid = map.parts[0].id;
+        let children = split_one(&maps, &*store, sid, pid, None)
+            .unwrap()
+            .expect("split");
+        stop.store(true, Ordering::SeqCst);
+        writer.join().unwrap();
+        for child in children {
+            let (mut bytes, mut logical) = (0i64, 0i64);
+            for r in scan_range(&*store, sid, child.start, child.end) {
+                bytes += r.unwrap().bytes;
+                logical += 1;
+            }
+            assert_eq!(child.stats.bytes.load(Ordering::SeqCst), bytes, "{child:?}");
+            assert_eq!(
+                child.stats.logical.load(Ordering::SeqCst),
+                logical,
+                "{child:?}"
+            );
+        }
+    }
 }

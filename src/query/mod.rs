@@ -356,8 +356,46 @@ pub struct Prepared {
     pub schema_version: uuid::Uuid,
 }
 
+impl Prepared {
+    /// Estimated memory: the text, its syntax tree (about as large again) and the metadata.
+    fn cost_bytes(&self) -> usize {
+        let columns = self.bind_columns.len() + self.result_columns.len();
+        2 * self.query.len() + 128 * columns + 512
+    }
+}
+
 const PREPARED_SHARDS: usize = 16;
 const PREPARED_PER_SHARD: usize = 4096;
+/// Estimated bytes of prepared statements one shard keeps (see `Prepared::cost_bytes`); a
+/// statement larger than this is refused, like Cassandra's prepared statement cache does.
+const PREPARED_SHARD_BYTES: usize = 8 << 20;
+
+/// One shard of the prepared statement cache, with the estimated bytes it holds.
+#[derive(Default)]
+struct PreparedShard {
+    map: HashMap<Bytes, Arc<Prepared>>,
+    bytes: usize,
+}
+
+impl PreparedShard {
+    /// Inserts `p`, first evicting arbitrary entries (clients re-prepare on UNPREPARED) until
+    /// both the count and the byte budget have room.
+    fn insert(&mut self, id: Bytes, p: Arc<Prepared>) {
+        if let Some(old) = self.map.remove(&id) {
+            self.bytes -= old.cost_bytes();
+        }
+        while !self.map.is_empty()
+            && (self.map.len() >= PREPARED_PER_SHARD
+                || self.bytes + p.cost_bytes() > PREPARED_SHARD_BYTES)
+        {
+            let k = self.map.keys().next().cloned().expect("non-empty");
+            let gone = self.map.remove(&k).expect("present");
+            self.bytes -= gone.cost_bytes();
+        }
+        self.bytes += p.cost_bytes();
+        self.map.insert(id, p);
+    }
+}
 
 /// Tunables of the query layer.
 #[derive(Debug, Clone)]
@@ -405,7 +443,7 @@ pub struct Engine {
     pub limits: EngineLimits,
     /// Recently finished traced requests (system_traces).
     pub traces: trace::TraceStore,
-    prepared: Vec<RwLock<HashMap<Bytes, Arc<Prepared>>>>,
+    prepared: Vec<RwLock<PreparedShard>>,
     /// Write serialization per logical partition (striped): read-merge-write is atomic.
     locks: Vec<Mutex<()>>,
     /// Partitions whose expired partition/range tombstones await the sweeper (purge.rs).
@@ -434,7 +472,7 @@ impl Engine {
             limits,
             traces: trace::TraceStore::default(),
             prepared: (0..PREPARED_SHARDS)
-                .map(|_| RwLock::new(HashMap::new()))
+                .map(|_| RwLock::new(PreparedShard::default()))
                 .collect(),
             locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             sweep_queue: Arc::default(),
@@ -520,7 +558,7 @@ impl Engine {
         let id = prepared_id(ks.as_deref(), text);
         let shard = &self.prepared[id[0] as usize % PREPARED_SHARDS];
         let schema = self.schema();
-        if let Some(p) = shard.read().get(&id) {
+        if let Some(p) = shard.read().map.get(&id) {
             // Prepared under an older schema (ALTER TABLE/TYPE since): describe it again.
             if p.schema_version == schema.version {
                 return Ok(Arc::clone(p));
@@ -538,14 +576,15 @@ impl Engine {
             result_columns: Arc::new(info.result_columns),
             schema_version: schema.version,
         });
-        let mut map = shard.write();
-        if map.len() >= PREPARED_PER_SHARD {
-            // Evict an arbitrary entry; clients re-prepare on UNPREPARED.
-            if let Some(k) = map.keys().next().cloned() {
-                map.remove(&k);
-            }
+        let size = prepared.cost_bytes();
+        if size > PREPARED_SHARD_BYTES {
+            return Err(QueryError::Invalid(format!(
+                "Prepared statement of size {size} bytes is larger than allowed maximum of {} MiB: {}",
+                PREPARED_SHARD_BYTES >> 20,
+                crate::protocol::response::quote_capped(text)
+            )));
         }
-        map.insert(id, Arc::clone(&prepared));
+        shard.write().insert(id, Arc::clone(&prepared));
         Ok(prepared)
     }
 
@@ -553,6 +592,7 @@ impl Engine {
         let first = *id.first().unwrap_or(&0) as usize;
         self.prepared[first % PREPARED_SHARDS]
             .read()
+            .map
             .get(id)
             .cloned()
             .ok_or_else(|| QueryError::Unprepared(Bytes::copy_from_slice(id)))
@@ -717,4 +757,42 @@ pub fn resolve_keyspace<'a>(
     q.keyspace.as_deref().or(keyspace).ok_or_else(|| {
         invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename")
     })
+}
+
+#[cfg(test)]
+mod prepared_cache_tests {
+    use super::*;
+
+    fn prepared(id: u32, text_bytes: usize) -> Arc<Prepared> {
+        Arc::new(Prepared {
+            id: Bytes::copy_from_slice(&id.to_be_bytes()),
+            query: "x".repeat(text_bytes),
+            keyspace: None,
+            parsed: crate::cql::parse("SELECT * FROM t").unwrap(),
+            bind_columns: Vec::new(),
+            pk_indexes: Vec::new(),
+            result_columns: Arc::default(),
+            schema_version: uuid::Uuid::nil(),
+        })
+    }
+
+    #[test]
+    fn a_shard_keeps_its_statements_within_its_byte_budget() {
+        let mut shard = PreparedShard::default();
+        for i in 0..100 {
+            let p = prepared(i, 1 << 20);
+            shard.insert(p.id.clone(), p);
+            assert!(shard.bytes <= PREPARED_SHARD_BYTES, "{}", shard.bytes);
+        }
+        assert!((1..=4).contains(&shard.map.len()), "{}", shard.map.len());
+        let total: usize = shard.map.values().map(|p| p.cost_bytes()).sum();
+        assert_eq!(shard.bytes, total);
+        // Re-preparing the same id replaces it without counting it twice.
+        let again = prepared(99, 1 << 20);
+        shard.insert(again.id.clone(), again);
+        assert_eq!(
+            shard.bytes,
+            shard.map.values().map(|p| p.cost_bytes()).sum::<usize>()
+        );
+    }
 }

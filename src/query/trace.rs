@@ -17,6 +17,9 @@ use uuid::Uuid;
 const MAX_SESSIONS: usize = 4096;
 /// Events kept per session (a runaway scan cannot grow a trace without bound).
 const MAX_EVENTS: usize = 1024;
+/// Bytes of text all kept sessions may hold (query strings can be megabytes each): older
+/// sessions go first.
+const MAX_SESSION_BYTES: usize = 64 << 20;
 
 #[derive(Debug, Clone)]
 pub struct TraceEvent {
@@ -98,7 +101,17 @@ pub struct TraceSession {
 /// Recently finished trace sessions.
 #[derive(Default)]
 pub struct TraceStore {
-    sessions: Mutex<VecDeque<Arc<TraceSession>>>,
+    /// The sessions, oldest first, and the bytes they hold (`TraceSession::bytes`).
+    sessions: Mutex<(VecDeque<Arc<TraceSession>>, usize)>,
+}
+
+impl TraceSession {
+    /// The text this session holds, roughly what it costs in memory.
+    fn bytes(&self) -> usize {
+        let params: usize = self.parameters.iter().map(|(k, v)| k.len() + v.len()).sum();
+        let events: usize = self.events.iter().map(|e| e.activity.len() + 32).sum();
+        self.command.len() + self.request.len() + params + events + 128
+    }
 }
 
 fn inet(ip: IpAddr) -> Bytes {
@@ -114,11 +127,14 @@ fn text(s: &str) -> Option<Bytes> {
 
 impl TraceStore {
     pub fn record(&self, s: TraceSession) {
-        let mut q = self.sessions.lock();
-        if q.len() >= MAX_SESSIONS {
-            q.pop_front();
-        }
+        let mut guard = self.sessions.lock();
+        let (q, bytes) = &mut *guard;
+        *bytes += s.bytes();
         q.push_back(Arc::new(s));
+        while q.len() > MAX_SESSIONS || *bytes > MAX_SESSION_BYTES {
+            let gone = q.pop_front().expect("non-empty");
+            *bytes -= gone.bytes();
+        }
     }
 
     /// Rows of system_traces.sessions or system_traces.events, in column order of `table`.
@@ -128,7 +144,7 @@ impl TraceStore {
         node_addr: IpAddr,
         node_port: u16,
     ) -> Vec<Vec<Option<Bytes>>> {
-        let sessions: Vec<Arc<TraceSession>> = self.sessions.lock().iter().cloned().collect();
+        let sessions: Vec<Arc<TraceSession>> = self.sessions.lock().0.iter().cloned().collect();
         let mut out = Vec::new();
         let fill = |cells: &[(&str, Option<Bytes>)]| -> Vec<Option<Bytes>> {
             let mut r = vec![None; table.columns.len()];
@@ -204,5 +220,31 @@ impl TraceStore {
 
     pub fn session_uuid(id: &[u8; 16]) -> Uuid {
         Uuid::from_bytes(*id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(request_bytes: usize) -> TraceSession {
+        Tracer::new().finish(
+            "127.0.0.1".parse().unwrap(),
+            "QUERY",
+            &"x".repeat(request_bytes),
+            BTreeMap::new(),
+        )
+    }
+
+    #[test]
+    fn kept_sessions_are_bounded_in_bytes_not_only_in_count() {
+        let store = TraceStore::default();
+        for _ in 0..100 {
+            store.record(session(4 << 20));
+        }
+        let (q, bytes) = &*store.sessions.lock();
+        assert!(*bytes <= MAX_SESSION_BYTES, "{bytes}");
+        assert_eq!(*bytes, q.iter().map(|s| s.bytes()).sum::<usize>());
+        assert!((10..=16).contains(&q.len()), "{}", q.len());
     }
 }

@@ -226,7 +226,36 @@ pub fn key_values(
         }
         out[pos] = Some(vals);
     }
+    check_in_product(table, columns, &out)?;
     Ok(out)
+}
+
+/// Most keys the `=` / `IN` values of a statement's partition key (or clustering key) columns
+/// may combine to: each combination is a key to read or write, and `c1 IN ? AND c2 IN ? AND
+/// c3 IN ?` with 100 values each would be a million. Cassandra's
+/// `in_select_cartesian_product_fail_threshold` guardrail, always on here.
+pub const MAX_IN_PRODUCT: usize = 10_000;
+
+/// Refuses key values whose running product passes `MAX_IN_PRODUCT`, with the guardrail's error.
+fn check_in_product(
+    table: &TableDef,
+    columns: &[usize],
+    vals: &[Option<Vec<Bytes>>],
+) -> Result<()> {
+    let mut product = 1usize;
+    for v in vals.iter().flatten() {
+        product = product.saturating_mul(v.len());
+        if product > MAX_IN_PRODUCT {
+            let what = match columns.first().map(|&i| table.columns[i].kind) {
+                Some(ColumnKind::PartitionKey) => "partition key",
+                _ => "clustering key",
+            };
+            return Err(invalid(format!(
+                "Guardrail in_select_cartesian_product violated: Aborting query because the cartesian product of the IN restrictions on {what} produces {product} values, this exceeds fail threshold of {MAX_IN_PRODUCT}."
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The values of an IN restriction: a list of terms or one marker bound to a list.

@@ -36,6 +36,7 @@ impl Catalog {
                 next_storage_id: FIRST_STORAGE_ID,
             },
         };
+        warn_oversized_types(&schema);
         for ks in super::system::keyspaces() {
             schema.keyspaces.insert(ks.name.clone(), Arc::new(ks));
         }
@@ -181,6 +182,24 @@ fn encode(schema: &Schema) -> Result<Vec<u8>, SchemaError> {
 
 /// Type strings in the stored schema: user types are written by (quoted) name and resolved
 /// against the keyspace's types on load.
+/// Types stored before DDL bounded them (`cql::type_size`) still load (loading does not walk
+/// them deeply), but are named in the log: DDL can no longer create them.
+fn warn_oversized_types(schema: &Schema) {
+    use crate::cql::type_size::check;
+    for ks in schema.keyspaces.values() {
+        for u in ks.types.values() {
+            if let Err(why) = check(&CqlType::Udt(Arc::clone(u))) {
+                tracing::warn!(keyspace = %ks.name, r#type = %u.name, "stored user type beyond the limits: {why}");
+            }
+        }
+        for t in ks.tables.values() {
+            for c in t.columns.iter().filter(|c| check(&c.ty).is_err()) {
+                tracing::warn!(keyspace = %ks.name, table = %t.name, column = %c.name, "stored column type beyond the limits");
+            }
+        }
+    }
+}
+
 fn type_string(ty: &CqlType) -> String {
     ty.to_string()
 }

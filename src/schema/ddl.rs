@@ -422,6 +422,32 @@ pub fn resolve_type(
     })
 }
 
+/// `resolve_type` for a column: refused beyond the size limits of `cql::type_size`.
+fn resolve_bounded_type(
+    schema: &Schema,
+    keyspace: &str,
+    ty: &TypeExpr,
+) -> Result<CqlType, SchemaError> {
+    let ty = resolve_type(schema, keyspace, ty)?;
+    check_type_size(&ty)?;
+    Ok(ty)
+}
+
+fn check_type_size(ty: &CqlType) -> Result<(), SchemaError> {
+    crate::cql::type_size::check(ty).map_err(invalid)
+}
+
+/// Every type and column of `ks` within the size limits (after a change to a type they use).
+fn check_keyspace_type_sizes(ks: &KeyspaceDef) -> Result<(), SchemaError> {
+    for u in ks.types.values() {
+        check_type_size(&CqlType::Udt(Arc::clone(u)))?;
+    }
+    ks.tables
+        .values()
+        .flat_map(|t| t.columns.iter())
+        .try_for_each(|c| check_type_size(&c.ty))
+}
+
 /// Inside a frozen type every nested collection or UDT is frozen too.
 fn freeze_nested(ty: CqlType) -> CqlType {
     match ty {
@@ -472,15 +498,14 @@ pub fn create_type(
         }
         resolved.push((f.clone(), freeze_nested(ty)));
     }
+    let udt = Arc::new(UdtDef {
+        keyspace: keyspace.into(),
+        name: name.into(),
+        fields: resolved,
+    });
+    check_type_size(&CqlType::Udt(Arc::clone(&udt)))?;
     let mut ks = (*ks).clone();
-    ks.types.insert(
-        name.into(),
-        Arc::new(UdtDef {
-            keyspace: keyspace.into(),
-            name: name.into(),
-            fields: resolved,
-        }),
-    );
+    ks.types.insert(name.into(), udt);
     schema.keyspaces.insert(keyspace.into(), Arc::new(ks));
     Ok(Some(SchemaChange {
         change: ChangeKind::Created,
@@ -668,6 +693,7 @@ pub fn alter_type(
             *t = Arc::new(nt);
         }
     }
+    check_keyspace_type_sizes(&ks)?;
     schema.keyspaces.insert(keyspace.into(), Arc::new(ks));
     Ok(Some(SchemaChange {
         change: ChangeKind::Updated,
@@ -936,7 +962,7 @@ pub fn create_table(
                 c.name
             )));
         }
-        let ty = resolve_type(schema, keyspace, &c.ty)?;
+        let ty = resolve_bounded_type(schema, keyspace, &c.ty)?;
         columns.push(value_column(c, ty, i as u32));
     }
     let mut seen_key: Vec<&str> = Vec::new();
@@ -1097,7 +1123,7 @@ pub fn alter_table(
                         c.name
                     )));
                 }
-                let ty = resolve_type(schema, keyspace, &c.ty)?;
+                let ty = resolve_bounded_type(schema, keyspace, &c.ty)?;
                 if c.is_static && t.clustering.is_empty() {
                     return Err(invalid(format!(
                         "Static columns are only useful (and thus allowed) if the table has at least one clustering column (adding static column {})",

@@ -1,6 +1,8 @@
 //! One client connection: a reader that decodes frames and dispatches requests (many in flight,
 //! answered as they complete), and a writer task that batches responses into few writes.
 
+use super::handshake::HandshakeClock;
+use super::out_budget::OutBudget;
 use super::{convert, Shared};
 use crate::protocol::compression::{self, Compression};
 use crate::protocol::frame::{self, flags, FrameError, FrameHeader};
@@ -21,6 +23,8 @@ use tokio::sync::{mpsc, watch, Semaphore};
 enum Out {
     /// A complete response envelope.
     Frame(Bytes),
+    /// A request's response envelope, counted in the connection's `OutBudget` until written.
+    Response(Bytes),
     /// From now on wrap envelopes in v5 segments.
     StartSegments { lz4: bool },
 }
@@ -47,6 +51,12 @@ struct State {
     /// payload flag; some minimal clients (cdrs-tokio) do not and would misread the body, so they
     /// get no payload unless they send one themselves.
     payloads: bool,
+    /// Failed logins on this connection (it closes after a few).
+    auth_failures: u32,
+    /// Bytes of this connection's responses not yet written (requests wait when over).
+    unsent: Arc<OutBudget>,
+    /// Request body bytes (decompressed) held by requests in flight.
+    request_bytes: Arc<Semaphore>,
 }
 
 const READ_CHUNK: usize = 64 * 1024;
@@ -58,13 +68,18 @@ pub async fn serve<S>(
     peer: std::net::SocketAddr,
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
+    pending: super::handshake::Pending,
 ) where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
     let (mut rd, wr) = tokio::io::split(stream);
     let max_in_flight = shared.config.limits.max_in_flight_per_connection;
     let (tx, rx) = mpsc::channel::<Out>(max_in_flight + 16);
-    let writer = tokio::spawn(write_loop(wr, rx));
+    let unsent = Arc::new(OutBudget::new(
+        shared.config.limits.max_unsent_bytes_per_connection.0 as usize,
+        Arc::clone(&shared.unsent),
+    ));
+    let writer = tokio::spawn(write_loop(wr, rx, Arc::clone(&unsent)));
     let in_flight = Arc::new(Semaphore::new(max_in_flight));
     let mut st = State {
         version: None,
@@ -78,8 +93,14 @@ pub async fn serve<S>(
         in_flight: Arc::clone(&in_flight),
         peer,
         payloads: false,
+        auth_failures: 0,
+        unsent,
+        request_bytes: Arc::new(Semaphore::new(
+            shared.config.limits.max_in_flight_request_bytes.0 as usize,
+        )),
     };
     let max_body = shared.config.limits.max_frame_bytes.0 as usize;
+    let mut handshake = HandshakeClock::new(pending, &shared.config.limits);
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     'conn: loop {
         // Decode and dispatch every complete frame in the buffer.
@@ -104,6 +125,7 @@ pub async fn serve<S>(
             if !dispatch(&shared, &mut st, &tx, header, body).await {
                 break 'conn;
             }
+            handshake.progress(st.started, st.authenticated);
         }
         buf.reserve(READ_CHUNK);
         tokio::select! {
@@ -112,6 +134,10 @@ pub async fn serve<S>(
                 Ok(_) => {}
             },
             _ = shutdown.changed() => break,
+            why = handshake.expired() => {
+                tracing::debug!(%peer, why, "closing connection");
+                break;
+            }
         }
     }
     // Let in-flight requests finish, then close the writer.
@@ -231,6 +257,8 @@ async fn dispatch(
     } else {
         body
     };
+    // The request keeps (slices of) its body until it completes: counted in request_bytes.
+    let body_bytes = body.len();
     let env = match request::decode_request(&header, body) {
         Ok(env) => env,
         Err(e) => {
@@ -332,16 +360,24 @@ async fn dispatch(
                     .await;
                 return true;
             }
-            let frame = match super::auth::check_plain(&shared.config.auth, token.as_deref()) {
+            // Waits first when this peer has been failing, whatever the outcome.
+            let ip = st.peer.ip();
+            tokio::time::sleep(shared.auth_guard.delay(ip)).await;
+            let frame = match shared.authenticator.check_plain(token.as_deref()) {
                 Ok(user) => {
                     st.authenticated = true;
+                    shared.auth_guard.succeeded(ip);
                     tracing::debug!(user, "authenticated");
                     Response::AuthSuccess(None)
                 }
-                Err(msg) => Response::Error(ErrorResponse::new(
-                    crate::protocol::response::error_code::BAD_CREDENTIALS,
-                    msg,
-                )),
+                Err(msg) => {
+                    st.auth_failures += 1;
+                    shared.auth_guard.failed(ip);
+                    Response::Error(ErrorResponse::new(
+                        crate::protocol::response::error_code::BAD_CREDENTIALS,
+                        msg,
+                    ))
+                }
             };
             let extras = zero_charge(st.payloads);
             let _ = tx
@@ -353,7 +389,8 @@ async fn dispatch(
                     st.compression,
                 )))
                 .await;
-            true
+            // Repeated failures close the connection (after the last error is sent).
+            st.auth_failures < super::auth_guard::MAX_FAILURES_PER_CONNECTION
         }
         req => {
             if !st.started {
@@ -420,8 +457,15 @@ async fn dispatch(
                     .await;
                 return true;
             }
-            // Backpressure: wait for a slot before reading more.
+            // Backpressure: wait for a slot, and for room for the body (a body larger than the
+            // budget takes all of it), before reading more.
             let Ok(permit) = Arc::clone(&st.in_flight).acquire_owned().await else {
+                return false;
+            };
+            let budget = shared.config.limits.max_in_flight_request_bytes.0;
+            let want = body_bytes.min(budget as usize).min(u32::MAX as usize) as u32;
+            let Ok(body_permit) = Arc::clone(&st.request_bytes).acquire_many_owned(want).await
+            else {
                 return false;
             };
             let shared = Arc::clone(shared);
@@ -439,7 +483,10 @@ async fn dispatch(
             sess.keyspace = st.keyspace.lock().clone();
             let peer = st.peer.ip();
             let keyspace_cell = Arc::clone(&st.keyspace);
+            let unsent = Arc::clone(&st.unsent);
             tokio::spawn(async move {
+                // Not while the client leaves earlier answers unread (see out_budget.rs).
+                unsent.wait_for_room().await;
                 let call = Call {
                     shared,
                     env,
@@ -456,16 +503,17 @@ async fn dispatch(
                 if let Some(ks) = produced.keyspace {
                     *keyspace_cell.lock() = Some(ks);
                 }
-                let _ = tx
-                    .send(Out::Frame(encode(
-                        version,
-                        stream,
-                        &produced.response,
-                        &produced.extras,
-                        compression,
-                    )))
-                    .await;
+                let frame = encode(
+                    version,
+                    stream,
+                    &produced.response,
+                    &produced.extras,
+                    compression,
+                );
+                unsent.queued(frame.len());
+                let _ = tx.send(Out::Response(frame)).await;
                 drop(permit);
+                drop(body_permit);
             });
             true
         }
@@ -832,15 +880,20 @@ fn spawn_event_forwarder(
 async fn write_loop<W: AsyncRead + AsyncWrite + Send + 'static>(
     mut wr: tokio::io::WriteHalf<W>,
     mut rx: mpsc::Receiver<Out>,
+    unsent: Arc<OutBudget>,
 ) {
     let mut segments: Option<bool> = None;
     let mut out = BytesMut::with_capacity(64 * 1024);
     let mut pending = BytesMut::new();
     while let Some(first) = rx.recv().await {
         let mut msg = Some(first);
+        let mut counted = 0;
         while let Some(m) = msg.take() {
+            if let Out::Response(f) = &m {
+                counted += f.len();
+            }
             match m {
-                Out::Frame(f) => match segments {
+                Out::Frame(f) | Out::Response(f) => match segments {
                     None => out.extend_from_slice(&f),
                     Some(_) => pending.extend_from_slice(&f),
                 },
@@ -862,6 +915,7 @@ async fn write_loop<W: AsyncRead + AsyncWrite + Send + 'static>(
         if wr.flush().await.is_err() {
             break;
         }
+        unsent.written(counted);
     }
     let _ = wr.shutdown().await;
 }

@@ -1,8 +1,11 @@
 //! The CQL server: listener, TLS, connection limits and graceful shutdown.
 
 pub mod auth;
+mod auth_guard;
 mod connection;
 pub mod convert;
+mod handshake;
+mod out_budget;
 
 use crate::config::Config;
 use crate::protocol::response::Event;
@@ -11,7 +14,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::{broadcast, watch, Semaphore};
+use tokio::sync::{broadcast, watch, OwnedSemaphorePermit, Semaphore};
 
 /// State shared by all connections.
 pub struct Shared {
@@ -22,6 +25,14 @@ pub struct Shared {
     /// Slots for requests that may run long (scans), run on blocking threads; more wait for a
     /// slot without holding a thread (see `query::long`).
     pub long_requests: Arc<Semaphore>,
+    /// Connections still in their handshake, oldest first (closed to make room).
+    handshakes: Arc<handshake::Handshakes>,
+    /// The configured users, for constant-time password checks.
+    authenticator: auth::Authenticator,
+    /// Failed logins per peer IP (slows down guessing).
+    auth_guard: auth_guard::AuthGuard,
+    /// Response bytes queued but not yet written, across connections.
+    unsent: Arc<out_budget::GlobalOut>,
 }
 
 /// Long requests running at once: enough to keep both cores of a small machine busy with
@@ -76,6 +87,10 @@ pub async fn run(
         config: Arc::clone(&config),
         events,
         long_requests: Arc::new(Semaphore::new(long_request_slots())),
+        handshakes: Arc::default(),
+        authenticator: auth::Authenticator::new(&config.auth),
+        auth_guard: auth_guard::AuthGuard::default(),
+        unsent: out_budget::GlobalOut::new(config.limits.max_unsent_bytes.0 as usize),
     });
     let max_conns = config.limits.max_connections;
     let conns = Arc::new(Semaphore::new(max_conns));
@@ -90,7 +105,15 @@ pub async fn run(
                         continue;
                     }
                 };
-                let Ok(permit) = Arc::clone(&conns).try_acquire_owned() else {
+                // Keep room for clients that can log in: close the oldest handshake.
+                let evicted = conns.available_permits() <= config.limits.reserved_connections
+                    && shared.handshakes.evict_oldest();
+                let permit = match Arc::clone(&conns).try_acquire_owned() {
+                    Ok(p) => Some(p),
+                    Err(_) if evicted => wait_for_slot(&conns).await,
+                    Err(_) => None,
+                };
+                let Some(permit) = permit else {
                     tracing::warn!(%peer, max_conns, "connection refused: limits.max_connections reached");
                     drop(sock);
                     continue;
@@ -99,8 +122,9 @@ pub async fn run(
                 let shared = Arc::clone(&shared);
                 let rx = shutdown.clone();
                 let tls = tls.clone();
+                let pending = shared.handshakes.register();
                 tokio::spawn(async move {
-                    handle(sock, peer, tls, shared, rx).await;
+                    handle(sock, peer, tls, shared, rx, pending).await;
                     drop(permit);
                 });
             }
@@ -120,23 +144,41 @@ pub async fn run(
     Ok(())
 }
 
+/// All slots taken: an evicted handshake frees one shortly; wait a little for it.
+async fn wait_for_slot(conns: &Arc<Semaphore>) -> Option<OwnedSemaphorePermit> {
+    let freed = Arc::clone(conns).acquire_owned();
+    match tokio::time::timeout(Duration::from_millis(500), freed).await {
+        Ok(Ok(p)) => Some(p),
+        _ => None,
+    }
+}
+
 async fn handle(
     sock: tokio::net::TcpStream,
     peer: SocketAddr,
     tls: Option<tokio_rustls::TlsAcceptor>,
     shared: Arc<Shared>,
     shutdown: watch::Receiver<bool>,
+    pending: handshake::Pending,
 ) {
     tracing::debug!(%peer, "connection opened");
     match tls {
         Some(acceptor) => {
-            match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(sock)).await {
-                Ok(Ok(stream)) => connection::serve(stream, peer, shared, shutdown).await,
+            let startup = Duration::from_millis(shared.config.limits.startup_timeout_ms);
+            let accepted = tokio::select! {
+                r = tokio::time::timeout(startup, acceptor.accept(sock)) => r,
+                _ = pending.evicted() => {
+                    tracing::debug!(%peer, "closed in its TLS handshake to make room");
+                    return;
+                }
+            };
+            match accepted {
+                Ok(Ok(stream)) => connection::serve(stream, peer, shared, shutdown, pending).await,
                 Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
                 Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
             }
         }
-        None => connection::serve(sock, peer, shared, shutdown).await,
+        None => connection::serve(sock, peer, shared, shutdown, pending).await,
     }
     tracing::debug!(%peer, "connection closed");
 }

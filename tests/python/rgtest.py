@@ -42,3 +42,15 @@ def create_keyspace(session, name, rf=1):
     session.execute(f"CREATE KEYSPACE {name} WITH replication = "
                     f"{{'class': 'SimpleStrategy', 'replication_factor': {rf}}}")
     return name
+
+
+def kill9_and_restart(srv, threads, cluster, stop=None):
+    """SIGKILL the server under load, let the client threads notice (set `stop` if given),
+    close the cluster and start the server again on the same data."""
+    srv.kill9()
+    if stop is not None:
+        stop.set()
+    for t in threads:
+        t.join(timeout=30)
+    cluster.shutdown()
+    srv.start()

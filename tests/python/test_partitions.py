@@ -11,7 +11,7 @@ from cassandra.cluster import Cluster
 from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.metadata import Murmur3Token
 
-from rgtest import create_keyspace, error_text, wait_until
+from rgtest import create_keyspace, error_text, kill9_and_restart, wait_until
 
 MIN_TOKEN = -(2**63)
 MAX_TOKEN = 2**63 - 1
@@ -185,13 +185,7 @@ def test_kill9_during_splits(server_factory, unique_name):
     for t in threads:
         t.start()
     wait_until(lambda: len(partitions(s, ks, "t")) >= 6, timeout=40, message="several splits")
-    srv.kill9()
-    stop.set()
-    for t in threads:
-        t.join(timeout=30)
-    c.shutdown()
-
-    srv.start()
+    kill9_and_restart(srv, threads, c, stop)
     c, s = connect(srv)
     parts = partitions(s, ks, "t")
     assert_covers_ring(parts)

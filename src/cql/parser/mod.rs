@@ -8,6 +8,7 @@
 //! schema statements, USE, TRUNCATE and DESCRIBE.
 
 mod ddl;
+mod depth;
 mod dml;
 mod select;
 #[cfg(test)]
@@ -17,6 +18,8 @@ use std::fmt;
 
 use super::ast::*;
 use super::lexer::{self, Kw, LexError, Token, TokenKind as T};
+use crate::protocol::response::quote_capped;
+use depth::term_depth;
 
 /// A statement that could not be parsed. `Display` gives Cassandra's form,
 /// `line 1:0 no viable alternative at input 'SELEC' ([SELEC]...)`.
@@ -80,9 +83,10 @@ pub fn parse_many(text: &str) -> Result<Vec<Parsed>, SyntaxError> {
 
 type PResult<T> = Result<T, SyntaxError>;
 
-/// How deeply terms, selectors, types and relations may nest: past this a statement is refused
-/// rather than risking the stack.
-const MAX_DEPTH: u32 = 100;
+/// How deeply terms, selectors, types and relations may nest, counting every level of the tree
+/// (each link of an operator or postfix chain too, see `depth.rs`): past this a statement is
+/// refused ("Statement too deeply nested") rather than risking the stack.
+pub const MAX_DEPTH: u32 = 100;
 
 /// User type names Cassandra refuses (`Parser.g`'s `reservedTypeNames`, less the native `date`).
 const RESERVED_TYPE_NAMES: &[&str] = &[
@@ -247,7 +251,8 @@ impl<'a> Parser<'a> {
             T::QuotedName => unquote_name(self.text(t)),
             _ => self.text(t).to_string(),
         };
-        let text = text
+        // A 10 MB identifier is quoted by its first bytes only.
+        let text = quote_capped(&text)
             .replace('\n', "\\n")
             .replace('\r', "\\r")
             .replace('\t', "\\t");
@@ -270,9 +275,9 @@ impl<'a> Parser<'a> {
         }
         // Cassandra splits the query into lines and joins them back without the line breaks.
         let push = |out: &mut String, s: &str| out.extend(s.chars().filter(|&c| c != '\n'));
-        push(out, &self.src[from..start]);
+        push(out, &quote_capped(&self.src[from..start]));
         out.push('[');
-        push(out, &self.src[start..end]);
+        push(out, &quote_capped(&self.src[start..end]));
         out.push(']');
         if !self.src[end..].bytes().all(|b| b == b'\n') {
             out.push_str("...");
@@ -545,6 +550,7 @@ impl<'a> Parser<'a> {
 
     fn term_addition(&mut self) -> PResult<Term> {
         let mut left = self.term_multiplication()?;
+        let mut depth = term_depth(&left);
         loop {
             let op = match self.kind() {
                 // `x + col` ends the term: UPDATE's `c = value + c` (prepend) takes it from here.
@@ -555,6 +561,7 @@ impl<'a> Parser<'a> {
             };
             self.bump();
             let right = self.term_multiplication()?;
+            depth = self.deeper(depth.max(term_depth(&right)))?;
             left = Term::Binary(op, Box::new(left), Box::new(right));
         }
         Ok(left)
@@ -562,6 +569,7 @@ impl<'a> Parser<'a> {
 
     fn term_multiplication(&mut self) -> PResult<Term> {
         let mut left = self.term_group()?;
+        let mut depth = term_depth(&left);
         loop {
             let op = match self.kind() {
                 T::Star => BinaryOp::Mul,
@@ -571,6 +579,7 @@ impl<'a> Parser<'a> {
             };
             self.bump();
             let right = self.term_group()?;
+            depth = self.deeper(depth.max(term_depth(&right)))?;
             left = Term::Binary(op, Box::new(left), Box::new(right));
         }
         Ok(left)

@@ -1,5 +1,6 @@
 //! SELECT, its selectors, and the WHERE clause shared with UPDATE and DELETE.
 
+use super::depth::{selector_depth, term_depth};
 use super::{is_constant_kind, is_ident_kind, negate_literal, PResult, Parser};
 use crate::cql::ast::*;
 use crate::cql::lexer::{Kw, TokenKind as T};
@@ -118,6 +119,7 @@ impl Parser<'_> {
 
     fn selector_addition(&mut self) -> PResult<SelectorExpr> {
         let mut left = self.selector_multiplication()?;
+        let mut depth = selector_depth(&left);
         loop {
             let op = match self.kind() {
                 T::Plus => BinaryOp::Add,
@@ -126,6 +128,7 @@ impl Parser<'_> {
             };
             self.bump();
             let right = self.selector_multiplication()?;
+            depth = self.deeper(depth.max(selector_depth(&right)))?;
             left = SelectorExpr::Binary(op, Box::new(left), Box::new(right));
         }
         Ok(left)
@@ -133,6 +136,7 @@ impl Parser<'_> {
 
     fn selector_multiplication(&mut self) -> PResult<SelectorExpr> {
         let mut left = self.selector_group()?;
+        let mut depth = selector_depth(&left);
         loop {
             let op = match self.kind() {
                 T::Star => BinaryOp::Mul,
@@ -142,6 +146,7 @@ impl Parser<'_> {
             };
             self.bump();
             let right = self.selector_group()?;
+            depth = self.deeper(depth.max(selector_depth(&right)))?;
             left = SelectorExpr::Binary(op, Box::new(left), Box::new(right));
         }
         Ok(left)
@@ -159,12 +164,16 @@ impl Parser<'_> {
             });
         }
         let mut expr = self.selector_primary()?;
+        let mut depth = selector_depth(&expr);
         loop {
             if self.eat(T::Dot) {
                 let field = self.ident()?;
+                depth = self.deeper(depth)?;
                 expr = SelectorExpr::Field(Box::new(expr), field);
             } else if self.eat(T::LBracket) {
-                expr = self.collection_sub_selection(expr)?;
+                let (sub, bounds_depth) = self.collection_sub_selection(expr)?;
+                depth = self.deeper(depth.max(bounds_depth))?;
+                expr = sub;
                 self.expect(T::RBracket)?;
             } else {
                 return Ok(expr);
@@ -172,23 +181,26 @@ impl Parser<'_> {
         }
     }
 
-    /// Inside `[...]`: `term`, `term..`, `..term` or `term..term`.
-    fn collection_sub_selection(&mut self, receiver: SelectorExpr) -> PResult<SelectorExpr> {
+    /// Inside `[...]`: `term`, `term..`, `..term` or `term..term`; with the depth of its terms.
+    fn collection_sub_selection(&mut self, receiver: SelectorExpr) -> PResult<(SelectorExpr, u32)> {
         let receiver = Box::new(receiver);
         if self.eat(T::Range) {
             let to = self.term()?;
-            return Ok(SelectorExpr::Slice(receiver, None, Some(to)));
+            let depth = term_depth(&to);
+            return Ok((SelectorExpr::Slice(receiver, None, Some(to)), depth));
         }
         let from = self.term()?;
+        let mut depth = term_depth(&from);
         if !self.eat(T::Range) {
-            return Ok(SelectorExpr::Element(receiver, from));
+            return Ok((SelectorExpr::Element(receiver, from), depth));
         }
         let to = if self.at(T::RBracket) {
             None
         } else {
             Some(self.term()?)
         };
-        Ok(SelectorExpr::Slice(receiver, Some(from), to))
+        depth = depth.max(to.as_ref().map_or(0, term_depth));
+        Ok((SelectorExpr::Slice(receiver, Some(from), to), depth))
     }
 
     /// True when a selector can start `n` tokens ahead.

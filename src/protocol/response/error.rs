@@ -170,6 +170,29 @@ impl ErrorExtra {
     }
 }
 
+/// Longest error message sent: messages quote client input (identifiers, literals), and a
+/// 10 MB identifier must neither travel back whole nor overflow the `[string]` length (u16).
+pub const MAX_ERROR_MESSAGE_BYTES: usize = 4096;
+/// Longest piece of client input a message quotes before `...`.
+pub const MAX_QUOTE_BYTES: usize = 200;
+
+/// `s` cut to at most `max_bytes` (at a character boundary) with `...` appended when cut.
+pub fn capped(s: &str, max_bytes: usize) -> std::borrow::Cow<'_, str> {
+    if s.len() <= max_bytes {
+        return s.into();
+    }
+    let mut end = max_bytes;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &s[..end]).into()
+}
+
+/// Client input to quote in an error message, capped at `MAX_QUOTE_BYTES`.
+pub fn quote_capped(s: &str) -> std::borrow::Cow<'_, str> {
+    capped(s, MAX_QUOTE_BYTES)
+}
+
 /// An ERROR response: `<code><message>` then the code-specific extra.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ErrorResponse {
@@ -258,7 +281,7 @@ impl ErrorResponse {
             }
         }
         write_int(out, self.code);
-        write_string(out, &self.message)?;
+        write_string(out, &capped(&self.message, MAX_ERROR_MESSAGE_BYTES))?;
         match &self.extra {
             ErrorExtra::None => {}
             ErrorExtra::Unavailable {

@@ -11,7 +11,10 @@ mod result;
 #[cfg(test)]
 pub(crate) mod testing;
 
-pub use error::{error_code, ErrorExtra, ErrorResponse};
+pub use error::{
+    capped, error_code, quote_capped, ErrorExtra, ErrorResponse, MAX_ERROR_MESSAGE_BYTES,
+    MAX_QUOTE_BYTES,
+};
 pub use event::{
     Event, SchemaChange, SchemaChangeTarget, SchemaChangeType, StatusChangeType, TopologyChangeType,
 };
