@@ -3,6 +3,7 @@
 pub mod auth;
 mod connection;
 pub mod convert;
+mod quickack;
 
 use crate::config::Config;
 use crate::protocol::response::Event;
