@@ -12,6 +12,10 @@
 //!
 //! `--quick` runs every phase briefly on a small table (for scripts/test: it keeps the benchmark
 //! working, its figures mean little).
+//!
+//! For profiling one phase: `BENCH_ONLY=ringgate-write|ringgate-read|canned-read|...|scan` runs
+//! only that phase (point phases in the first shape), `BENCH_PHASE_SECS` sets the phase time and
+//! `BENCH_READ_KEYS=N` lets reads take keys below N written by an earlier run.
 
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
@@ -35,6 +39,20 @@ const LOAD_IN_FLIGHT: u64 = 64;
 struct Settings {
     phase: Duration,
     scan_rows: u64,
+    /// `BENCH_ONLY`: run only this phase.
+    only: Option<String>,
+    /// `BENCH_READ_KEYS`: keys already stored (reads take keys below it).
+    read_keys: u64,
+}
+
+impl Settings {
+    fn runs(&self, phase: &str) -> bool {
+        self.only.as_ref().is_none_or(|o| o == phase)
+    }
+}
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
 /// Latencies in a log-linear histogram (bounded memory): exact below 1,024 µs, then 64 steps
@@ -181,12 +199,16 @@ async fn point_shape(ringgate: &str, canned: &str, (conns, depth): (usize, usize
             .await
             .expect("prepare select");
         // Reads take keys this server's writes stored (the canned server stores almost none).
-        let keys = Arc::new(AtomicU64::new(0));
+        let keys = Arc::new(AtomicU64::new(s.read_keys));
         sessions.push((name, session, insert, select, keys));
     }
     for write in [true, false] {
         let mut canned_rate = 0.0;
         for (name, session, insert, select, keys) in &sessions {
+            let op = if write { "write" } else { "read" };
+            if !s.runs(&format!("{name}-{op}")) {
+                continue;
+            }
             let stmt = if write { insert } else { select };
             let tasks = conns * depth;
             let (rate, h) = point_phase(session, stmt, tasks, s.phase, write, keys).await;
@@ -197,8 +219,7 @@ async fn point_shape(ringgate: &str, canned: &str, (conns, depth): (usize, usize
                 format!("{:.2}", rate / canned_rate)
             };
             println!(
-                "| {conns} x {depth} | {} | {name} | {rate:.0} | {} | {} | {} | {fraction} |",
-                if write { "write" } else { "read" },
+                "| {conns} x {depth} | {op} | {name} | {rate:.0} | {} | {} | {} | {fraction} |",
                 ms(h.percentile(0.50)),
                 ms(h.percentile(0.99)),
                 ms(h.percentile(0.999)),
@@ -330,16 +351,16 @@ async fn main() {
         eprintln!("usage: bench [--quick] RINGGATE_ADDR CANNED_ADDR");
         std::process::exit(2);
     };
-    let settings = if quick {
-        Settings {
-            phase: Duration::from_millis(300),
-            scan_rows: 20_000,
-        }
+    let (phase_ms, scan_rows) = if quick {
+        (300, 20_000)
     } else {
-        Settings {
-            phase: Duration::from_secs(5),
-            scan_rows: 1_000_000,
-        }
+        (5_000, 1_000_000)
+    };
+    let settings = Settings {
+        phase: Duration::from_millis(env_u64("BENCH_PHASE_SECS").map_or(phase_ms, |s| s * 1000)),
+        scan_rows,
+        only: std::env::var("BENCH_ONLY").ok(),
+        read_keys: env_u64("BENCH_READ_KEYS").unwrap_or(0),
     };
     let setup = connect(ringgate, 1).await;
     ddl(&setup, "CREATE KEYSPACE IF NOT EXISTS bench WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}").await;
@@ -356,8 +377,17 @@ async fn main() {
         "| connections x in flight | op | server | ops/s | p50 ms | p99 ms | p999 ms | fraction |"
     );
     println!("|---|---|---|---|---|---|---|---|");
-    for shape in SHAPES {
-        point_shape(ringgate, canned, shape, &settings).await;
+    let shapes = if settings.only.is_some() {
+        &SHAPES[..1]
+    } else {
+        &SHAPES[..]
+    };
+    for &shape in shapes {
+        if settings.only.as_deref() != Some("scan") {
+            point_shape(ringgate, canned, shape, &settings).await;
+        }
     }
-    scan(ringgate, &settings).await;
+    if settings.runs("scan") {
+        scan(ringgate, &settings).await;
+    }
 }
