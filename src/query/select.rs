@@ -2667,8 +2667,14 @@ fn read_ranges(
                     // Resuming inside this partition: an earlier page returned its rows.
                     let resumed = resume.is_some_and(|p| p.last_key.starts_with(&prefix));
                     if dk.kind != KIND_HEADER {
-                        // Resuming mid-partition or no header: fetch it.
-                        reader.load(engine, &header_key(prefix.clone()), out.now, resumed)?;
+                        // The header sorts before the rows, so a scan that reaches the
+                        // partition's first key without meeting one knows there is none; only
+                        // a scan resumed mid-partition started past it and fetches it.
+                        if resumed {
+                            reader.load(engine, &header_key(prefix.clone()), out.now, true)?;
+                        } else {
+                            reader.start(None, out.now, false)?;
+                        }
                     }
                     cur = Some((dk.token, dk.pk.clone(), prefix));
                 }
