@@ -15,7 +15,8 @@
 //!
 //! For profiling one phase: `BENCH_ONLY=ringgate-write|ringgate-read|canned-read|...|scan` runs
 //! only that phase (point phases in the first shape), `BENCH_PHASE_SECS` sets the phase time and
-//! `BENCH_READ_KEYS=N` lets reads take keys below N written by an earlier run.
+//! `BENCH_READ_KEYS=N` lets reads take keys below N written by an earlier run;
+//! `BENCH_VALUE_BYTES` sets the value size (default 100).
 
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
@@ -28,7 +29,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const VALUE_BYTES: usize = 100;
 const SHAPES: [(usize, usize); 2] = [(4, 32), (64, 4)];
 const SCAN_RANGES: i128 = 256;
 const SCAN_PARALLEL: usize = 16;
@@ -43,6 +43,8 @@ struct Settings {
     only: Option<String>,
     /// `BENCH_READ_KEYS`: keys already stored (reads take keys below it).
     read_keys: u64,
+    /// `BENCH_VALUE_BYTES`: the written blob's size (default 100).
+    value_bytes: usize,
 }
 
 impl Settings {
@@ -136,24 +138,25 @@ async fn ddl(session: &Session, cql: &str) {
         .unwrap_or_else(|e| panic!("{cql}: {e}"));
 }
 
-/// Runs point writes or reads for `duration` with `tasks` requests in flight; returns ops/s and
+/// Runs point writes or reads for the phase time with `tasks` requests in flight; returns ops/s and
 /// the latency histogram. Writes count up from `keys`; reads take keys below it.
 async fn point_phase(
     session: &Arc<Session>,
     stmt: &PreparedStatement,
     tasks: usize,
-    duration: Duration,
+    s: &Settings,
     write: bool,
     keys: &Arc<AtomicU64>,
 ) -> (f64, Histogram) {
     let start = Instant::now();
-    let deadline = start + duration;
+    let deadline = start + s.phase;
+    let value_bytes = s.value_bytes;
     let written = keys.load(Ordering::Relaxed).max(1);
     let mut handles = Vec::new();
     for t in 0..tasks {
         let (session, stmt, keys) = (Arc::clone(session), stmt.clone(), Arc::clone(keys));
         handles.push(tokio::spawn(async move {
-            let value = [0xabu8; VALUE_BYTES];
+            let value = vec![0xabu8; value_bytes];
             let mut hist = Histogram::new();
             let mut i = t as u64;
             while Instant::now() < deadline {
@@ -189,6 +192,9 @@ fn ms(d: Duration) -> String {
 async fn point_shape(ringgate: &str, canned: &str, (conns, depth): (usize, usize), s: &Settings) {
     let mut sessions = Vec::new();
     for (name, addr) in [("canned", canned), ("ringgate", ringgate)] {
+        if !s.runs(&format!("{name}-write")) && !s.runs(&format!("{name}-read")) {
+            continue;
+        }
         let session = connect(addr, conns).await;
         let insert = session
             .prepare("INSERT INTO bench.kv (k, v) VALUES (?, ?)")
@@ -211,12 +217,14 @@ async fn point_shape(ringgate: &str, canned: &str, (conns, depth): (usize, usize
             }
             let stmt = if write { insert } else { select };
             let tasks = conns * depth;
-            let (rate, h) = point_phase(session, stmt, tasks, s.phase, write, keys).await;
+            let (rate, h) = point_phase(session, stmt, tasks, s, write, keys).await;
             let fraction = if *name == "canned" {
                 canned_rate = rate;
                 String::new()
-            } else {
+            } else if canned_rate > 0.0 {
                 format!("{:.2}", rate / canned_rate)
+            } else {
+                String::new() // the canned phase did not run (BENCH_ONLY)
             };
             println!(
                 "| {conns} x {depth} | {op} | {name} | {rate:.0} | {} | {} | {} | {fraction} |",
@@ -361,6 +369,7 @@ async fn main() {
         scan_rows,
         only: std::env::var("BENCH_ONLY").ok(),
         read_keys: env_u64("BENCH_READ_KEYS").unwrap_or(0),
+        value_bytes: env_u64("BENCH_VALUE_BYTES").unwrap_or(100) as usize,
     };
     let setup = connect(ringgate, 1).await;
     ddl(&setup, "CREATE KEYSPACE IF NOT EXISTS bench WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}").await;
@@ -370,7 +379,8 @@ async fn main() {
     )
     .await;
     println!(
-        "prepared point requests, {VALUE_BYTES}-byte values, {:.1} s per phase; fraction = ringgate / canned",
+        "prepared point requests, {}-byte values, {:.1} s per phase; fraction = ringgate / canned",
+        settings.value_bytes,
         settings.phase.as_secs_f64()
     );
     println!(
