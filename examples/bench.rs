@@ -1,122 +1,403 @@
-//! Load generator for `scripts/bench`: prepared point writes then reads of a bigint key and a
-//! blob value, many requests in flight over a few connections, through the Rust driver.
+//! Load generator for `scripts/bench`, through the Rust driver (`scylla` crate).
 //!
-//! Usage: bench [HOST:PORT] [OPS] [CONCURRENCY] [VALUE_BYTES]
+//! Usage: bench [--quick] RINGGATE_ADDR CANNED_ADDR
+//!
+//! 1. Prepared point writes and reads (bigint key, 100-byte blob value) in two shapes, 4
+//!    connections x 32 requests in flight and 64 connections x 4, each phase run for a fixed
+//!    time against the canned-answer server (`bench_echo`, the protocol-loop limit: same client,
+//!    same machine, no work per request) and then against ringgate; ringgate's throughput is
+//!    printed as a fraction of the canned one, with p50/p99/p999 latency.
+//! 2. A token-range scan: a table of bigint key / int value rows read as 256 token ranges, 16 in
+//!    parallel, page size 5,000 (rows/s); the row count is checked.
+//!
+//! `--quick` runs every phase briefly on a small table (for scripts/test: it keeps the benchmark
+//! working, its figures mean little).
+//!
+//! For profiling one phase: `BENCH_ONLY=ringgate-write|ringgate-read|canned-read|...|scan` runs
+//! only that phase (point phases in the first shape), `BENCH_PHASE_SECS` sets the phase time and
+//! `BENCH_READ_KEYS=N` lets reads take keys below N written by an earlier run;
+//! `BENCH_VALUE_BYTES` sets the value size (default 100).
 
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
+use scylla::client::PoolSize;
+use scylla::response::{PagingState, PagingStateResponse};
+use scylla::statement::batch::{Batch, BatchType};
+use scylla::statement::prepared::PreparedStatement;
+use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn percentile(sorted: &[u64], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    Duration::from_micros(sorted[i])
+const SHAPES: [(usize, usize); 2] = [(4, 32), (64, 4)];
+const SCAN_RANGES: i128 = 256;
+const SCAN_PARALLEL: usize = 16;
+const SCAN_PAGE_ROWS: i32 = 5_000;
+const LOAD_BATCH_ROWS: u64 = 50;
+const LOAD_IN_FLIGHT: u64 = 64;
+
+struct Settings {
+    phase: Duration,
+    scan_rows: u64,
+    /// `BENCH_ONLY`: run only this phase.
+    only: Option<String>,
+    /// `BENCH_READ_KEYS`: keys already stored (reads take keys below it).
+    read_keys: u64,
+    /// `BENCH_VALUE_BYTES`: the written blob's size (default 100).
+    value_bytes: usize,
 }
 
-async fn phase(
-    name: &str,
+impl Settings {
+    fn runs(&self, phase: &str) -> bool {
+        self.only.as_ref().is_none_or(|o| o == phase)
+    }
+}
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+/// Latencies in a log-linear histogram (bounded memory): exact below 1,024 µs, then 64 steps
+/// per power of two (under 1.6% error).
+#[derive(Clone)]
+struct Histogram {
+    counts: Vec<u64>,
+}
+
+impl Histogram {
+    const LINEAR: u64 = 1024;
+    const STEPS: u64 = 64;
+
+    fn new() -> Histogram {
+        Histogram {
+            counts: vec![0; (Self::LINEAR + 54 * Self::STEPS) as usize],
+        }
+    }
+
+    fn bucket(us: u64) -> usize {
+        if us < Self::LINEAR {
+            return us as usize;
+        }
+        let exp = 63 - us.leading_zeros() as u64; // >= 10
+        let frac = (us >> (exp - 6)) & (Self::STEPS - 1);
+        (Self::LINEAR + (exp - 10) * Self::STEPS + frac) as usize
+    }
+
+    fn lower_bound_us(bucket: usize) -> u64 {
+        let b = bucket as u64;
+        if b < Self::LINEAR {
+            return b;
+        }
+        let exp = (b - Self::LINEAR) / Self::STEPS + 10;
+        let frac = (b - Self::LINEAR) % Self::STEPS;
+        (1 << exp) + (frac << (exp - 6))
+    }
+
+    fn record(&mut self, d: Duration) {
+        let b = Self::bucket(d.as_micros() as u64).min(self.counts.len() - 1);
+        self.counts[b] += 1;
+    }
+
+    fn merge(&mut self, other: &Histogram) {
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a += b;
+        }
+    }
+
+    fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    fn percentile(&self, p: f64) -> Duration {
+        let want = ((self.total() as f64) * p).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (b, n) in self.counts.iter().enumerate() {
+            seen += n;
+            if seen >= want {
+                return Duration::from_micros(Self::lower_bound_us(b));
+            }
+        }
+        Duration::ZERO
+    }
+}
+
+async fn connect(addr: &str, conns: usize) -> Arc<Session> {
+    let session = SessionBuilder::new()
+        .known_node(addr)
+        .pool_size(PoolSize::PerHost(NonZeroUsize::new(conns).expect("> 0")))
+        .build()
+        .await
+        .unwrap_or_else(|e| panic!("connect to {addr}: {e}"));
+    Arc::new(session)
+}
+
+async fn ddl(session: &Session, cql: &str) {
+    session
+        .query_unpaged(cql, &[])
+        .await
+        .unwrap_or_else(|e| panic!("{cql}: {e}"));
+}
+
+/// Runs point writes or reads for the phase time with `tasks` requests in flight; returns ops/s and
+/// the latency histogram. Writes count up from `keys`; reads take keys below it.
+async fn point_phase(
     session: &Arc<Session>,
-    stmt: &scylla::statement::prepared::PreparedStatement,
-    ops: u64,
-    concurrency: u64,
-    value: &Arc<Vec<u8>>,
+    stmt: &PreparedStatement,
+    tasks: usize,
+    s: &Settings,
     write: bool,
-) {
-    let next = Arc::new(AtomicU64::new(0));
+    keys: &Arc<AtomicU64>,
+) -> (f64, Histogram) {
     let start = Instant::now();
-    let mut tasks = Vec::new();
-    for _ in 0..concurrency {
-        let (session, stmt, next, value) = (
-            Arc::clone(session),
-            stmt.clone(),
-            Arc::clone(&next),
-            Arc::clone(value),
-        );
-        tasks.push(tokio::spawn(async move {
-            let mut lat = Vec::new();
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= ops {
-                    break;
-                }
-                let key = i as i64;
-                let t = Instant::now();
+    let deadline = start + s.phase;
+    let value_bytes = s.value_bytes;
+    let written = keys.load(Ordering::Relaxed).max(1);
+    let mut handles = Vec::new();
+    for t in 0..tasks {
+        let (session, stmt, keys) = (Arc::clone(session), stmt.clone(), Arc::clone(keys));
+        handles.push(tokio::spawn(async move {
+            let value = vec![0xabu8; value_bytes];
+            let mut hist = Histogram::new();
+            let mut i = t as u64;
+            while Instant::now() < deadline {
+                let t0 = Instant::now();
                 let res = if write {
-                    session
-                        .execute_unpaged(&stmt, (key, value.as_slice()))
-                        .await
-                        .map(|_| ())
+                    let key = keys.fetch_add(1, Ordering::Relaxed) as i64;
+                    session.execute_unpaged(&stmt, (key, &value[..])).await
                 } else {
-                    session.execute_unpaged(&stmt, (key,)).await.map(|_| ())
+                    i = (i + 7919) % written;
+                    session.execute_unpaged(&stmt, (i as i64,)).await
                 };
                 if let Err(e) = res {
                     eprintln!("request failed: {e}");
                     std::process::exit(1);
                 }
-                lat.push(t.elapsed().as_micros() as u64);
+                hist.record(t0.elapsed());
             }
-            lat
+            hist
         }));
     }
-    let mut all = Vec::with_capacity(ops as usize);
-    for t in tasks {
-        all.extend(t.await.expect("task"));
+    let mut hist = Histogram::new();
+    for h in handles {
+        hist.merge(&h.await.expect("task"));
+    }
+    (hist.total() as f64 / start.elapsed().as_secs_f64(), hist)
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2}", d.as_secs_f64() * 1e3)
+}
+
+/// One shape: writes then reads, each against the canned server and then ringgate.
+async fn point_shape(ringgate: &str, canned: &str, (conns, depth): (usize, usize), s: &Settings) {
+    let mut sessions = Vec::new();
+    for (name, addr) in [("canned", canned), ("ringgate", ringgate)] {
+        if !s.runs(&format!("{name}-write")) && !s.runs(&format!("{name}-read")) {
+            continue;
+        }
+        let session = connect(addr, conns).await;
+        let insert = session
+            .prepare("INSERT INTO bench.kv (k, v) VALUES (?, ?)")
+            .await
+            .expect("prepare insert");
+        let select = session
+            .prepare("SELECT v FROM bench.kv WHERE k = ?")
+            .await
+            .expect("prepare select");
+        // Reads take keys this server's writes stored (the canned server stores almost none).
+        let keys = Arc::new(AtomicU64::new(s.read_keys));
+        sessions.push((name, session, insert, select, keys));
+    }
+    for write in [true, false] {
+        let mut canned_rate = 0.0;
+        for (name, session, insert, select, keys) in &sessions {
+            let op = if write { "write" } else { "read" };
+            if !s.runs(&format!("{name}-{op}")) {
+                continue;
+            }
+            let stmt = if write { insert } else { select };
+            let tasks = conns * depth;
+            let (rate, h) = point_phase(session, stmt, tasks, s, write, keys).await;
+            let fraction = if *name == "canned" {
+                canned_rate = rate;
+                String::new()
+            } else if canned_rate > 0.0 {
+                format!("{:.2}", rate / canned_rate)
+            } else {
+                String::new() // the canned phase did not run (BENCH_ONLY)
+            };
+            println!(
+                "| {conns} x {depth} | {op} | {name} | {rate:.0} | {} | {} | {} | {fraction} |",
+                ms(h.percentile(0.50)),
+                ms(h.percentile(0.99)),
+                ms(h.percentile(0.999)),
+            );
+        }
+    }
+}
+
+async fn load_scan_table(session: &Arc<Session>, rows: u64) {
+    ddl(
+        session,
+        "CREATE TABLE IF NOT EXISTS bench.scan (k bigint PRIMARY KEY, v int)",
+    )
+    .await;
+    let insert = session
+        .prepare("INSERT INTO bench.scan (k, v) VALUES (?, ?)")
+        .await
+        .expect("prepare scan insert");
+    let mut batch = Batch::new(BatchType::Unlogged);
+    for _ in 0..LOAD_BATCH_ROWS {
+        batch.append_statement(insert.clone());
+    }
+    let batch = Arc::new(batch);
+    let next = Arc::new(AtomicU64::new(0));
+    let mut handles = Vec::new();
+    for _ in 0..LOAD_IN_FLIGHT {
+        let (session, batch, next) = (Arc::clone(session), Arc::clone(&batch), Arc::clone(&next));
+        handles.push(tokio::spawn(async move {
+            loop {
+                let first = next.fetch_add(LOAD_BATCH_ROWS, Ordering::Relaxed);
+                if first >= rows {
+                    break;
+                }
+                // Rows past the end repeat the last key (an overwrite).
+                let values: Vec<(i64, i32)> = (first..first + LOAD_BATCH_ROWS)
+                    .map(|k| {
+                        let k = k.min(rows - 1);
+                        (k as i64, k as i32)
+                    })
+                    .collect();
+                session.batch(&batch, values).await.expect("load batch");
+            }
+        }));
+    }
+    for h in handles {
+        h.await.expect("load task");
+    }
+}
+
+/// The `i`th of `SCAN_RANGES` equal token ranges (start, end].
+fn token_range(i: i128) -> (i64, i64) {
+    let width = (1i128 << 64) / SCAN_RANGES;
+    let start = i64::MIN as i128 + i * width;
+    let end = if i == SCAN_RANGES - 1 {
+        i64::MAX as i128
+    } else {
+        start + width
+    };
+    (start as i64, end as i64)
+}
+
+async fn scan_range(session: &Session, stmt: &PreparedStatement, range: (i64, i64)) -> u64 {
+    let mut rows = 0;
+    let mut paging = PagingState::start();
+    loop {
+        let (result, next) = session
+            .execute_single_page(stmt, range, paging)
+            .await
+            .expect("scan page");
+        let result = result.into_rows_result().expect("rows");
+        for row in result.rows::<(i64, i32)>().expect("row type") {
+            let (k, v) = row.expect("row");
+            assert_eq!(k as i32, v, "scan read a wrong value");
+            rows += 1;
+        }
+        match next {
+            PagingStateResponse::HasMorePages { state } => paging = state,
+            PagingStateResponse::NoMorePages => return rows,
+        }
+    }
+}
+
+async fn scan(ringgate: &str, s: &Settings) {
+    let session = connect(ringgate, 1).await;
+    let t = Instant::now();
+    load_scan_table(&session, s.scan_rows).await;
+    let load_secs = t.elapsed().as_secs_f64();
+    let mut stmt = session
+        .prepare("SELECT k, v FROM bench.scan WHERE token(k) > ? AND token(k) <= ?")
+        .await
+        .expect("prepare scan");
+    stmt.set_page_size(SCAN_PAGE_ROWS);
+    let next = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let mut handles = Vec::new();
+    for _ in 0..SCAN_PARALLEL {
+        let (session, stmt, next) = (Arc::clone(&session), stmt.clone(), Arc::clone(&next));
+        handles.push(tokio::spawn(async move {
+            let mut rows = 0;
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed) as i128;
+                if i >= SCAN_RANGES {
+                    return rows;
+                }
+                rows += scan_range(&session, &stmt, token_range(i)).await;
+            }
+        }));
+    }
+    let mut rows = 0;
+    for h in handles {
+        rows += h.await.expect("scan task");
     }
     let secs = start.elapsed().as_secs_f64();
-    all.sort_unstable();
+    assert_eq!(rows, s.scan_rows, "the scan must return every row once");
     println!(
-        "{name:6} {ops} ops in {secs:.2} s: {:.0} ops/s, p50 {:?}, p99 {:?}",
-        ops as f64 / secs,
-        percentile(&all, 0.50),
-        percentile(&all, 0.99)
+        "scan: {rows} rows (bigint key, int value; loaded in {load_secs:.1} s) read as {SCAN_RANGES} token ranges, {SCAN_PARALLEL} in parallel, page size {SCAN_PAGE_ROWS}: {secs:.2} s, {:.0} rows/s",
+        rows as f64 / secs
     );
 }
 
 #[tokio::main]
 async fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let addr = args
-        .get(1)
-        .cloned()
-        .unwrap_or_else(|| "127.0.0.1:9042".into());
-    let ops: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(200_000);
-    let concurrency: u64 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(256);
-    let value_bytes: usize = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(100);
-    let session = Arc::new(
-        SessionBuilder::new()
-            .known_node(&addr)
-            .build()
-            .await
-            .expect("connect"),
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let quick = args.first().is_some_and(|a| a == "--quick");
+    if quick {
+        args.remove(0);
+    }
+    let (Some(ringgate), Some(canned)) = (args.first(), args.get(1)) else {
+        eprintln!("usage: bench [--quick] RINGGATE_ADDR CANNED_ADDR");
+        std::process::exit(2);
+    };
+    let (phase_ms, scan_rows) = if quick {
+        (300, 20_000)
+    } else {
+        (5_000, 1_000_000)
+    };
+    let settings = Settings {
+        phase: Duration::from_millis(env_u64("BENCH_PHASE_SECS").map_or(phase_ms, |s| s * 1000)),
+        scan_rows,
+        only: std::env::var("BENCH_ONLY").ok(),
+        read_keys: env_u64("BENCH_READ_KEYS").unwrap_or(0),
+        value_bytes: env_u64("BENCH_VALUE_BYTES").unwrap_or(100) as usize,
+    };
+    let setup = connect(ringgate, 1).await;
+    ddl(&setup, "CREATE KEYSPACE IF NOT EXISTS bench WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}").await;
+    ddl(
+        &setup,
+        "CREATE TABLE IF NOT EXISTS bench.kv (k bigint PRIMARY KEY, v blob)",
+    )
+    .await;
+    println!(
+        "prepared point requests, {}-byte values, {:.1} s per phase; fraction = ringgate / canned",
+        settings.value_bytes,
+        settings.phase.as_secs_f64()
     );
-    session
-        .query_unpaged(
-            "CREATE KEYSPACE IF NOT EXISTS bench WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
-            &[],
-        )
-        .await
-        .expect("create keyspace");
-    session
-        .query_unpaged(
-            "CREATE TABLE IF NOT EXISTS bench.kv (k bigint PRIMARY KEY, v blob)",
-            &[],
-        )
-        .await
-        .expect("create table");
-    let insert = session
-        .prepare("INSERT INTO bench.kv (k, v) VALUES (?, ?)")
-        .await
-        .expect("prepare insert");
-    let select = session
-        .prepare("SELECT v FROM bench.kv WHERE k = ?")
-        .await
-        .expect("prepare select");
-    let value = Arc::new(vec![0xabu8; value_bytes]);
-    println!("ringgate bench: {ops} ops, {concurrency} in flight, {value_bytes}-byte values, against {addr}");
-    phase("write", &session, &insert, ops, concurrency, &value, true).await;
-    phase("read", &session, &select, ops, concurrency, &value, false).await;
+    println!(
+        "| connections x in flight | op | server | ops/s | p50 ms | p99 ms | p999 ms | fraction |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    let shapes = if settings.only.is_some() {
+        &SHAPES[..1]
+    } else {
+        &SHAPES[..]
+    };
+    for &shape in shapes {
+        if settings.only.as_deref() != Some("scan") {
+            point_shape(ringgate, canned, shape, &settings).await;
+        }
+    }
+    if settings.runs("scan") {
+        scan(ringgate, &settings).await;
+    }
 }

@@ -278,6 +278,11 @@ impl SegmentDecoder {
         }
     }
 
+    /// Whether part of a multi-segment envelope has arrived and the rest is awaited.
+    pub fn has_partial(&self) -> bool {
+        !self.large.is_empty()
+    }
+
     /// Returns the next envelope (header and body), consuming segments from `buf` as needed.
     /// `Ok(None)` means more input is needed. Errors are fatal for the connection.
     pub fn next_envelope(

@@ -2239,6 +2239,19 @@ impl<'a> PartitionRows<'a> {
     }
 }
 
+/// Whether a partition read finds its header in the scan of its first slice: forward, not
+/// resumed, and the first slice starts at the partition's first row (nothing lies between the
+/// header and that row, so the scan reads no extra rows).
+fn one_seek(plan: &Plan, resumed: bool) -> bool {
+    !plan.reversed
+        && !resumed
+        && plan.slices.first().is_some_and(|(lo, _)| match lo {
+            Bound::Unbounded => true,
+            Bound::Included(k) => k.is_empty(),
+            Bound::Excluded(_) => false,
+        })
+}
+
 /// The storage key of the header of the partition whose key prefix is `prefix`.
 fn header_key(mut prefix: Vec<u8>) -> Vec<u8> {
     prefix.push(KIND_HEADER);
@@ -2527,12 +2540,14 @@ fn read_stored(
                 let resume = paging
                     .as_ref()
                     .filter(|p| p.partition as usize == i && !p.last_key.is_empty());
-                reader.load(
-                    engine,
-                    &header_key(prefix.clone()),
-                    out.now,
-                    resume.is_some(),
-                )?;
+                let header_key = header_key(prefix.clone());
+                // One seek: the header sorts just before the rows, so a forward read whose
+                // first slice starts at the first row scans from the header on and meets it
+                // first (or learns there is none). Others read the header on its own.
+                let mut header_pending = one_seek(plan, resume.is_some());
+                if !header_pending {
+                    reader.load(engine, &header_key, out.now, resume.is_some())?;
+                }
                 let mut rows_prefix = prefix;
                 rows_prefix.push(KIND_ROW);
                 let mut slices: Vec<&KeyRange> = plan.slices.iter().collect();
@@ -2556,7 +2571,11 @@ fn read_stored(
                             }
                         }
                     };
-                    let mut lo = abs(lo, false);
+                    let mut lo = if header_pending {
+                        Bound::Included(header_key.clone())
+                    } else {
+                        abs(lo, false)
+                    };
                     let mut hi = abs(hi, true);
                     if let Some(p) = resume {
                         if plan.reversed {
@@ -2571,6 +2590,14 @@ fn read_stored(
                             .scan(Space::Data, as_ref(&lo), as_ref(&hi), plan.reversed);
                     for item in iter {
                         let (k, v) = item?;
+                        if header_pending {
+                            header_pending = false;
+                            let found = k[..] == header_key[..];
+                            reader.start(found.then_some(&v), out.now, false)?;
+                            if found {
+                                continue;
+                            }
+                        }
                         out.scanned(token, k.len() + v.len());
                         let dk = row::decode_key(&k, &ck_types)?;
                         let ck = k.get(rows_prefix.len()..).unwrap_or(&[]);
@@ -2580,6 +2607,11 @@ fn read_stored(
                             }
                             return Ok(());
                         }
+                    }
+                    if header_pending {
+                        // The first slice's scan met neither header nor row.
+                        header_pending = false;
+                        reader.start(None, out.now, false)?;
                     }
                 }
                 if let Flow::Stop(more) = reader.statics(out, token, pk) {
@@ -2689,8 +2721,14 @@ fn read_ranges(
                     // Resuming inside this partition: an earlier page returned its rows.
                     let resumed = resume.is_some_and(|p| p.last_key.starts_with(&prefix));
                     if dk.kind != KIND_HEADER {
-                        // Resuming mid-partition or no header: fetch it.
-                        reader.load(engine, &header_key(prefix.clone()), out.now, resumed)?;
+                        // The header sorts before the rows, so a scan that reaches the
+                        // partition's first key without meeting one knows there is none; only
+                        // a scan resumed mid-partition started past it and fetches it.
+                        if resumed {
+                            reader.load(engine, &header_key(prefix.clone()), out.now, true)?;
+                        } else {
+                            reader.start(None, out.now, false)?;
+                        }
                     }
                     cur = Some((dk.token, dk.pk.clone(), prefix));
                 }

@@ -3,6 +3,7 @@
 
 use super::handshake::HandshakeClock;
 use super::out_budget::OutBudget;
+use super::quickack::QuickAck;
 use super::{convert, Shared};
 use crate::protocol::compression::{self, Compression};
 use crate::protocol::frame::{self, flags, FrameError, FrameHeader};
@@ -70,8 +71,10 @@ pub async fn serve<S>(
     mut shutdown: watch::Receiver<bool>,
     pending: super::handshake::Pending,
 ) where
-    S: AsyncRead + AsyncWrite + Send + 'static,
+    S: AsyncRead + AsyncWrite + std::os::unix::io::AsRawFd + Send + 'static,
 {
+    // `rd` below keeps the stream, and so the descriptor, open for as long as this is used.
+    let quickack = QuickAck::new(stream.as_raw_fd());
     let (mut rd, wr) = tokio::io::split(stream);
     let max_in_flight = shared.config.limits.max_in_flight_per_connection;
     let (tx, rx) = mpsc::channel::<Out>(max_in_flight + 16);
@@ -121,7 +124,14 @@ pub async fn serve<S>(
                     }
                 },
             };
-            let Some((header, body)) = next else { break };
+            let Some((header, body)) = next else {
+                if !buf.is_empty() || st.segments.as_ref().is_some_and(|d| d.has_partial()) {
+                    // A frame arrived in part: ACK it now, or a Nagle client waits for our
+                    // delayed ACK before it sends the rest (see quickack.rs).
+                    quickack.ack_now();
+                }
+                break;
+            };
             if !dispatch(&shared, &mut st, &tx, header, body).await {
                 break 'conn;
             }

@@ -6,6 +6,7 @@ mod connection;
 pub mod convert;
 mod handshake;
 mod out_budget;
+mod quickack;
 
 use crate::config::Config;
 use crate::protocol::response::Event;
