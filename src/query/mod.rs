@@ -4,6 +4,7 @@
 pub mod aggregate;
 pub mod arith;
 pub mod bind;
+pub mod clustering;
 pub mod complex;
 pub mod eval;
 pub mod functions;
@@ -93,7 +94,11 @@ impl From<SchemaError> for QueryError {
 
 impl From<crate::storage::StorageError> for QueryError {
     fn from(e: crate::storage::StorageError) -> Self {
-        QueryError::Server(e.to_string())
+        match e {
+            // The request's key is refused; the store is fine.
+            crate::storage::StorageError::KeyTooLong(_) => QueryError::Invalid(e.to_string()),
+            _ => QueryError::Server(e.to_string()),
+        }
     }
 }
 

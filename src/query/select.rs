@@ -72,12 +72,18 @@ struct RowCtx<'a, 'r> {
     now: i64,
     /// The first failure of an operation (division by zero): the query fails with it.
     err: &'a std::cell::RefCell<Option<super::QueryError>>,
+    /// A virtual (system) table's row: its column values by column index, read instead of the
+    /// stored row.
+    values: Option<&'r [Option<Bytes>]>,
 }
 
 fn eval_sexpr(e: &SExpr, rc: &RowCtx) -> Option<Vec<u8>> {
     match e {
-        SExpr::Col(i) => column_value(rc.t, *i, rc.pk_parts, rc.ck, rc.row, rc.statics, rc.now)
-            .map(|v| v.to_vec()),
+        SExpr::Col(i) => match rc.values {
+            Some(vals) => vals.get(*i).cloned().flatten().map(|v| v.to_vec()),
+            None => column_value(rc.t, *i, rc.pk_parts, rc.ck, rc.row, rc.statics, rc.now)
+                .map(|v| v.to_vec()),
+        },
         SExpr::Const(v) => v.as_ref().map(|b| b.to_vec()),
         SExpr::Call(name, args, types) => {
             let vals: Vec<Option<Vec<u8>>> = args.iter().map(|a| eval_sexpr(a, rc)).collect();
@@ -772,6 +778,25 @@ fn entry_filter(t: &TableDef, c: &str, key: &Term, r: &Relation, ctx: &Ctx) -> R
 
 /// A multi-column restriction `(c1, c2) op (v1, v2)` on consecutive clustering columns.
 fn tuple_filter(t: &TableDef, cols: &[String], r: &Relation, ctx: &Ctx) -> Result<Filter> {
+    let (idx, tuples) = tuple_values(t, cols, r, ctx)?;
+    Ok(Filter {
+        col: idx[0],
+        op: r.op,
+        values: Vec::new(),
+        tuple: Some((idx, tuples)),
+        entry: false,
+    })
+}
+
+/// The columns (indexes, in clustering order) and values of a multi-column relation
+/// `(c1, c2) op (v1, v2)`: one tuple, or one per IN element; with Cassandra's errors for
+/// columns that are not consecutive clustering columns and for malformed tuples.
+pub(crate) fn tuple_values(
+    t: &TableDef,
+    cols: &[String],
+    r: &Relation,
+    ctx: &Ctx,
+) -> Result<(Vec<usize>, Vec<Vec<Bytes>>)> {
     let idx: Vec<usize> = cols
         .iter()
         .map(|c| column_index(t, c))
@@ -856,13 +881,7 @@ fn tuple_filter(t: &TableDef, cols: &[String], r: &Relation, ctx: &Ctx) -> Resul
             )))
         }
     };
-    Ok(Filter {
-        col: idx[0],
-        op: r.op,
-        values: Vec::new(),
-        tuple: Some((idx, tuples)),
-        entry: false,
-    })
+    Ok((idx, tuples))
 }
 
 /// The per-partition row limit: PER PARTITION LIMIT n, or one row per partition for DISTINCT
@@ -1110,6 +1129,25 @@ struct Plan {
     filters: Vec<Filter>,
     limit: Option<usize>,
     reversed: bool,
+    /// Whether a partition with no matching row yields its static-only row: Cassandra does so
+    /// only when the query selects whole partitions (no restriction on clustering or regular
+    /// columns) or is DISTINCT.
+    static_rows: bool,
+}
+
+/// Cassandra's `queriesFullPartitions` (or DISTINCT): no relation names a clustering column or
+/// a regular (non-static) column.
+fn selects_whole_partitions(t: &TableDef, sel: &Select) -> bool {
+    if sel.distinct {
+        return true;
+    }
+    !sel.where_clause.iter().any(|r| match &r.lhs {
+        RelationLhs::Tuple(_) => true,
+        RelationLhs::Column(c) | RelationLhs::Element(c, _) => t
+            .column(c)
+            .is_some_and(|c| matches!(c.kind, ColumnKind::Clustering | ColumnKind::Regular)),
+        RelationLhs::Token(_) => false,
+    })
 }
 
 fn eval_one(term: &Term, ty: &CqlType, name: &str, ctx: &Ctx) -> Result<Bytes> {
@@ -1235,6 +1273,7 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
         for parts in combos {
             let refs: Vec<&[u8]> = parts.iter().map(|b| &b[..]).collect();
             let k = Bytes::from(partition_key_bytes(&refs));
+            super::write::check_partition_key(&k)?;
             if !keys.contains(&k) {
                 keys.push(k);
             }
@@ -1428,6 +1467,7 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
         filters,
         limit,
         reversed,
+        static_rows: selects_whole_partitions(t, sel),
     })
 }
 
@@ -1596,11 +1636,11 @@ fn tighter(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>, lower: bool) -> Bound<Vec<u8>> 
     }
 }
 
-fn max_lo(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
+pub(crate) fn max_lo(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
     tighter(a, b, true)
 }
 
-fn min_hi(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
+pub(crate) fn min_hi(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
     tighter(a, b, false)
 }
 
@@ -1936,6 +1976,7 @@ impl Output<'_> {
                         statics,
                         now: self.now,
                         err: &self.error,
+                        values: None,
                     };
                     let v = eval_sexpr(e, &rc);
                     self.rows.push_cell(v.as_deref());
@@ -2114,6 +2155,8 @@ fn passes(
 struct PartitionRows<'a> {
     t: &'a TableDef,
     filters: &'a [Filter],
+    /// [`Plan::static_rows`].
+    static_rows: bool,
     /// The current partition's header (static cells, deletion, range tombstones), materialized.
     header: RowData,
     /// A row of the current partition passed (or an earlier page did: resuming inside it).
@@ -2121,10 +2164,11 @@ struct PartitionRows<'a> {
 }
 
 impl<'a> PartitionRows<'a> {
-    fn new(t: &'a TableDef, filters: &'a [Filter]) -> Self {
+    fn new(t: &'a TableDef, plan: &'a Plan) -> Self {
         PartitionRows {
             t,
-            filters,
+            filters: &plan.filters,
+            static_rows: plan.static_rows,
             header: RowData::default(),
             matched: false,
         }
@@ -2178,7 +2222,10 @@ impl<'a> PartitionRows<'a> {
     /// Ends the partition: if none of its rows passed, its live static cells make a row.
     fn statics(&self, out: &mut Output, token: Token, pk: &[u8]) -> Flow {
         let now = out.now;
-        if self.matched || !self.t.has_static() || !self.header.cells.iter().any(|c| c.is_live(now))
+        if self.matched
+            || !self.static_rows
+            || !self.t.has_static()
+            || !self.header.cells.iter().any(|c| c.is_live(now))
         {
             return Flow::Continue;
         }
@@ -2432,6 +2479,21 @@ fn read_virtual(
                     .unwrap_or_else(|| "null".into());
                     out.rows.push_cell(Some(json.as_bytes()));
                 }
+                Proj::Expr(e) => {
+                    let none = RowData::default();
+                    let rc = RowCtx {
+                        t,
+                        pk_parts: &[],
+                        ck: &[],
+                        row: &none,
+                        statics: &none,
+                        now: out.now,
+                        err: &out.error,
+                        values: Some(r),
+                    };
+                    let v = eval_sexpr(e, &rc);
+                    out.rows.push_cell(v.as_deref());
+                }
                 _ => out.rows.push_cell(None),
             }
         }
@@ -2463,7 +2525,7 @@ fn read_stored(
     let sid = t.storage_id;
     match &plan.target {
         Target::Partitions(keys) => {
-            let mut reader = PartitionRows::new(t, &plan.filters);
+            let mut reader = PartitionRows::new(t, plan);
             let start = paging.as_ref().map_or(0, |p| p.partition as usize);
             for (i, pk) in keys.iter().enumerate().skip(start) {
                 let token = table_token(t, pk);
@@ -2567,7 +2629,7 @@ fn read_ranges(
     let resume = paging.as_ref().filter(|p| !p.last_key.is_empty());
     // The partition being read: token, key and key prefix.
     let mut cur: Option<(Token, Bytes, Vec<u8>)> = None;
-    let mut reader = PartitionRows::new(t, &plan.filters);
+    let mut reader = PartitionRows::new(t, plan);
     // Ends the partition being read: its static row if none of its rows passed. A page that
     // fills up there resumes after all of the partition's keys.
     let end_partition =
@@ -2693,7 +2755,7 @@ fn read_index(
     }
     let mut cur_pk: Option<Bytes> = None;
     let mut ck_start = 0;
-    let mut reader = PartitionRows::new(t, &plan.filters);
+    let mut reader = PartitionRows::new(t, plan);
     for item in engine
         .store
         .scan(Space::Data, as_ref(&lo_b), as_ref(&hi_key), false)

@@ -444,7 +444,20 @@ async fn dispatch(
             let peer = st.peer.ip();
             let run = move || {
                 let mut sess = sess;
-                execute(&shared, &mut sess, &env, version, peer)
+                let what = match &env.request {
+                    Request::Prepare(_) => "PREPARE",
+                    Request::Execute(_) => "EXECUTE",
+                    Request::Batch(_) => "BATCH",
+                    _ => "QUERY",
+                };
+                super::panic_guard::answer_panics(what, || {
+                    execute(&shared, &mut sess, &env, version, peer)
+                })
+                .unwrap_or_else(|e| Produced {
+                    response: Response::Error(e),
+                    keyspace: None,
+                    extras: ResponseExtras::NONE,
+                })
             };
             let keyspace_cell = Arc::clone(&st.keyspace);
             tokio::spawn(async move {

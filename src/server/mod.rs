@@ -3,6 +3,7 @@
 pub mod auth;
 mod connection;
 pub mod convert;
+mod panic_guard;
 
 use crate::config::Config;
 use crate::protocol::response::Event;

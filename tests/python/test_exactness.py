@@ -1,0 +1,253 @@
+"""Cassandra 5.0 exactness (issue 13): the dangerous cases (data loss, silent wrong results,
+requests that were never answered) and the groups of differences, each asserting Cassandra's
+behaviour and error message with the Python driver end to end."""
+
+import re
+
+import pytest
+from cassandra import InvalidRequest
+
+from rgtest import create_keyspace, error_text
+
+
+@pytest.fixture
+def ks(session, unique_name):
+    name = unique_name("ex")
+    create_keyspace(session, name)
+    return name
+
+
+def rows(session, q, *args):
+    return [tuple(r) for r in session.execute(q, args or None)]
+
+
+def invalid(session, q, *args):
+    """The InvalidRequest message of a statement that must be refused."""
+    with pytest.raises(InvalidRequest) as e:
+        session.execute(q, args or None)
+    text = error_text(e.value)
+    m = re.search(r'message="(.*)"$', text, re.S)
+    return m.group(1) if m else text
+
+
+# ------------------------------------------------------------------ requests always answered
+
+
+def test_key_components_up_to_64k_answered_never_hang(session, ks):
+    """Cassandra refuses key components above 65,535 bytes; below that our store's key limit
+    (the whole stored key, with prefixes) may refuse too, but always with an answer."""
+    session.execute(f"CREATE TABLE {ks}.p (k text PRIMARY KEY, v int)")
+    session.execute(f"CREATE TABLE {ks}.c (k int, c text, v int, PRIMARY KEY (k, c))")
+    for q, big in [
+        (f"INSERT INTO {ks}.p (k, v) VALUES (%s, 1)", 65536),
+        (f"INSERT INTO {ks}.c (k, c, v) VALUES (1, %s, 1)", 65536),
+        (f"UPDATE {ks}.c SET v = 1 WHERE k = 1 AND c = %s", 65536),
+    ]:
+        msg = invalid(session, q, "x" * big)
+        assert msg == "Key length of 65536 is longer than maximum of 65535"
+    for q in [f"INSERT INTO {ks}.p (k, v) VALUES (%s, 1)", f"INSERT INTO {ks}.c (k, c, v) VALUES (1, %s, 1)"]:
+        msg = invalid(session, q, "x" * 65535)
+        assert "too long" in msg
+    # reads with such keys are answered (nothing can match)
+    assert rows(session, f"SELECT * FROM {ks}.p WHERE k = %s", "x" * 65535) == []
+    assert rows(session, f"SELECT * FROM {ks}.c WHERE k = 1 AND c = %s", "x" * 65535) == []
+    assert rows(session, f"SELECT * FROM {ks}.c WHERE k = 1 AND c > %s", "x" * 65535) == []
+    # long keys that fit are stored and read back; the connection is still usable
+    session.execute(f"INSERT INTO {ks}.p (k, v) VALUES (%s, 2)", ("y" * 60000,))
+    session.execute(f"INSERT INTO {ks}.c (k, c, v) VALUES (1, %s, 3)", ("z" * 60000,))
+    assert rows(session, f"SELECT v FROM {ks}.p WHERE k = %s", "y" * 60000) == [(2,)]
+    assert rows(session, f"SELECT v FROM {ks}.c WHERE k = 1") == [(3,)]
+
+
+def test_conditional_batch_with_empty_in_is_refused(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int, c int, v int, PRIMARY KEY (k, c))")
+    msg = invalid(
+        session,
+        f"BEGIN BATCH UPDATE {ks}.t SET v = 1 WHERE k = 0 AND c IN () IF v = 1; APPLY BATCH",
+    )
+    assert msg == "IN on the clustering key columns is not supported with conditional updates"
+    msg = invalid(
+        session,
+        f"BEGIN BATCH UPDATE {ks}.t SET v = 1 WHERE k IN () AND c = 1 IF v = 1; APPLY BATCH",
+    )
+    assert msg == (
+        "Batch with conditions cannot span multiple partitions "
+        "(you cannot use IN on the partition key)"
+    )
+    msg = invalid(session, f"UPDATE {ks}.t SET v = 1 WHERE k IN (1) AND c = 1 IF v = 1")
+    assert msg == "IN on the partition key is not supported with conditional updates"
+    msg = invalid(session, f"DELETE FROM {ks}.t WHERE k = 1 AND c IN (1) IF v = 1")
+    assert msg == "IN on the clustering key columns is not supported with conditional deletions"
+    session.execute(f"INSERT INTO {ks}.t (k, c, v) VALUES (0, 1, 1)")
+    assert rows(session, f"SELECT v FROM {ks}.t WHERE k = 0 AND c = 1") == [(1,)]
+
+
+# ------------------------------------------------------------------ silent wrong results
+
+
+def test_empty_partition_key_is_refused(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k text PRIMARY KEY, v int)")
+    session.execute(f"CREATE TABLE {ks}.b (k blob PRIMARY KEY, v int)")
+    session.execute(f"CREATE TABLE {ks}.two (k1 text, k2 text, v int, PRIMARY KEY ((k1, k2)))")
+    assert invalid(session, f"INSERT INTO {ks}.t (k, v) VALUES ('', 1)") == "Key may not be empty"
+    assert invalid(session, f"INSERT INTO {ks}.t (k, v) VALUES (%s, 1)", "") == "Key may not be empty"
+    assert invalid(session, f"UPDATE {ks}.t SET v = 1 WHERE k = ''") == "Key may not be empty"
+    assert invalid(session, f"DELETE FROM {ks}.t WHERE k = ''") == "Key may not be empty"
+    assert invalid(session, f"INSERT INTO {ks}.b (k, v) VALUES (0x, 1)") == "Key may not be empty"
+    assert invalid(session, f"SELECT * FROM {ks}.t WHERE k = ''") == "Key may not be empty"
+    # a composite key with empty components is not empty
+    session.execute(f"INSERT INTO {ks}.two (k1, k2, v) VALUES ('', '', 1)")
+    assert rows(session, f"SELECT k1, k2, v FROM {ks}.two") == [("", "", 1)]
+    assert rows(session, f"SELECT * FROM {ks}.t") == []
+
+
+def test_clustering_restricted_select_returns_no_static_only_row(session, ks):
+    session.execute(
+        f"CREATE TABLE {ks}.t (k int, c int, d int, v int, s int static, PRIMARY KEY (k, c, d))"
+    )
+    session.execute(f"INSERT INTO {ks}.t (k, s) VALUES (1, 10)")
+    # the whole partition: its static-only row
+    assert rows(session, f"SELECT k, c, s FROM {ks}.t WHERE k = 1") == [(1, None, 10)]
+    assert rows(session, f"SELECT k, c, s FROM {ks}.t") == [(1, None, 10)]
+    assert rows(session, f"SELECT DISTINCT k, s FROM {ks}.t") == [(1, 10)]
+    # clustering (or regular column) restrictions select rows: none match, nothing is returned
+    for where in ["c = 3", "c = 3 AND d = 1", "c > 0", "(c, d) = (1, 1)", "c IN (1, 2)"]:
+        assert rows(session, f"SELECT * FROM {ks}.t WHERE k = 1 AND {where}") == [], where
+    assert rows(session, f"SELECT * FROM {ks}.t WHERE k = 1 AND v = 1 ALLOW FILTERING") == []
+    assert rows(session, f"SELECT * FROM {ks}.t WHERE c = 1 ALLOW FILTERING") == []
+    # a restriction on the static column alone still selects whole partitions
+    assert rows(session, f"SELECT k, s FROM {ks}.t WHERE s = 10 ALLOW FILTERING") == [(1, 10)]
+    session.execute(f"INSERT INTO {ks}.t (k, c, d, v) VALUES (1, 3, 1, 5)")
+    assert rows(session, f"SELECT k, c, d, v, s FROM {ks}.t WHERE k = 1 AND c = 3") == [(1, 3, 1, 5, 10)]
+
+
+def test_functions_in_selections_on_system_tables(session):
+    assert rows(session, "SELECT blobAsInt(intAsBlob(5)) FROM system.local") == [(5,)]
+    [(cluster, upper)] = rows(
+        session, "SELECT cluster_name, blobAsText(textAsBlob(cluster_name)) FROM system.local"
+    )
+    assert cluster == upper
+    [(n,)] = rows(session, "SELECT now() FROM system.local")
+    assert n is not None
+    [(ks,)] = rows(
+        session,
+        "SELECT textAsBlob(keyspace_name) FROM system_schema.keyspaces WHERE keyspace_name = 'system'",
+    )
+    assert ks == b"system"
+
+
+# ------------------------------------------------------------------ multi-column relations in writes
+
+
+@pytest.fixture
+def grid(session, ks):
+    """A partition with rows (a, b) for a, b in 0..2, and another partition that must survive."""
+    session.execute(f"CREATE TABLE {ks}.g (k int, a int, b int, v int, PRIMARY KEY (k, a, b))")
+    for k in (0, 1):
+        for a in range(3):
+            for b in range(3):
+                session.execute(f"INSERT INTO {ks}.g (k, a, b, v) VALUES ({k}, {a}, {b}, 0)")
+    return f"{ks}.g"
+
+
+def keys(session, table, k=0):
+    return [(r.a, r.b) for r in session.execute(f"SELECT a, b FROM {table} WHERE k = {k}")]
+
+
+ALL = [(a, b) for a in range(3) for b in range(3)]
+
+
+@pytest.mark.parametrize(
+    "where, gone",
+    [
+        ("(a, b) = (1, 2)", [(1, 2)]),
+        ("(a, b) IN ((0, 1), (2, 2), (5, 5))", [(0, 1), (2, 2)]),
+        ("(a) IN ((1), (2))", [(1, 0), (1, 1), (1, 2), (2, 0), (2, 1), (2, 2)]),
+        ("(a) = (1)", [(1, 0), (1, 1), (1, 2)]),
+        ("(a, b) > (1, 1)", [(1, 2), (2, 0), (2, 1), (2, 2)]),
+        ("(a, b) >= (1, 1)", [(1, 1), (1, 2), (2, 0), (2, 1), (2, 2)]),
+        ("(a, b) < (0, 2)", [(0, 0), (0, 1)]),
+        ("(a, b) > (0, 1) AND (a, b) <= (1, 1)", [(0, 2), (1, 0), (1, 1)]),
+        ("(a, b) > (0, 1) AND (a) < (1)", [(0, 2)]),
+        ("(a) > (1)", [(2, 0), (2, 1), (2, 2)]),
+        ("a = 1 AND (b) > (0)", [(1, 1), (1, 2)]),
+        ("a = 2 AND (b) IN ((0), (2))", [(2, 0), (2, 2)]),
+        ("(a, b) IN ()", []),
+    ],
+)
+def test_delete_with_multi_column_relations_removes_exactly_the_named_rows(session, grid, where, gone):
+    session.execute(f"DELETE FROM {grid} WHERE k = 0 AND {where}")
+    assert keys(session, grid) == [r for r in ALL if r not in gone]
+    assert keys(session, grid, k=1) == ALL
+
+
+def test_delete_multi_column_on_desc_clustering(session, ks):
+    session.execute(
+        f"CREATE TABLE {ks}.d (k int, a int, b int, v int, PRIMARY KEY (k, a, b)) "
+        "WITH CLUSTERING ORDER BY (a ASC, b DESC)"
+    )
+    for a in range(3):
+        for b in range(3):
+            session.execute(f"INSERT INTO {ks}.d (k, a, b, v) VALUES (0, {a}, {b}, 0)")
+    session.execute(f"DELETE FROM {ks}.d WHERE k = 0 AND (a, b) > (1, 0)")
+    got = sorted((r.a, r.b) for r in session.execute(f"SELECT a, b FROM {ks}.d WHERE k = 0"))
+    assert got == [(0, 0), (0, 1), (0, 2), (1, 0)]
+
+
+def test_update_with_multi_column_relations(session, grid):
+    session.execute(f"UPDATE {grid} SET v = 5 WHERE k = 0 AND (a, b) = (1, 1)")
+    session.execute(f"UPDATE {grid} SET v = 6 WHERE k = 0 AND (a, b) IN ((2, 0), (2, 2))")
+    session.execute(f"UPDATE {grid} SET v = 7 WHERE k = 0 AND a = 0 AND (b) = (2)")
+    got = {(r.a, r.b): r.v for r in session.execute(f"SELECT a, b, v FROM {grid} WHERE k = 0")}
+    assert got == {**{r: 0 for r in ALL}, (1, 1): 5, (2, 0): 6, (2, 2): 6, (0, 2): 7}
+    assert {r.v for r in session.execute(f"SELECT v FROM {grid} WHERE k = 1")} == {0}
+
+
+def test_batch_with_multi_column_relations(session, grid):
+    session.execute(
+        f"BEGIN BATCH "
+        f"DELETE FROM {grid} WHERE k = 0 AND (a, b) = (0, 0); "
+        f"UPDATE {grid} SET v = 9 WHERE k = 0 AND (a, b) = (0, 1); "
+        f"APPLY BATCH"
+    )
+    assert keys(session, grid) == ALL[1:]
+    assert [r.v for r in session.execute(f"SELECT v FROM {grid} WHERE k = 0 AND a = 0 AND b = 1")] == [9]
+
+
+def test_multi_column_relations_in_writes_prepared(session, grid):
+    ps = session.prepare(f"DELETE FROM {grid} WHERE k = ? AND (a, b) = (?, ?)")
+    session.execute(ps, (0, 2, 2))
+    ps = session.prepare(f"DELETE FROM {grid} WHERE k = ? AND (a, b) IN ?")
+    session.execute(ps, (0, [(0, 0), (1, 1)]))
+    assert keys(session, grid) == [r for r in ALL if r not in [(2, 2), (0, 0), (1, 1)]]
+
+
+@pytest.mark.parametrize(
+    "stmt, message",
+    [
+        ("UPDATE {t} SET v = 1 WHERE k = 0 AND (a, b) > (1, 1)",
+         "Slice restrictions are not supported on the clustering columns in UPDATE statements"),
+        ("UPDATE {t} SET v = 1 WHERE k = 0 AND a > 1",
+         "Slice restrictions are not supported on the clustering columns in UPDATE statements"),
+        ("UPDATE {t} SET v = 1 WHERE k = 0 AND (a) = (1)", "Some clustering keys are missing: b"),
+        ("DELETE FROM {t} WHERE k = 0 AND (a, b) = (1, 1) AND a = 1",
+         "Mixing single column relations and multi column relations on clustering columns is not allowed"),
+        ("DELETE FROM {t} WHERE k = 0 AND (b) = (1)",
+         'PRIMARY KEY column "b" cannot be restricted as preceding column "a" is not restricted'),
+        ("DELETE FROM {t} WHERE k = 0 AND (a) > (1) AND (b) = (1)",
+         'Clustering column "b" cannot be restricted (preceding column "a" is restricted by a non-EQ relation)'),
+        ("DELETE FROM {t} WHERE k = 0 AND (b, a) = (1, 1)",
+         "Clustering columns must appear in the PRIMARY KEY order in multi-column relations"),
+        ("DELETE FROM {t} WHERE k = 0 AND (k, a) = (1, 1)",
+         "Multi-column relations can only be applied to clustering columns but was applied to: k"),
+        ("DELETE v FROM {t} WHERE k = 0 AND (a, b) > (1, 1)",
+         "Range deletions are not supported for specific columns"),
+        ("DELETE v FROM {t} WHERE k = 0", "Range deletions are not supported for specific columns"),
+        ("DELETE FROM {t} WHERE k = 0 AND (a, b) > (1, 1) AND (a, b) > (0, 0)",
+         "More than one restriction was found for the start bound on (a, b)"),
+    ],
+)
+def test_refused_write_restrictions_keep_every_row(session, grid, stmt, message):
+    msg = invalid(session, stmt.format(t=grid))
+    assert msg.startswith(message), msg
+    assert keys(session, grid) == ALL
