@@ -194,10 +194,12 @@ fn parts(t: &TableDef, rels: &[Relation], ctx: &Ctx) -> Result<Vec<Part>> {
                         let v = super::eval::eval(&r.rhs, &col.ty, name, ctx)?;
                         What::Slice(r.op, vec![key_value(v, col)?])
                     }
-                    op => return Err(invalid(format!(
+                    op => {
+                        return Err(invalid(format!(
                         "Unsupported \"{}\" relation on clustering column {name} in a modification",
                         op.as_str()
-                    ))),
+                    )))
+                    }
                 };
                 Part {
                     start: col.position,

@@ -88,7 +88,14 @@ fn eval_sexpr(e: &SExpr, rc: &RowCtx) -> Option<Vec<u8>> {
         SExpr::Call(name, args, types) => {
             let vals: Vec<Option<Vec<u8>>> = args.iter().map(|a| eval_sexpr(a, rc)).collect();
             let refs: Vec<Option<&[u8]>> = vals.iter().map(|v| v.as_deref()).collect();
-            super::functions::call(name, types, &refs).ok().flatten()
+            match super::functions::call(name, types, &refs) {
+                Ok(v) => v,
+                Err(e) => {
+                    // Cassandra fails the query (blobAsBigint(0x01)): InvalidRequest.
+                    rc.err.borrow_mut().get_or_insert(invalid(e));
+                    None
+                }
+            }
         }
         SExpr::Field(inner, i) => {
             let v = eval_sexpr(inner, rc)?;
@@ -1523,6 +1530,12 @@ fn use_index(
         return (Target::Range(lo, hi), need_filtering);
     }
     let col = &t.columns[f.col];
+    if col.kind == ColumnKind::Static {
+        // Index entries are kept for rows only, and a static value belongs to the partition:
+        // the query is answered by a scan that checks each partition's static value (every row
+        // of a matching partition, or its static-only row), with the index's permission.
+        return (Target::Range(lo, hi), others);
+    }
     let index = index_for(f).expect("checked above").clone();
     let ty = super::index::indexed_type(&index, &col.ty);
     (
@@ -1719,8 +1732,11 @@ struct Output<'a> {
     agg: Option<Aggregation>,
     /// The last emit stopped before consuming its row: resume at that row.
     resume_inclusive: bool,
-    /// SELECT JSON: each row becomes one `[json]` text cell.
+    /// SELECT JSON: each row becomes one `[json]` text cell (for aggregates, each group's
+    /// row when it is written).
     json: bool,
+    /// An aggregate query (`agg` is taken out while a row is accumulated).
+    aggregating: bool,
     /// PER PARTITION LIMIT (DISTINCT is a limit of one).
     per_partition: Option<usize>,
     /// The partition the per-partition count is for, and its count.
@@ -1902,6 +1918,7 @@ impl Output<'_> {
         }
         let first = std::mem::take(&mut agg.first);
         let mut cells = &first[..];
+        let row_start = self.rows.content.len();
         for ((p, _, _), acc) in self.proj.iter().zip(&agg.accs) {
             // The first row's cell of this column (a placeholder for aggregates).
             let cell: Option<&[u8]> = if cells.len() >= 4 {
@@ -1922,6 +1939,7 @@ impl Output<'_> {
                 _ => self.rows.push_cell(cell),
             }
         }
+        self.row_as_json_from(row_start);
         agg.accs = Aggregation::fresh(self.proj, self.table);
         agg.rows = 0;
         agg.key = None;
@@ -1985,6 +2003,13 @@ impl Output<'_> {
             };
             self.rows.push_cell(v);
         }
+        if !self.aggregating {
+            self.row_as_json_from(row_start);
+        }
+    }
+
+    /// SELECT JSON: turns the cells written from `row_start` on (one row) into its JSON cell.
+    fn row_as_json_from(&mut self, row_start: usize) {
         if self.json {
             let json = row_json(self.proj, &self.rows.content[row_start..]);
             self.rows.content.truncate(row_start);
@@ -2305,6 +2330,7 @@ pub fn execute(
         agg: aggregating.then(|| Aggregation::new(&proj, t, group_cols)),
         resume_inclusive: false,
         json: sel.json,
+        aggregating,
         per_partition,
         cur_pk: None,
         cur_count: 0,

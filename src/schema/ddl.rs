@@ -495,6 +495,9 @@ pub fn drop_type(
     if_exists: bool,
 ) -> Result<Option<SchemaChange>, SchemaError> {
     check_not_system(schema, keyspace)?;
+    if if_exists && schema.keyspace(keyspace).is_none() {
+        return Ok(None);
+    }
     let ks = schema.require_keyspace(keyspace)?.clone();
     if !ks.types.contains_key(name) {
         if if_exists {
@@ -1224,6 +1227,10 @@ pub fn drop_table(
     if_exists: bool,
 ) -> Result<Option<(SchemaChange, Arc<TableDef>)>, SchemaError> {
     check_not_system(schema, keyspace)?;
+    if if_exists && schema.keyspace(keyspace).is_none() {
+        // Cassandra: IF EXISTS of something in a missing keyspace is a no-op.
+        return Ok(None);
+    }
     let ks = schema.require_keyspace(keyspace)?.clone();
     let Some(table) = ks.tables.get(name).cloned() else {
         if if_exists {
@@ -1394,6 +1401,9 @@ pub fn drop_index(
     if_exists: bool,
 ) -> Result<Option<(SchemaChange, crate::schema::IndexDef)>, SchemaError> {
     check_not_system(schema, keyspace)?;
+    if if_exists && schema.keyspace(keyspace).is_none() {
+        return Ok(None);
+    }
     let ks = schema.require_keyspace(keyspace)?.clone();
     let Some(table) = ks
         .tables

@@ -251,3 +251,115 @@ def test_refused_write_restrictions_keep_every_row(session, grid, stmt, message)
     msg = invalid(session, stmt.format(t=grid))
     assert msg.startswith(message), msg
     assert keys(session, grid) == ALL
+
+
+def test_index_on_static_column_finds_its_partitions(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int, c int, v int, s int static, PRIMARY KEY (k, c))")
+    session.execute(f"CREATE INDEX ON {ks}.t (s)")
+    session.execute(f"INSERT INTO {ks}.t (k, c, v, s) VALUES (1, 1, 10, 7)")
+    session.execute(f"INSERT INTO {ks}.t (k, c, v) VALUES (1, 2, 20)")
+    session.execute(f"INSERT INTO {ks}.t (k, c, v, s) VALUES (2, 1, 30, 8)")
+    session.execute(f"INSERT INTO {ks}.t (k, s) VALUES (3, 7)")
+    got = sorted(tuple(r) for r in session.execute(f"SELECT k, c, v, s FROM {ks}.t WHERE s = 7"))
+    assert got == [(1, 1, 10, 7), (1, 2, 20, 7), (3, None, None, 7)]
+    assert rows(session, f"SELECT k, c FROM {ks}.t WHERE k = 2 AND s = 8") == [(2, 1)]
+    assert rows(session, f"SELECT k FROM {ks}.t WHERE s = 9") == []
+    # the static value changes: the partition moves with it
+    session.execute(f"UPDATE {ks}.t SET s = 9 WHERE k = 1")
+    assert sorted(r.k for r in session.execute(f"SELECT k FROM {ks}.t WHERE s = 7")) == [3]
+    assert sorted(r.c for r in session.execute(f"SELECT c FROM {ks}.t WHERE s = 9")) == [1, 2]
+    # other restrictions need ALLOW FILTERING, as with any index
+    msg = invalid(session, f"SELECT * FROM {ks}.t WHERE s = 9 AND v = 10")
+    assert msg.startswith("Cannot execute this query as it might involve data filtering")
+    assert rows(session, f"SELECT k, c FROM {ks}.t WHERE s = 9 AND v = 10 ALLOW FILTERING") == [(1, 1)]
+
+
+# ------------------------------------------------------------------ JSON
+
+
+def test_select_json_of_aggregates_group_by_and_order_by(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int, c int, v int, PRIMARY KEY (k, c))")
+    for k in range(3):
+        for c in range(2):
+            session.execute(f"INSERT INTO {ks}.t (k, c, v) VALUES ({k}, {c}, {k * 10 + c})")
+    assert rows(session, f"SELECT JSON count(*) FROM {ks}.t") == [('{"count": 6}',)]
+    assert rows(session, f"SELECT JSON count(*), max(v) FROM {ks}.t WHERE k = 1") == [
+        ('{"count": 2, "system.max(v)": 11}',)
+    ]
+    got = sorted(rows(session, f"SELECT JSON k, max(v) FROM {ks}.t GROUP BY k"))
+    assert got == [
+        ('{"k": 0, "system.max(v)": 1}',),
+        ('{"k": 1, "system.max(v)": 11}',),
+        ('{"k": 2, "system.max(v)": 21}',),
+    ]
+    assert rows(session, f"SELECT JSON c, v FROM {ks}.t WHERE k = 2 ORDER BY c DESC") == [
+        ('{"c": 1, "v": 21}',),
+        ('{"c": 0, "v": 20}',),
+    ]
+    # an aggregate over no rows is still one row
+    assert rows(session, f"SELECT JSON count(*) FROM {ks}.t WHERE k = 9") == [('{"count": 0}',)]
+
+
+def test_from_json_in_writes_and_prepared(session, ks):
+    session.execute(
+        f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v int, l list<text>, m map<text, int>, ts timestamp)"
+    )
+    session.execute(f"INSERT INTO {ks}.t (k, v, l) VALUES (1, fromJson('7'), fromJson('[\"a\", \"b\"]'))")
+    session.execute(f"UPDATE {ks}.t SET m = fromJson('{{\"x\": 1}}') WHERE k = 1")
+    assert rows(session, f"SELECT v, l, m FROM {ks}.t WHERE k = 1") == [(7, ["a", "b"], {"x": 1})]
+    # a bind marker inside fromJson() is text
+    ps = session.prepare(f"INSERT INTO {ks}.t (k, v, ts) VALUES (?, fromJson(?), fromJson(?))")
+    assert [c.type.typename for c in ps.column_metadata][1:] == ["varchar", "varchar"]
+    session.execute(ps, (2, "8", '"2020-01-02 03:04:05+0000"'))
+    [(v, ts)] = rows(session, f"SELECT v, ts FROM {ks}.t WHERE k = 2")
+    assert v == 8 and ts.year == 2020 and ts.hour == 3
+    session.execute(ps, (3, "null", "null"))
+    assert rows(session, f"SELECT v, ts FROM {ks}.t WHERE k = 3") == [(None, None)]
+    with pytest.raises(Exception) as e:
+        session.execute(f"INSERT INTO {ks}.t (k, v) VALUES (4, fromJson('{{bad'))")
+    assert "Could not decode JSON string" in str(e.value)
+    assert rows(session, f"SELECT v FROM {ks}.t WHERE k = 4") == []
+
+
+# ------------------------------------------------------------------ functions
+
+
+def test_blob_conversions_keep_empty_values_and_refuse_bad_bytes(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, b blob, s text)")
+    assert rows(session, "SELECT textAsBlob('') FROM system.local") == [(b"",)]
+    session.execute(f"INSERT INTO {ks}.t (k, b, s) VALUES (1, textAsBlob(''), blobAsText(0x))")
+    assert rows(session, f"SELECT b, s FROM {ks}.t WHERE k = 1") == [(b"", "")]
+    msg = invalid(session, "SELECT blobAsBigint(0x01) FROM system.local")
+    assert msg == (
+        "In call to function system.blobasbigint, value 0x01 is not a valid binary "
+        "representation for type bigint"
+    )
+
+
+def test_function_results_assigned_to_value_compatible_columns(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, b blob, ts timestamp, n bigint, i int)")
+    session.execute(f"INSERT INTO {ks}.t (k, b) VALUES (1, blobAsInt(0x00000005))")
+    session.execute(f"INSERT INTO {ks}.t (k, ts) VALUES (2, toUnixTimestamp(now()))")
+    session.execute(f"INSERT INTO {ks}.t (k, n) VALUES (3, toTimestamp(now()))")
+    assert rows(session, f"SELECT b FROM {ks}.t WHERE k = 1") == [(b"\x00\x00\x00\x05",)]
+    [(ts,)] = rows(session, f"SELECT ts FROM {ks}.t WHERE k = 2")
+    assert ts.year >= 2024
+    [(n,)] = rows(session, f"SELECT n FROM {ks}.t WHERE k = 3")
+    assert n > 1_700_000_000_000
+    msg = invalid(session, f"INSERT INTO {ks}.t (k, i) VALUES (4, toUnixTimestamp(now()))")
+    assert msg == (
+        "Type error: cannot assign result of function system.tounixtimestamp (type bigint) "
+        "to i (type int)"
+    )
+
+
+# ------------------------------------------------------------------ DDL
+
+
+def test_drop_if_exists_in_a_missing_keyspace_is_a_no_op(session, unique_name):
+    missing = unique_name("nokeyspace")
+    session.execute(f"DROP TABLE IF EXISTS {missing}.t")
+    session.execute(f"DROP TYPE IF EXISTS {missing}.ty")
+    session.execute(f"DROP INDEX IF EXISTS {missing}.ix")
+    with pytest.raises(InvalidRequest):
+        session.execute(f"DROP TABLE {missing}.t")
