@@ -13,6 +13,7 @@ pub mod lwt;
 pub mod purge;
 pub mod row;
 pub mod select;
+mod select_rules;
 pub mod trace;
 pub mod write;
 

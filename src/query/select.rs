@@ -1168,6 +1168,7 @@ fn eval_one(term: &Term, ty: &CqlType, name: &str, ctx: &Ctx) -> Result<Bytes> {
 }
 
 fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
+    super::select_rules::check(t, sel)?;
     let mut filters = Vec::new();
     let mut need_filtering = false;
     let mut token_lo: i128 = MIN_TOKEN as i128 - 1;
@@ -1372,7 +1373,13 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
         }
         match col.kind {
             ColumnKind::Clustering if !single_partition => {}
-            ColumnKind::PartitionKey => {}
+            // A slice of a partition key column reads every partition (Cassandra: ALLOW
+            // FILTERING); = / IN of hierarchical key levels are read through token ranges.
+            ColumnKind::PartitionKey => {
+                if !matches!(r.op, Operator::Eq | Operator::In) {
+                    need_filtering = true;
+                }
+            }
             _ => need_filtering = true,
         }
         if col.kind == ColumnKind::Clustering && col.position >= used_ck {

@@ -1285,6 +1285,18 @@ pub fn create_index(
     let col = table
         .column(column)
         .ok_or_else(|| invalid(format!("Column '{column}' does not exist")))?;
+    if col.ty.references_duration() {
+        return Err(invalid(match col.ty.unfrozen() {
+            CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..) => {
+                "Secondary indexes are not supported on collections containing durations"
+            }
+            CqlType::Tuple(_) => {
+                "Secondary indexes are not supported on tuples containing durations"
+            }
+            CqlType::Udt(_) => "Secondary indexes are not supported on UDTs containing durations",
+            _ => "Secondary indexes are not supported on duration columns",
+        }));
+    }
     if col.ty.is_counter() {
         return Err(invalid("Cannot create secondary index on a counter column"));
     }

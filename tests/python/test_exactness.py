@@ -363,3 +363,56 @@ def test_drop_if_exists_in_a_missing_keyspace_is_a_no_op(session, unique_name):
     session.execute(f"DROP INDEX IF EXISTS {missing}.ix")
     with pytest.raises(InvalidRequest):
         session.execute(f"DROP TABLE {missing}.t")
+
+
+# ------------------------------------------------------------------ too permissive queries
+
+FILTERING = "Cannot execute this query as it might involve data filtering"
+
+
+def test_queries_cassandra_refuses(session, ks):
+    session.execute(
+        f"CREATE TABLE {ks}.t (k int, c int, d int, v int, s int static, dur duration, "
+        "PRIMARY KEY (k, c, d))"
+    )
+    session.execute(f"INSERT INTO {ks}.t (k, c, d, v, dur) VALUES (1, 1, 1, 1, 1h)")
+    session.execute(f"INSERT INTO {ks}.t (k, c, d, v) VALUES (2, 1, 1, 2)")
+    # a partition key slice needs ALLOW FILTERING; with it, it filters
+    assert invalid(session, f"SELECT * FROM {ks}.t WHERE k > 1").startswith(FILTERING)
+    assert rows(session, f"SELECT k FROM {ks}.t WHERE k > 1 ALLOW FILTERING") == [(2,)]
+    assert invalid(session, f"SELECT * FROM {ks}.t WHERE k = 1 AND v != 3 ALLOW FILTERING") == (
+        'Unsupported "!=" relation: v != 3'
+    )
+    assert invalid(session, f"SELECT DISTINCT k FROM {ks}.t WHERE v = 1 ALLOW FILTERING") == (
+        "SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns."
+    )
+    assert invalid(session, f"SELECT DISTINCT k FROM {ks}.t WHERE k = 1 AND c = 1") == (
+        "SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns."
+    )
+    assert rows(session, f"SELECT DISTINCT k, s FROM {ks}.t WHERE k = 1") == [(1, None)]
+    assert invalid(session, f"SELECT * FROM {ks}.t WHERE dur > 1s ALLOW FILTERING") == (
+        "Slice restrictions are not supported on duration columns"
+    )
+    assert invalid(session, f"CREATE INDEX ON {ks}.t (dur)") == (
+        "Secondary indexes are not supported on duration columns"
+    )
+
+
+def test_order_by_forms_cassandra_refuses(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int, a int, b int, v int, PRIMARY KEY (k, a, b))")
+    for a in range(2):
+        for b in range(2):
+            session.execute(f"INSERT INTO {ks}.t (k, a, b, v) VALUES (0, {a}, {b}, 0)")
+    order = "Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY"
+    assert invalid(session, f"SELECT * FROM {ks}.t WHERE k = 0 ORDER BY b DESC") == order
+    assert invalid(session, f"SELECT * FROM {ks}.t WHERE k = 0 ORDER BY b ASC, a ASC") == order
+    assert invalid(session, f"SELECT * FROM {ks}.t WHERE k = 0 ORDER BY a ASC, b DESC") == (
+        "Unsupported order by relation"
+    )
+    assert invalid(session, f"SELECT * FROM {ks}.t WHERE k = 0 ORDER BY v DESC") == (
+        "Order by is currently only supported on the clustered columns of the PRIMARY KEY, got v"
+    )
+    # allowed: the declared order (or all reversed); a column skipped is restricted by =
+    got = rows(session, f"SELECT a, b FROM {ks}.t WHERE k = 0 ORDER BY a DESC, b DESC")
+    assert got == [(1, 1), (1, 0), (0, 1), (0, 0)]
+    assert rows(session, f"SELECT b FROM {ks}.t WHERE k = 0 AND a = 1 ORDER BY b DESC") == [(1,), (0,)]
