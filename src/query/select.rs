@@ -930,7 +930,15 @@ fn per_partition_limit(
             .filter(|i| !selected.contains(i))
             .map(|&i| t.columns[i].name.as_str())
             .collect();
-        if !missing.is_empty() && !matches!(sel.selection, Selection::All) {
+        // With the partition key restricted by = / IN (no key range) Cassandra lets DISTINCT
+        // select static columns alone.
+        let pk_restricted = t.pk_columns().all(|c| {
+            sel.where_clause.iter().any(|r| {
+                matches!(r.op, Operator::Eq | Operator::In)
+                    && matches!(&r.lhs, RelationLhs::Column(n) if *n == c.name)
+            })
+        });
+        if !missing.is_empty() && !pk_restricted && !matches!(sel.selection, Selection::All) {
             return Err(invalid(format!(
                 "SELECT DISTINCT queries must request all the partition key columns (missing {})",
                 missing.join(", ")
@@ -943,21 +951,39 @@ fn per_partition_limit(
         }
         return Ok(Some(1));
     }
-    match &sel.per_partition_limit {
-        Some(term) => {
-            let v = eval_one(term, &CqlType::Int, "[per_partition_limit]", ctx)?;
-            let n = i32::from_be_bytes(
-                v[..]
-                    .try_into()
-                    .map_err(|_| invalid("Invalid per partition limit"))?,
-            );
-            if n <= 0 {
-                return Err(invalid("PER PARTITION LIMIT must be strictly positive"));
-            }
-            Ok(Some(n as usize))
+    limit_value(
+        sel.per_partition_limit.as_ref(),
+        "[per_partition_limit]",
+        "PER PARTITION LIMIT",
+        ctx,
+    )
+}
+
+/// The value of LIMIT / PER PARTITION LIMIT (`what`): None without one or when its bind value
+/// is unset (Cassandra: no limit); null and values below 1 are Cassandra's errors.
+fn limit_value(term: Option<&Term>, name: &str, what: &str, ctx: &Ctx) -> Result<Option<usize>> {
+    let Some(term) = term else {
+        return Ok(None);
+    };
+    let v = match eval(term, &CqlType::Int, name, ctx)? {
+        Val::Value(v) => v,
+        Val::Unset => return Ok(None),
+        Val::Null => {
+            return Err(invalid(format!(
+                "Invalid null value of {}",
+                what.to_lowercase()
+            )))
         }
-        None => Ok(None),
+    };
+    let n = i32::from_be_bytes(
+        v[..]
+            .try_into()
+            .map_err(|_| invalid(format!("Invalid {}", what.to_lowercase())))?,
+    );
+    if n <= 0 {
+        return Err(invalid(format!("{what} must be strictly positive")));
     }
+    Ok(Some(n as usize))
 }
 
 /// For a MultiHash table whose WHERE gives a prefix of the key levels (= or IN on levels 1..k,
@@ -1448,17 +1474,7 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
     } else {
         vec![(Bound::Unbounded, Bound::Unbounded)]
     };
-    let limit = match &sel.limit {
-        Some(term) => {
-            let v = eval_one(term, &CqlType::Int, "[limit]", ctx)?;
-            let n = i32::from_be_bytes(v[..].try_into().map_err(|_| invalid("Invalid limit"))?);
-            if n <= 0 {
-                return Err(invalid("LIMIT must be strictly positive"));
-            }
-            Some(n as usize)
-        }
-        None => None,
-    };
+    let limit = limit_value(sel.limit.as_ref(), "[limit]", "LIMIT", ctx)?;
     let mut reversed = false;
     if let Some((first, dir)) = sel.order_by.first() {
         let ci = column_index(t, first)?;
@@ -1834,10 +1850,19 @@ impl Output<'_> {
                 self.cur_pk = Some(Bytes::copy_from_slice(pk));
                 self.cur_count = 0;
             }
-            if self.cur_count >= limit {
-                return Flow::Continue;
+            // With GROUP BY the limit counts groups (a row starting a new one), as Cassandra.
+            let counts = match &self.agg {
+                Some(agg) if self.aggregating => {
+                    agg.rows == 0 || agg.key.as_ref() != Some(&self.group_key(pk, ck, row, statics))
+                }
+                _ => true,
+            };
+            if counts {
+                if self.cur_count >= limit {
+                    return Flow::Continue;
+                }
+                self.cur_count += 1;
             }
-            self.cur_count += 1;
         }
         if self.agg.is_some() {
             return self.aggregate_row(token, pk, ck, row, statics);
@@ -1877,15 +1902,8 @@ impl Output<'_> {
         } else {
             split_composite(pk, t.partition_key.len()).unwrap_or_default()
         };
+        let key = self.group_key(pk, ck, row, statics);
         let mut agg = self.agg.take().expect("aggregate query");
-        let key: Vec<Option<Bytes>> = agg
-            .group_cols
-            .iter()
-            .map(|&c| {
-                column_value(t, c, &pk_parts, ck, row, statics, self.now)
-                    .map(Bytes::copy_from_slice)
-            })
-            .collect();
         if agg.rows > 0 && agg.key.as_ref() != Some(&key) {
             self.agg = Some(agg);
             if let Flow::Stop(more) = self.flush_group() {
@@ -1917,6 +1935,32 @@ impl Output<'_> {
     }
 
     /// Writes the current group's row (for a query without GROUP BY, also when no row matched).
+    /// The GROUP BY values of a row (empty without GROUP BY).
+    fn group_key(
+        &self,
+        pk: &[u8],
+        ck: &[Bytes],
+        row: &RowData,
+        statics: &RowData,
+    ) -> Vec<Option<Bytes>> {
+        let Some(agg) = &self.agg else {
+            return Vec::new();
+        };
+        let t = self.table;
+        let pk_parts: Vec<&[u8]> = if t.partition_key.len() == 1 {
+            vec![pk]
+        } else {
+            split_composite(pk, t.partition_key.len()).unwrap_or_default()
+        };
+        agg.group_cols
+            .iter()
+            .map(|&c| {
+                column_value(t, c, &pk_parts, ck, row, statics, self.now)
+                    .map(Bytes::copy_from_slice)
+            })
+            .collect()
+    }
+
     fn flush_group(&mut self) -> Flow {
         let mut agg = self.agg.take().expect("aggregate query");
         if agg.rows == 0 && (!agg.group_cols.is_empty() || agg.groups > 0) {

@@ -1729,7 +1729,15 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
             if_not_exists,
             properties,
         } => {
-            let c = cat.update(|s, _| ddl::create_keyspace(s, name, *if_not_exists, properties))?;
+            let c = cat.update(|s, _| {
+                ddl::create_keyspace(
+                    s,
+                    name,
+                    *if_not_exists,
+                    properties,
+                    &engine.node.data_center,
+                )
+            })?;
             Ok(done(c))
         }
         Statement::AlterKeyspace {
@@ -1737,7 +1745,9 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
             if_exists,
             properties,
         } => {
-            let c = cat.update(|s, _| ddl::alter_keyspace(s, name, *if_exists, properties))?;
+            let c = cat.update(|s, _| {
+                ddl::alter_keyspace(s, name, *if_exists, properties, &engine.node.data_center)
+            })?;
             Ok(done(c))
         }
         Statement::DropKeyspace { name, if_exists } => {

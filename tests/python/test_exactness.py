@@ -416,3 +416,76 @@ def test_order_by_forms_cassandra_refuses(session, ks):
     got = rows(session, f"SELECT a, b FROM {ks}.t WHERE k = 0 ORDER BY a DESC, b DESC")
     assert got == [(1, 1), (1, 0), (0, 1), (0, 0)]
     assert rows(session, f"SELECT b FROM {ks}.t WHERE k = 0 AND a = 1 ORDER BY b DESC") == [(1,), (0,)]
+
+
+# ------------------------------------------------------------------ GROUP BY, DISTINCT, unset limits
+
+
+def test_group_by_limits_count_groups(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int, a int, b int, v int, s int static, PRIMARY KEY (k, a, b))")
+    for k in range(2):
+        for a in range(3):
+            for b in range(2):
+                session.execute(f"INSERT INTO {ks}.t (k, a, b, v) VALUES ({k}, {a}, {b}, 1)")
+    got = sorted(rows(session, f"SELECT k, a, count(*) FROM {ks}.t GROUP BY k, a PER PARTITION LIMIT 2"))
+    assert got == [(0, 0, 2), (0, 1, 2), (1, 0, 2), (1, 1, 2)]
+    assert len(rows(session, f"SELECT k, a, count(*) FROM {ks}.t GROUP BY k, a LIMIT 3")) == 3
+    assert rows(session, f"SELECT k, a, count(*) FROM {ks}.t WHERE k = 0 GROUP BY k, a LIMIT 2") == [
+        (0, 0, 2),
+        (0, 1, 2),
+    ]
+    session.execute(f"UPDATE {ks}.t SET s = 5 WHERE k = 0")
+    # DISTINCT of static columns alone, the partition key restricted
+    assert rows(session, f"SELECT DISTINCT s FROM {ks}.t WHERE k = 0") == [(5,)]
+    msg = invalid(session, f"SELECT DISTINCT s FROM {ks}.t")
+    assert msg == "SELECT DISTINCT queries must request all the partition key columns (missing k)"
+
+
+def test_unset_limit_means_no_limit(session, ks):
+    from cassandra.query import UNSET_VALUE
+
+    session.execute(f"CREATE TABLE {ks}.t (k int, c int, PRIMARY KEY (k, c))")
+    for c in range(5):
+        session.execute(f"INSERT INTO {ks}.t (k, c) VALUES (0, {c})")
+    ps = session.prepare(f"SELECT c FROM {ks}.t WHERE k = 0 LIMIT ?")
+    assert len(list(session.execute(ps, (UNSET_VALUE,)))) == 5
+    assert len(list(session.execute(ps, (2,)))) == 2
+    ps = session.prepare(f"SELECT c FROM {ks}.t WHERE k = 0 PER PARTITION LIMIT ?")
+    assert len(list(session.execute(ps, (UNSET_VALUE,)))) == 5
+    with pytest.raises(InvalidRequest, match="LIMIT must be strictly positive"):
+        session.execute(ps, (0,))
+
+
+# ------------------------------------------------------------------ replication
+
+
+def test_replication_validated_as_cassandra(session, unique_name):
+    from cassandra.protocol import ConfigurationException
+
+    name = unique_name("repl")
+    [(dc,)] = rows(session, "SELECT data_center FROM system.local")
+
+    def refused(replication):
+        with pytest.raises(ConfigurationException) as e:
+            session.execute(f"CREATE KEYSPACE {name} WITH replication = {replication}")
+        return str(e.value)
+
+    assert f"Unrecognized strategy option {{nodc}} passed to NetworkTopologyStrategy for keyspace {name}" in refused(
+        "{'class': 'NetworkTopologyStrategy', 'nodc': 1}"
+    )
+    assert "Configuration for at least one datacenter must be present" in refused(
+        "{'class': 'NetworkTopologyStrategy'}"
+    )
+    assert f"Unrecognized strategy option {{foo}} passed to SimpleStrategy for keyspace {name}" in refused(
+        "{'class': 'SimpleStrategy', 'replication_factor': 1, 'foo': 2}"
+    )
+    session.execute(
+        f"CREATE KEYSPACE {name} WITH replication = {{'class': 'NetworkTopologyStrategy', '{dc}': 1}}"
+    )
+    session.execute(
+        f"ALTER KEYSPACE {name} WITH replication = {{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}}"
+    )
+    with pytest.raises(ConfigurationException):
+        session.execute(
+            f"ALTER KEYSPACE {name} WITH replication = {{'class': 'NetworkTopologyStrategy', 'dc9': 1}}"
+        )
