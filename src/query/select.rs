@@ -346,6 +346,9 @@ fn plan_sexpr(
             };
             (SExpr::Neg(Box::new(x), ty.clone()), format!("-{n}"), ty)
         }
+        // A literal or a type-hinted term as a selector (`SELECT 5 AS v`, `(int) ?`): a constant
+        // of the literal's preferred type or of the hint.
+        SelectorExpr::Term(Term::Literal(_) | Term::TypeHint(..)) => plan_operand(t, ctx, e)?,
         other => {
             return Err(invalid(format!(
                 "This selector is not supported yet: {other:?}"

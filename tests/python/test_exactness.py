@@ -489,3 +489,15 @@ def test_replication_validated_as_cassandra(session, unique_name):
         session.execute(
             f"ALTER KEYSPACE {name} WITH replication = {{'class': 'NetworkTopologyStrategy', 'dc9': 1}}"
         )
+
+
+def test_literals_and_hinted_markers_as_selectors(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v int)")
+    session.execute(f"INSERT INTO {ks}.t (k, v) VALUES (1, 2)")
+    r = session.execute(f"SELECT 5 AS x, 'a', v FROM {ks}.t")
+    assert r.column_names == ["x", "'a'", "v"]
+    assert [tuple(x) for x in r] == [(5, "a", 2)]
+    assert rows(session, "SELECT 5 AS v FROM system.local") == [(5,)]
+    assert rows(session, f"SELECT (bigint) 5 FROM {ks}.t") == [(5,)]
+    ps = session.prepare(f"SELECT (int) ? AS x, v FROM {ks}.t")
+    assert [tuple(x) for x in session.execute(ps, (7,))] == [(7, 2)]
