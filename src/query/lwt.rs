@@ -8,7 +8,7 @@
 
 use super::eval::{eval, Ctx, Val};
 use super::row::{self, RowData, KIND_ROW};
-use super::write::{self, in_values, key_values, Mutation};
+use super::write::{self, in_values, Mutation};
 use super::{invalid, resolve_table, Engine, Outcome, Result, ResultColumn, Rows};
 use crate::cql::ast::{Condition, Conditions, Operator, RelationLhs, Statement};
 use crate::cql::types::CqlType;
@@ -447,23 +447,16 @@ fn condition_row(
             "IN on the clustering key columns is not supported with conditional {kind}"
         )));
     }
-    let ck = key_values(t, rels, ctx, &t.clustering)?;
-    if ck.iter().any(|v| v.as_ref().is_some_and(|v| v.len() != 1)) {
-        return Err(clustering_missing(t));
-    }
-    if ck.iter().any(|v| v.is_none()) {
-        if t.clustering.is_empty() {
-            return Ok(muts
-                .iter()
-                .find(|m| is_row_key(t, m))
-                .map(|m| m.key.clone()));
-        }
+    // Single- and multi-column relations alike (`(c1, c2) = (1, 2)`); IN was refused above.
+    let ck = super::clustering::Restricted::from_where(t, rels, ctx)?;
+    if ck.len < t.clustering.len() || !ck.bounds.is_empty() {
         return Ok(None);
     }
-    let ck: Vec<Bytes> = ck
+    let ck = ck
+        .prefixes
         .into_iter()
-        .map(|v| v.unwrap_or_default().remove(0))
-        .collect();
+        .next()
+        .ok_or_else(|| clustering_missing(t))?;
     let pk = muts
         .first()
         .map(|m| m.pk.clone())

@@ -501,3 +501,15 @@ def test_literals_and_hinted_markers_as_selectors(session, ks):
     assert rows(session, f"SELECT (bigint) 5 FROM {ks}.t") == [(5,)]
     ps = session.prepare(f"SELECT (int) ? AS x, v FROM {ks}.t")
     assert [tuple(x) for x in session.execute(ps, (7,))] == [(7, 2)]
+
+
+def test_conditional_writes_with_multi_column_relations(session, grid):
+    r = session.execute(f"UPDATE {grid} SET v = 5 WHERE k = 0 AND (a, b) = (1, 1) IF v = 0").one()
+    assert r[0] is True
+    r = session.execute(f"UPDATE {grid} SET v = 6 WHERE k = 0 AND (a, b) = (1, 1) IF v = 0").one()
+    assert r[0] is False and r.v == 5
+    r = session.execute(f"DELETE FROM {grid} WHERE k = 0 AND (a, b) = (2, 2) IF EXISTS").one()
+    assert r[0] is True
+    assert keys(session, grid) == [x for x in ALL if x != (2, 2)]
+    msg = invalid(session, f"UPDATE {grid} SET v = 1 WHERE k = 0 AND (a, b) IN ((0, 0)) IF v = 0")
+    assert msg == "IN on the clustering key columns is not supported with conditional updates"
