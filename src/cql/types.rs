@@ -87,6 +87,19 @@ impl CqlType {
         }
     }
 
+    /// Whether the type is or holds a duration (Cassandra's `referencesDuration`: durations
+    /// have no order, so they cannot be compared by slices, indexed or used in keys).
+    pub fn references_duration(&self) -> bool {
+        match self.unfrozen() {
+            CqlType::Duration => true,
+            CqlType::List(e) | CqlType::Set(e) => e.references_duration(),
+            CqlType::Map(k, v) => k.references_duration() || v.references_duration(),
+            CqlType::Tuple(items) => items.iter().any(CqlType::references_duration),
+            CqlType::Udt(u) => u.fields.iter().any(|(_, f)| f.references_duration()),
+            _ => false,
+        }
+    }
+
     pub fn is_frozen(&self) -> bool {
         matches!(self, CqlType::Frozen(_))
     }

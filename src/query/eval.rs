@@ -223,7 +223,7 @@ pub fn eval(term: &Term, ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val>
             let (lt, rt) = operand_types(a, b, ty);
             let (an, bn) = (term_text(a), term_text(b));
             let ret = arith::result_type(*op, &lt, &rt, (&an, &bn)).map_err(invalid)?;
-            if ret.unfrozen() != ty.unfrozen() {
+            if !functions::value_compatible(ty, &ret) {
                 return Err(invalid(format!(
                     "Type error: cannot assign result of operation {an} {} {bn} (type {ret}) to {receiver} (type {ty})",
                     arith::symbol(*op)
@@ -311,10 +311,11 @@ fn eval_function(
             let nanos = (super::now_micros() % 86_400_000_000) * 1000;
             no_args(nanos.to_be_bytes().to_vec())
         }
+        "fromjson" => from_json(args, ty, receiver, ctx),
         _ => {
             let types: Vec<CqlType> = args.iter().map(|a| arg_type(name, a)).collect();
             let ret = functions::return_type(name, &types).map_err(invalid)?;
-            if ret.unfrozen() != ty.unfrozen() {
+            if !functions::value_compatible(ty, &ret) {
                 return Err(invalid(format!(
                     "Type error: cannot assign result of function system.{name} (type {ret}) to {receiver} (type {ty})"
                 )));
@@ -332,10 +333,43 @@ fn eval_function(
     }
 }
 
+/// `fromJson(text)`: the JSON text decoded as the receiver's type (its return type is the
+/// receiver's, as in Cassandra); JSON `null` is null. Failures are Cassandra's FunctionFailure.
+fn from_json(args: &[Term], ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val> {
+    let [arg] = args else {
+        return Err(invalid(format!(
+            "Invalid number of arguments in call to function system.fromjson: 1 required but {} provided",
+            args.len()
+        )));
+    };
+    let failure = |message: String| super::QueryError::FunctionFailure {
+        message,
+        function: "system.fromjson".into(),
+        arg_types: vec!["text".into()],
+    };
+    let text = match eval(arg, &CqlType::Text, receiver, ctx)? {
+        Val::Value(b) => String::from_utf8_lossy(&b).into_owned(),
+        other => return Ok(other),
+    };
+    let json: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| failure(format!("Could not decode JSON string '{text}': {e}")))?;
+    match value::from_json(ty, &json) {
+        Ok(b) => {
+            value::validate(ty, &b).map_err(|e| failure(e.to_string()))?;
+            Ok(Val::Value(Bytes::from(b)))
+        }
+        Err(value::ValueError::Null(_)) => Ok(Val::Null),
+        Err(e) => Err(failure(e.for_column(receiver))),
+    }
+}
+
 /// The type a function argument term is evaluated as.
 pub fn arg_type(fname: &str, arg: &Term) -> CqlType {
     if fname.starts_with("blobas") {
         return CqlType::Blob;
+    }
+    if fname == "fromjson" {
+        return CqlType::Text;
     }
     if let Some(t) = fname
         .strip_suffix("asblob")

@@ -8,9 +8,9 @@
 
 use super::eval::{eval, Ctx, Val};
 use super::row::{self, RowData, KIND_ROW};
-use super::write::{self, in_values, key_values, Mutation};
+use super::write::{self, in_values, Mutation};
 use super::{invalid, resolve_table, Engine, Outcome, Result, ResultColumn, Rows};
-use crate::cql::ast::{Condition, Conditions, Operator, Statement};
+use crate::cql::ast::{Condition, Conditions, Operator, RelationLhs, Statement};
 use crate::cql::types::CqlType;
 use crate::cql::value;
 use crate::partition::token::split_composite;
@@ -139,6 +139,14 @@ pub fn execute(
             return Err(invalid(
                 "Cannot provide custom timestamp for conditional updates",
             ));
+        }
+        if conds.is_some() && has_in(t, item.st, ColumnKind::PartitionKey) {
+            // Any IN, even of one value or none: Cassandra refuses the form, not the count.
+            return Err(invalid(if is_batch {
+                "Batch with conditions cannot span multiple partitions (you cannot use IN on the partition key)".to_string()
+            } else {
+                format!("IN on the partition key is not supported with conditional {kind}")
+            }));
         }
         let plain = without_conditions(item.st);
         let m = write::mutations_for(engine, schema, item.keyspace, &plain, item.ctx, ts)?;
@@ -434,30 +442,46 @@ fn condition_row(
         Statement::Delete(d) => &d.where_clause,
         _ => return Ok(None),
     };
-    let ck = key_values(t, rels, ctx, &t.clustering)?;
-    if ck.iter().any(|v| v.as_ref().is_some_and(|v| v.len() > 1)) {
+    if has_in(t, st, ColumnKind::Clustering) {
         return Err(invalid(format!(
             "IN on the clustering key columns is not supported with conditional {kind}"
         )));
     }
-    if ck.iter().any(|v| v.is_none()) {
-        if t.clustering.is_empty() {
-            return Ok(muts
-                .iter()
-                .find(|m| is_row_key(t, m))
-                .map(|m| m.key.clone()));
-        }
+    // Single- and multi-column relations alike (`(c1, c2) = (1, 2)`); IN was refused above.
+    let ck = super::clustering::Restricted::from_where(t, rels, ctx)?;
+    if ck.len < t.clustering.len() || !ck.bounds.is_empty() {
         return Ok(None);
     }
-    let ck: Vec<Bytes> = ck
+    let ck = ck
+        .prefixes
         .into_iter()
-        .map(|v| v.unwrap_or_default().remove(0))
-        .collect();
+        .next()
+        .ok_or_else(|| clustering_missing(t))?;
     let pk = muts
         .first()
         .map(|m| m.pk.clone())
         .ok_or_else(|| invalid("A conditional write needs a partition key"))?;
     Ok(Some(write::row_key(t, &pk, &ck)))
+}
+
+/// Whether the WHERE clause of an UPDATE/DELETE restricts a column of `kind` with IN (also a
+/// multi-column IN on clustering columns).
+fn has_in(t: &TableDef, st: &Statement, kind: ColumnKind) -> bool {
+    let rels = match st {
+        Statement::Update(u) => &u.where_clause,
+        Statement::Delete(d) => &d.where_clause,
+        _ => return false,
+    };
+    rels.iter().filter(|r| r.op == Operator::In).any(|r| {
+        let names: &[String] = match &r.lhs {
+            RelationLhs::Column(c) => std::slice::from_ref(c),
+            RelationLhs::Tuple(cs) => cs,
+            _ => &[],
+        };
+        names
+            .iter()
+            .any(|n| t.column(n).is_some_and(|c| c.kind == kind))
+    })
 }
 
 fn is_row_key(t: &TableDef, m: &Mutation) -> bool {

@@ -4,6 +4,7 @@
 pub mod aggregate;
 pub mod arith;
 pub mod bind;
+pub mod clustering;
 pub mod complex;
 pub mod eval;
 pub mod functions;
@@ -13,6 +14,7 @@ pub mod lwt;
 pub mod purge;
 pub mod row;
 pub mod select;
+mod select_rules;
 pub mod trace;
 pub mod write;
 
@@ -99,7 +101,11 @@ impl From<SchemaError> for QueryError {
 
 impl From<crate::storage::StorageError> for QueryError {
     fn from(e: crate::storage::StorageError) -> Self {
-        QueryError::Server(e.to_string())
+        match e {
+            // The request's key is refused; the store is fine.
+            crate::storage::StorageError::KeyTooLong(_) => QueryError::Invalid(e.to_string()),
+            _ => QueryError::Server(e.to_string()),
+        }
     }
 }
 

@@ -72,17 +72,30 @@ struct RowCtx<'a, 'r> {
     now: i64,
     /// The first failure of an operation (division by zero): the query fails with it.
     err: &'a std::cell::RefCell<Option<super::QueryError>>,
+    /// A virtual (system) table's row: its column values by column index, read instead of the
+    /// stored row.
+    values: Option<&'r [Option<Bytes>]>,
 }
 
 fn eval_sexpr(e: &SExpr, rc: &RowCtx) -> Option<Vec<u8>> {
     match e {
-        SExpr::Col(i) => column_value(rc.t, *i, rc.pk_parts, rc.ck, rc.row, rc.statics, rc.now)
-            .map(|v| v.to_vec()),
+        SExpr::Col(i) => match rc.values {
+            Some(vals) => vals.get(*i).cloned().flatten().map(|v| v.to_vec()),
+            None => column_value(rc.t, *i, rc.pk_parts, rc.ck, rc.row, rc.statics, rc.now)
+                .map(|v| v.to_vec()),
+        },
         SExpr::Const(v) => v.as_ref().map(|b| b.to_vec()),
         SExpr::Call(name, args, types) => {
             let vals: Vec<Option<Vec<u8>>> = args.iter().map(|a| eval_sexpr(a, rc)).collect();
             let refs: Vec<Option<&[u8]>> = vals.iter().map(|v| v.as_deref()).collect();
-            super::functions::call(name, types, &refs).ok().flatten()
+            match super::functions::call(name, types, &refs) {
+                Ok(v) => v,
+                Err(e) => {
+                    // Cassandra fails the query (blobAsBigint(0x01)): InvalidRequest.
+                    rc.err.borrow_mut().get_or_insert(invalid(e));
+                    None
+                }
+            }
         }
         SExpr::Field(inner, i) => {
             let v = eval_sexpr(inner, rc)?;
@@ -333,6 +346,9 @@ fn plan_sexpr(
             };
             (SExpr::Neg(Box::new(x), ty.clone()), format!("-{n}"), ty)
         }
+        // A literal or a type-hinted term as a selector (`SELECT 5 AS v`, `(int) ?`): a constant
+        // of the literal's preferred type or of the hint.
+        SelectorExpr::Term(Term::Literal(_) | Term::TypeHint(..)) => plan_operand(t, ctx, e)?,
         other => {
             return Err(invalid(format!(
                 "This selector is not supported yet: {other:?}"
@@ -772,6 +788,25 @@ fn entry_filter(t: &TableDef, c: &str, key: &Term, r: &Relation, ctx: &Ctx) -> R
 
 /// A multi-column restriction `(c1, c2) op (v1, v2)` on consecutive clustering columns.
 fn tuple_filter(t: &TableDef, cols: &[String], r: &Relation, ctx: &Ctx) -> Result<Filter> {
+    let (idx, tuples) = tuple_values(t, cols, r, ctx)?;
+    Ok(Filter {
+        col: idx[0],
+        op: r.op,
+        values: Vec::new(),
+        tuple: Some((idx, tuples)),
+        entry: false,
+    })
+}
+
+/// The columns (indexes, in clustering order) and values of a multi-column relation
+/// `(c1, c2) op (v1, v2)`: one tuple, or one per IN element; with Cassandra's errors for
+/// columns that are not consecutive clustering columns and for malformed tuples.
+pub(crate) fn tuple_values(
+    t: &TableDef,
+    cols: &[String],
+    r: &Relation,
+    ctx: &Ctx,
+) -> Result<(Vec<usize>, Vec<Vec<Bytes>>)> {
     let idx: Vec<usize> = cols
         .iter()
         .map(|c| column_index(t, c))
@@ -856,13 +891,7 @@ fn tuple_filter(t: &TableDef, cols: &[String], r: &Relation, ctx: &Ctx) -> Resul
             )))
         }
     };
-    Ok(Filter {
-        col: idx[0],
-        op: r.op,
-        values: Vec::new(),
-        tuple: Some((idx, tuples)),
-        entry: false,
-    })
+    Ok((idx, tuples))
 }
 
 /// The per-partition row limit: PER PARTITION LIMIT n, or one row per partition for DISTINCT
@@ -904,7 +933,15 @@ fn per_partition_limit(
             .filter(|i| !selected.contains(i))
             .map(|&i| t.columns[i].name.as_str())
             .collect();
-        if !missing.is_empty() && !matches!(sel.selection, Selection::All) {
+        // With the partition key restricted by = / IN (no key range) Cassandra lets DISTINCT
+        // select static columns alone.
+        let pk_restricted = t.pk_columns().all(|c| {
+            sel.where_clause.iter().any(|r| {
+                matches!(r.op, Operator::Eq | Operator::In)
+                    && matches!(&r.lhs, RelationLhs::Column(n) if *n == c.name)
+            })
+        });
+        if !missing.is_empty() && !pk_restricted && !matches!(sel.selection, Selection::All) {
             return Err(invalid(format!(
                 "SELECT DISTINCT queries must request all the partition key columns (missing {})",
                 missing.join(", ")
@@ -917,21 +954,39 @@ fn per_partition_limit(
         }
         return Ok(Some(1));
     }
-    match &sel.per_partition_limit {
-        Some(term) => {
-            let v = eval_one(term, &CqlType::Int, "[per_partition_limit]", ctx)?;
-            let n = i32::from_be_bytes(
-                v[..]
-                    .try_into()
-                    .map_err(|_| invalid("Invalid per partition limit"))?,
-            );
-            if n <= 0 {
-                return Err(invalid("PER PARTITION LIMIT must be strictly positive"));
-            }
-            Ok(Some(n as usize))
+    limit_value(
+        sel.per_partition_limit.as_ref(),
+        "[per_partition_limit]",
+        "PER PARTITION LIMIT",
+        ctx,
+    )
+}
+
+/// The value of LIMIT / PER PARTITION LIMIT (`what`): None without one or when its bind value
+/// is unset (Cassandra: no limit); null and values below 1 are Cassandra's errors.
+fn limit_value(term: Option<&Term>, name: &str, what: &str, ctx: &Ctx) -> Result<Option<usize>> {
+    let Some(term) = term else {
+        return Ok(None);
+    };
+    let v = match eval(term, &CqlType::Int, name, ctx)? {
+        Val::Value(v) => v,
+        Val::Unset => return Ok(None),
+        Val::Null => {
+            return Err(invalid(format!(
+                "Invalid null value of {}",
+                what.to_lowercase()
+            )))
         }
-        None => Ok(None),
+    };
+    let n = i32::from_be_bytes(
+        v[..]
+            .try_into()
+            .map_err(|_| invalid(format!("Invalid {}", what.to_lowercase())))?,
+    );
+    if n <= 0 {
+        return Err(invalid(format!("{what} must be strictly positive")));
     }
+    Ok(Some(n as usize))
 }
 
 /// For a MultiHash table whose WHERE gives a prefix of the key levels (= or IN on levels 1..k,
@@ -1113,6 +1168,25 @@ struct Plan {
     filters: Vec<Filter>,
     limit: Option<usize>,
     reversed: bool,
+    /// Whether a partition with no matching row yields its static-only row: Cassandra does so
+    /// only when the query selects whole partitions (no restriction on clustering or regular
+    /// columns) or is DISTINCT.
+    static_rows: bool,
+}
+
+/// Cassandra's `queriesFullPartitions` (or DISTINCT): no relation names a clustering column or
+/// a regular (non-static) column.
+fn selects_whole_partitions(t: &TableDef, sel: &Select) -> bool {
+    if sel.distinct {
+        return true;
+    }
+    !sel.where_clause.iter().any(|r| match &r.lhs {
+        RelationLhs::Tuple(_) => true,
+        RelationLhs::Column(c) | RelationLhs::Element(c, _) => t
+            .column(c)
+            .is_some_and(|c| matches!(c.kind, ColumnKind::Clustering | ColumnKind::Regular)),
+        RelationLhs::Token(_) => false,
+    })
 }
 
 fn eval_one(term: &Term, ty: &CqlType, name: &str, ctx: &Ctx) -> Result<Bytes> {
@@ -1126,6 +1200,7 @@ fn eval_one(term: &Term, ty: &CqlType, name: &str, ctx: &Ctx) -> Result<Bytes> {
 }
 
 fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
+    super::select_rules::check(t, sel)?;
     let mut filters = Vec::new();
     let mut need_filtering = false;
     let mut token_lo: i128 = MIN_TOKEN as i128 - 1;
@@ -1238,6 +1313,7 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
         for parts in combos {
             let refs: Vec<&[u8]> = parts.iter().map(|b| &b[..]).collect();
             let k = Bytes::from(partition_key_bytes(&refs));
+            super::write::check_partition_key(&k)?;
             if !keys.contains(&k) {
                 keys.push(k);
             }
@@ -1329,7 +1405,13 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
         }
         match col.kind {
             ColumnKind::Clustering if !single_partition => {}
-            ColumnKind::PartitionKey => {}
+            // A slice of a partition key column reads every partition (Cassandra: ALLOW
+            // FILTERING); = / IN of hierarchical key levels are read through token ranges.
+            ColumnKind::PartitionKey => {
+                if !matches!(r.op, Operator::Eq | Operator::In) {
+                    need_filtering = true;
+                }
+            }
             _ => need_filtering = true,
         }
         if col.kind == ColumnKind::Clustering && col.position >= used_ck {
@@ -1398,17 +1480,7 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
     } else {
         vec![(Bound::Unbounded, Bound::Unbounded)]
     };
-    let limit = match &sel.limit {
-        Some(term) => {
-            let v = eval_one(term, &CqlType::Int, "[limit]", ctx)?;
-            let n = i32::from_be_bytes(v[..].try_into().map_err(|_| invalid("Invalid limit"))?);
-            if n <= 0 {
-                return Err(invalid("LIMIT must be strictly positive"));
-            }
-            Some(n as usize)
-        }
-        None => None,
-    };
+    let limit = limit_value(sel.limit.as_ref(), "[limit]", "LIMIT", ctx)?;
     let mut reversed = false;
     if let Some((first, dir)) = sel.order_by.first() {
         let ci = column_index(t, first)?;
@@ -1431,6 +1503,7 @@ fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
         filters,
         limit,
         reversed,
+        static_rows: selects_whole_partitions(t, sel),
     })
 }
 
@@ -1486,6 +1559,12 @@ fn use_index(
         return (Target::Range(lo, hi), need_filtering);
     }
     let col = &t.columns[f.col];
+    if col.kind == ColumnKind::Static {
+        // Index entries are kept for rows only, and a static value belongs to the partition:
+        // the query is answered by a scan that checks each partition's static value (every row
+        // of a matching partition, or its static-only row), with the index's permission.
+        return (Target::Range(lo, hi), others);
+    }
     let index = index_for(f).expect("checked above").clone();
     let ty = super::index::indexed_type(&index, &col.ty);
     (
@@ -1599,11 +1678,11 @@ fn tighter(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>, lower: bool) -> Bound<Vec<u8>> 
     }
 }
 
-fn max_lo(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
+pub(crate) fn max_lo(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
     tighter(a, b, true)
 }
 
-fn min_hi(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
+pub(crate) fn min_hi(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
     tighter(a, b, false)
 }
 
@@ -1689,8 +1768,11 @@ struct Output<'a> {
     agg: Option<Aggregation>,
     /// The last emit stopped before consuming its row: resume at that row.
     resume_inclusive: bool,
-    /// SELECT JSON: each row becomes one `[json]` text cell.
+    /// SELECT JSON: each row becomes one `[json]` text cell (for aggregates, each group's
+    /// row when it is written).
     json: bool,
+    /// An aggregate query (`agg` is taken out while a row is accumulated).
+    aggregating: bool,
     /// PER PARTITION LIMIT (DISTINCT is a limit of one).
     per_partition: Option<usize>,
     /// The partition the per-partition count is for, and its count.
@@ -1781,10 +1863,19 @@ impl Output<'_> {
                 self.cur_pk = Some(Bytes::copy_from_slice(pk));
                 self.cur_count = 0;
             }
-            if self.cur_count >= limit {
-                return Flow::Continue;
+            // With GROUP BY the limit counts groups (a row starting a new one), as Cassandra.
+            let counts = match &self.agg {
+                Some(agg) if self.aggregating => {
+                    agg.rows == 0 || agg.key.as_ref() != Some(&self.group_key(pk, ck, row, statics))
+                }
+                _ => true,
+            };
+            if counts {
+                if self.cur_count >= limit {
+                    return Flow::Continue;
+                }
+                self.cur_count += 1;
             }
-            self.cur_count += 1;
         }
         if self.agg.is_some() {
             return self.aggregate_row(token, pk, ck, row, statics);
@@ -1824,15 +1915,8 @@ impl Output<'_> {
         } else {
             split_composite(pk, t.partition_key.len()).unwrap_or_default()
         };
+        let key = self.group_key(pk, ck, row, statics);
         let mut agg = self.agg.take().expect("aggregate query");
-        let key: Vec<Option<Bytes>> = agg
-            .group_cols
-            .iter()
-            .map(|&c| {
-                column_value(t, c, &pk_parts, ck, row, statics, self.now)
-                    .map(Bytes::copy_from_slice)
-            })
-            .collect();
         if agg.rows > 0 && agg.key.as_ref() != Some(&key) {
             self.agg = Some(agg);
             if let Flow::Stop(more) = self.flush_group() {
@@ -1899,6 +1983,32 @@ impl Output<'_> {
     }
 
     /// Writes the current group's row (for a query without GROUP BY, also when no row matched).
+    /// The GROUP BY values of a row (empty without GROUP BY).
+    fn group_key(
+        &self,
+        pk: &[u8],
+        ck: &[Bytes],
+        row: &RowData,
+        statics: &RowData,
+    ) -> Vec<Option<Bytes>> {
+        let Some(agg) = &self.agg else {
+            return Vec::new();
+        };
+        let t = self.table;
+        let pk_parts: Vec<&[u8]> = if t.partition_key.len() == 1 {
+            vec![pk]
+        } else {
+            split_composite(pk, t.partition_key.len()).unwrap_or_default()
+        };
+        agg.group_cols
+            .iter()
+            .map(|&c| {
+                column_value(t, c, &pk_parts, ck, row, statics, self.now)
+                    .map(Bytes::copy_from_slice)
+            })
+            .collect()
+    }
+
     fn flush_group(&mut self) -> Flow {
         let mut agg = self.agg.take().expect("aggregate query");
         if agg.rows == 0 && (!agg.group_cols.is_empty() || agg.groups > 0) {
@@ -1907,6 +2017,7 @@ impl Output<'_> {
         }
         let first = std::mem::take(&mut agg.first);
         let mut cells = &first[..];
+        let row_start = self.rows.content.len();
         for ((p, _, _), acc) in self.proj.iter().zip(&agg.accs) {
             // The first row's cell of this column (a placeholder for aggregates).
             let cell: Option<&[u8]> = if cells.len() >= 4 {
@@ -1927,6 +2038,7 @@ impl Output<'_> {
                 _ => self.rows.push_cell(cell),
             }
         }
+        self.row_as_json_from(row_start);
         agg.accs = Aggregation::fresh(self.proj, self.table);
         agg.rows = 0;
         agg.key = None;
@@ -1981,6 +2093,7 @@ impl Output<'_> {
                         statics,
                         now: self.now,
                         err: &self.error,
+                        values: None,
                     };
                     let v = eval_sexpr(e, &rc);
                     self.rows.push_cell(v.as_deref());
@@ -1989,6 +2102,13 @@ impl Output<'_> {
             };
             self.rows.push_cell(v);
         }
+        if !self.aggregating {
+            self.row_as_json_from(row_start);
+        }
+    }
+
+    /// SELECT JSON: turns the cells written from `row_start` on (one row) into its JSON cell.
+    fn row_as_json_from(&mut self, row_start: usize) {
         if self.json {
             let json = row_json(self.proj, &self.rows.content[row_start..]);
             self.rows.content.truncate(row_start);
@@ -2159,6 +2279,8 @@ fn passes(
 struct PartitionRows<'a> {
     t: &'a TableDef,
     filters: &'a [Filter],
+    /// [`Plan::static_rows`].
+    static_rows: bool,
     /// The current partition's header (static cells, deletion, range tombstones), materialized.
     header: RowData,
     /// A row of the current partition passed (or an earlier page did: resuming inside it).
@@ -2166,10 +2288,11 @@ struct PartitionRows<'a> {
 }
 
 impl<'a> PartitionRows<'a> {
-    fn new(t: &'a TableDef, filters: &'a [Filter]) -> Self {
+    fn new(t: &'a TableDef, plan: &'a Plan) -> Self {
         PartitionRows {
             t,
-            filters,
+            filters: &plan.filters,
+            static_rows: plan.static_rows,
             header: RowData::default(),
             matched: false,
         }
@@ -2223,7 +2346,10 @@ impl<'a> PartitionRows<'a> {
     /// Ends the partition: if none of its rows passed, its live static cells make a row.
     fn statics(&self, out: &mut Output, token: Token, pk: &[u8]) -> Flow {
         let now = out.now;
-        if self.matched || !self.t.has_static() || !self.header.cells.iter().any(|c| c.is_live(now))
+        if self.matched
+            || !self.static_rows
+            || !self.t.has_static()
+            || !self.header.cells.iter().any(|c| c.is_live(now))
         {
             return Flow::Continue;
         }
@@ -2316,6 +2442,7 @@ pub fn execute(
         agg: aggregating.then(|| Aggregation::new(&proj, t, group_cols)),
         resume_inclusive: false,
         json: sel.json,
+        aggregating,
         per_partition,
         cur_pk: None,
         cur_count: 0,
@@ -2499,6 +2626,21 @@ fn read_virtual(
                     .unwrap_or_else(|| "null".into());
                     out.rows.push_cell(Some(json.as_bytes()));
                 }
+                Proj::Expr(e) => {
+                    let none = RowData::default();
+                    let rc = RowCtx {
+                        t,
+                        pk_parts: &[],
+                        ck: &[],
+                        row: &none,
+                        statics: &none,
+                        now: out.now,
+                        err: &out.error,
+                        values: Some(r),
+                    };
+                    let v = eval_sexpr(e, &rc);
+                    out.rows.push_cell(v.as_deref());
+                }
                 _ => out.rows.push_cell(None),
             }
         }
@@ -2530,7 +2672,7 @@ fn read_stored(
     let sid = t.storage_id;
     match &plan.target {
         Target::Partitions(keys) => {
-            let mut reader = PartitionRows::new(t, &plan.filters);
+            let mut reader = PartitionRows::new(t, plan);
             let start = paging.as_ref().map_or(0, |p| p.partition as usize);
             for (i, pk) in keys.iter().enumerate().skip(start) {
                 let token = table_token(t, pk);
@@ -2653,7 +2795,7 @@ fn read_ranges(
     let resume = paging.as_ref().filter(|p| !p.last_key.is_empty());
     // The partition being read: token, key and key prefix.
     let mut cur: Option<(Token, Bytes, Vec<u8>)> = None;
-    let mut reader = PartitionRows::new(t, &plan.filters);
+    let mut reader = PartitionRows::new(t, plan);
     // Ends the partition being read: its static row if none of its rows passed. A page that
     // fills up there resumes after all of the partition's keys.
     let end_partition =
@@ -2785,7 +2927,7 @@ fn read_index(
     }
     let mut cur_pk: Option<Bytes> = None;
     let mut ck_start = 0;
-    let mut reader = PartitionRows::new(t, &plan.filters);
+    let mut reader = PartitionRows::new(t, plan);
     for item in engine
         .store
         .scan(Space::Data, as_ref(&lo_b), as_ref(&hi_key), false)

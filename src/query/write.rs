@@ -4,6 +4,7 @@
 //! them locks the logical partitions involved (striped locks, in order), reads the current rows,
 //! merges with last-write-wins, and commits everything as one atomic storage batch.
 
+use super::clustering::Restricted;
 use super::complex::{self, ElemParams};
 use super::eval::{eval, Ctx, Val};
 use super::row::{self, Cell, ComplexCell, Elem, Marker, Pending, RowData, KIND_HEADER, KIND_ROW};
@@ -18,13 +19,13 @@ use crate::cql::types::CqlType;
 use crate::cql::value;
 use crate::partition::token::{partition_key_bytes, token_of, Token};
 use crate::schema::{ddl, ColumnDef, ColumnKind, Schema, TableDef};
-use crate::storage::{Space, WriteBatch};
+use crate::storage::{Space, WriteBatch, MAX_KEY_BYTES as STORE_MAX_KEY_BYTES};
 use bytes::Bytes;
 use std::sync::Arc;
 
 use super::bind::BoundValues;
 
-/// Longest partition key Cassandra accepts.
+/// Longest partition key or clustering value Cassandra accepts.
 pub const MAX_KEY_BYTES: usize = 65535;
 /// Longest TTL (20 years).
 pub const MAX_TTL: i64 = 630_720_000;
@@ -306,10 +307,11 @@ pub fn split_list(b: &Bytes) -> Option<Vec<Bytes>> {
     Some(out)
 }
 
-fn key_value(v: Val, col: &crate::schema::ColumnDef) -> Result<Bytes> {
+pub(crate) fn key_value(v: Val, col: &crate::schema::ColumnDef) -> Result<Bytes> {
     match v {
         Val::Value(b) => {
-            if col.kind == ColumnKind::PartitionKey && b.len() > MAX_KEY_BYTES {
+            // Cassandra's limit per key component (partition key and clustering values).
+            if b.len() > MAX_KEY_BYTES {
                 return Err(invalid(format!(
                     "Key length of {} is longer than maximum of {MAX_KEY_BYTES}",
                     b.len()
@@ -373,13 +375,37 @@ fn require_all(
 fn partition_keys(table: &TableDef, pk_vals: Vec<Option<Vec<Bytes>>>) -> Result<Vec<Bytes>> {
     require_all(table, &table.partition_key, &pk_vals, "partition key parts")?;
     let cols: Vec<Vec<Bytes>> = pk_vals.into_iter().map(|v| v.unwrap_or_default()).collect();
-    Ok(combinations(&cols)
+    combinations(&cols)
         .into_iter()
         .map(|parts| {
             let refs: Vec<&[u8]> = parts.iter().map(|b| &b[..]).collect();
-            Bytes::from(partition_key_bytes(&refs))
+            let k = Bytes::from(partition_key_bytes(&refs));
+            check_partition_key(&k)?;
+            Ok(k)
         })
-        .collect())
+        .collect()
+}
+
+/// Cassandra's rule for a serialized partition key: an empty key (a single-column key given as
+/// `''` or an empty blob) is refused, by writes and reads alike.
+pub(crate) fn check_partition_key(k: &[u8]) -> Result<()> {
+    if k.is_empty() {
+        return Err(invalid("Key may not be empty"));
+    }
+    Ok(())
+}
+
+/// Refuses mutations whose stored key would pass the store's key limit: a partition key and
+/// clustering values each within Cassandra's 64 KiB can together, with the key's prefixes and
+/// escaping, be longer than the store holds.
+fn check_stored_keys(muts: &[Mutation]) -> Result<()> {
+    match muts.iter().find(|m| m.key.len() > STORE_MAX_KEY_BYTES) {
+        Some(m) => Err(invalid(format!(
+            "The primary key is too long: stored with its prefixes it takes {} bytes, more than the maximum of {STORE_MAX_KEY_BYTES} (partition key and clustering values together)",
+            m.key.len()
+        ))),
+        None => Ok(()),
+    }
 }
 
 fn clustering_types(table: &TableDef) -> Vec<(&CqlType, bool)> {
@@ -820,7 +846,12 @@ fn update_mutations(
         table,
         key_values(table, &up.where_clause, ctx, &table.partition_key)?,
     )?;
-    let ck_vals = key_values(table, &up.where_clause, ctx, &table.clustering)?;
+    let ck = Restricted::from_where(table, &up.where_clause, ctx)?;
+    if !ck.bounds.is_empty() {
+        return Err(invalid(
+            "Slice restrictions are not supported on the clustering columns in UPDATE statements",
+        ));
+    }
     let mut out = Vec::new();
     let has_static = !static_cells.cells.is_empty()
         || !static_cells.complex.is_empty()
@@ -830,13 +861,14 @@ fn update_mutations(
         || !cells.pending.is_empty()
         || !has_static;
     let cks = if need_rows {
-        require_all(table, &table.clustering, &ck_vals, "clustering keys")?;
-        combinations(
-            &ck_vals
-                .into_iter()
-                .map(|v| v.unwrap_or_default())
-                .collect::<Vec<_>>(),
-        )
+        let missing = ck.missing(table);
+        if !missing.is_empty() {
+            return Err(invalid(format!(
+                "Some clustering keys are missing: {}",
+                missing.join(", ")
+            )));
+        }
+        ck.prefixes
     } else {
         Vec::new()
     };
@@ -1062,55 +1094,10 @@ fn delete_mutations(
         table,
         key_values(table, &del.where_clause, ctx, &table.partition_key)?,
     )?;
-    let ck_vals = key_values(table, &del.where_clause, ctx, &table.clustering)?;
-    let given = ck_vals.iter().take_while(|v| v.is_some()).count();
-    if ck_vals.iter().skip(given).any(|v| v.is_some()) {
-        let first_missing = &table.columns[table.clustering[given]].name;
-        return Err(invalid(format!(
-            "PRIMARY KEY column \"{}\" cannot be restricted as preceding column \"{first_missing}\" is not restricted",
-            table.columns[table.clustering[ck_vals.iter().rposition(|v| v.is_some()).unwrap_or(0)]].name
-        )));
-    }
-    // A slice (< <= > >=) on the clustering column after the = / IN prefix.
-    let mut slice: Option<(usize, Vec<(Operator, Bytes)>)> = None;
-    for r in &del.where_clause {
-        let RelationLhs::Column(name) = &r.lhs else {
-            continue;
-        };
-        if !matches!(
-            r.op,
-            Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge
-        ) {
-            continue;
-        }
-        let Some(col) = table.column(name) else {
-            continue;
-        };
-        if col.kind != ColumnKind::Clustering {
-            continue;
-        }
-        if col.position != given {
-            return Err(invalid(format!(
-                "PRIMARY KEY column \"{name}\" cannot be restricted as preceding column \"{}\" is not restricted",
-                table.columns[table.clustering[given.min(table.clustering.len() - 1)]].name
-            )));
-        }
-        let v = match eval(&r.rhs, &col.ty, name, ctx)? {
-            Val::Value(b) => b,
-            Val::Null => {
-                return Err(invalid(format!(
-                    "Invalid null value in condition for column {name}"
-                )))
-            }
-            Val::Unset => return Err(invalid(format!("Invalid unset value for column {name}"))),
-        };
-        let ci = table.clustering[given];
-        slice
-            .get_or_insert_with(|| (ci, Vec::new()))
-            .1
-            .push((r.op, v));
-    }
-    if slice.is_some() && !del.targets.is_empty() {
+    let ck = Restricted::from_where(table, &del.where_clause, ctx)?;
+    // A range: a slice, or a prefix of the clustering columns (not all, not none).
+    let is_range = !ck.bounds.is_empty() || (ck.len > 0 && ck.len < table.clustering.len());
+    if is_range && !del.targets.is_empty() {
         return Err(invalid(
             "Range deletions are not supported for specific columns",
         ));
@@ -1144,53 +1131,46 @@ fn delete_mutations(
         || !static_cells.complex.is_empty()
         || !static_cells.pending.is_empty();
     let mut out = Vec::new();
-    for pk in pks {
-        if slice.is_some()
-            || (given > 0 && given < table.clustering.len() && del.targets.is_empty())
-        {
-            // A clustering range or prefix: range tombstones in the partition header.
-            let prefix_vals: Vec<Vec<Bytes>> = ck_vals
-                .iter()
-                .take(given)
-                .map(|v| v.clone().unwrap_or_default())
-                .collect();
-            let ranges = super::select::clustering_slices(table, &prefix_vals, slice.as_ref())
-                .into_iter()
-                .filter_map(|(lo, hi)| {
-                    let lo = match lo {
-                        std::ops::Bound::Included(k) => k,
-                        std::ops::Bound::Excluded(k) => row::prefix_successor_or_empty(k)?,
-                        std::ops::Bound::Unbounded => Vec::new(),
-                    };
-                    let hi = match hi {
-                        std::ops::Bound::Excluded(k) => Some(k),
-                        std::ops::Bound::Included(k) => row::prefix_successor_or_empty(k),
-                        std::ops::Bound::Unbounded => None,
-                    };
-                    if hi.as_ref().is_some_and(|h| *h <= lo) {
-                        return None;
-                    }
-                    Some(row::RangeTombstone {
-                        lo,
-                        hi,
-                        ts: p.ts,
-                        local_deletion: now,
-                    })
+    // Range tombstones: clustering key byte ranges [lo, hi) of the partition's rows.
+    let ranges: Vec<row::RangeTombstone> = if is_range {
+        ck.ranges(table)
+            .into_iter()
+            .filter_map(|(lo, hi)| {
+                let lo = match lo {
+                    std::ops::Bound::Included(k) => k,
+                    std::ops::Bound::Excluded(k) => row::prefix_successor_or_empty(k)?,
+                    std::ops::Bound::Unbounded => Vec::new(),
+                };
+                let hi = match hi {
+                    std::ops::Bound::Excluded(k) => Some(k),
+                    std::ops::Bound::Included(k) => row::prefix_successor_or_empty(k),
+                    std::ops::Bound::Unbounded => None,
+                };
+                if hi.as_ref().is_some_and(|h| *h <= lo) {
+                    return None;
+                }
+                Some(row::RangeTombstone {
+                    lo,
+                    hi,
+                    ts: p.ts,
+                    local_deletion: now,
                 })
-                .collect();
-            let update = RowData {
-                ranges,
-                ..Default::default()
-            };
-            out.push(Mutation::header(table, &pk, update));
-        } else if given == table.clustering.len() && (del.targets.is_empty() || has_cells) {
-            let cks = combinations(
-                &ck_vals
-                    .iter()
-                    .map(|v| v.clone().unwrap_or_default())
-                    .collect::<Vec<_>>(),
-            );
-            for ck in cks {
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    for pk in pks {
+        if is_range {
+            if !ranges.is_empty() {
+                let update = RowData {
+                    ranges: ranges.clone(),
+                    ..Default::default()
+                };
+                out.push(Mutation::header(table, &pk, update));
+            }
+        } else if ck.len == table.clustering.len() && (del.targets.is_empty() || has_cells) {
+            for key in &ck.prefixes {
                 let update = if del.targets.is_empty() {
                     RowData {
                         deletion: Some((p.ts, now)),
@@ -1199,18 +1179,20 @@ fn delete_mutations(
                 } else {
                     cells.clone()
                 };
-                out.push(Mutation::row(table, &pk, &ck, update));
+                out.push(Mutation::row(table, &pk, key, update));
             }
-        } else if given == 0 && del.targets.is_empty() {
+        } else if del.targets.is_empty() {
             // The whole partition: a partition deletion in its header.
             let update = RowData {
                 deletion: Some((p.ts, now)),
                 ..Default::default()
             };
             out.push(Mutation::header(table, &pk, update));
-        } else if del.targets.is_empty() || has_cells {
+        } else if has_cells {
+            // Columns of every row of the partition: a range deletion, which Cassandra refuses
+            // for specific columns.
             return Err(invalid(
-                "Range deletions (a prefix of the clustering columns) are not supported yet",
+                "Range deletions are not supported for specific columns",
             ));
         }
         if has_static {
@@ -1339,7 +1321,7 @@ pub(crate) fn mutations_for(
     ctx: &Ctx,
     ts: i64,
 ) -> Result<Vec<Mutation>> {
-    match st {
+    let muts = match st {
         Statement::Insert(i) => {
             let t = resolve_table(schema, keyspace, &i.table)?;
             check_writable(t)?;
@@ -1358,7 +1340,9 @@ pub(crate) fn mutations_for(
         _ => Err(invalid(
             "Only INSERT, UPDATE and DELETE statements are allowed in a BATCH",
         )),
-    }
+    }?;
+    check_stored_keys(&muts)?;
+    Ok(muts)
 }
 
 pub(crate) fn check_writable(t: &TableDef) -> Result<()> {
@@ -1790,7 +1774,15 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
             if_not_exists,
             properties,
         } => {
-            let c = cat.update(|s, _| ddl::create_keyspace(s, name, *if_not_exists, properties))?;
+            let c = cat.update(|s, _| {
+                ddl::create_keyspace(
+                    s,
+                    name,
+                    *if_not_exists,
+                    properties,
+                    &engine.node.data_center,
+                )
+            })?;
             Ok(done(c))
         }
         Statement::AlterKeyspace {
@@ -1798,7 +1790,9 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
             if_exists,
             properties,
         } => {
-            let c = cat.update(|s, _| ddl::alter_keyspace(s, name, *if_exists, properties))?;
+            let c = cat.update(|s, _| {
+                ddl::alter_keyspace(s, name, *if_exists, properties, &engine.node.data_center)
+            })?;
             Ok(done(c))
         }
         Statement::DropKeyspace { name, if_exists } => {

@@ -208,9 +208,13 @@ fn check_one_throughput(props: &Properties) -> Result<(), SchemaError> {
 const SIMPLE: &str = "org.apache.cassandra.locator.SimpleStrategy";
 const NTS: &str = "org.apache.cassandra.locator.NetworkTopologyStrategy";
 
+/// The replication options of CREATE/ALTER KEYSPACE `keyspace`, validated as Cassandra 5.0 does
+/// for a cluster whose only data centre is `data_center`.
 fn replication_from(
     props: &Properties,
     existing: Option<&BTreeMap<String, String>>,
+    keyspace: &str,
+    data_center: &str,
 ) -> Result<BTreeMap<String, String>, SchemaError> {
     let Some((_, v)) = props.values.iter().find(|(k, _)| k == "replication") else {
         return match existing {
@@ -251,10 +255,24 @@ fn replication_from(
         check_rf("replication_factor", rf)?;
         if let Some(k) = map.keys().find(|k| *k != "replication_factor") {
             return Err(config(format!(
-                "Unrecognized strategy option {{{k}}} passed to SimpleStrategy for keyspace"
+                "Unrecognized strategy option {{{k}}} passed to SimpleStrategy for keyspace {keyspace}"
             )));
         }
     } else {
+        if map.is_empty() {
+            return Err(config(
+                "Configuration for at least one datacenter must be present",
+            ));
+        }
+        // Only the cluster's data centres (and replication_factor, for all of them) are options.
+        if let Some(k) = map
+            .keys()
+            .find(|k| *k != "replication_factor" && *k != data_center)
+        {
+            return Err(config(format!(
+                "Unrecognized strategy option {{{k}}} passed to NetworkTopologyStrategy for keyspace {keyspace}"
+            )));
+        }
         for (k, v) in &map {
             check_rf(k, v)?;
         }
@@ -268,6 +286,7 @@ pub fn create_keyspace(
     name: &str,
     if_not_exists: bool,
     props: &Properties,
+    data_center: &str,
 ) -> Result<Option<SchemaChange>, SchemaError> {
     check_name("Keyspace", name)?;
     if schema.keyspaces.contains_key(name) {
@@ -282,7 +301,7 @@ pub fn create_keyspace(
     }
     let mut ks = KeyspaceDef {
         name: name.into(),
-        replication: replication_from(props, None)?,
+        replication: replication_from(props, None, name, data_center)?,
         durable_writes: true,
         cosmosdb_provisioned_throughput: None,
         cosmosdb_autoscale_max_throughput: None,
@@ -324,6 +343,7 @@ pub fn alter_keyspace(
     name: &str,
     if_exists: bool,
     props: &Properties,
+    data_center: &str,
 ) -> Result<Option<SchemaChange>, SchemaError> {
     check_not_system(schema, name)?;
     let Some(existing) = schema.keyspaces.get(name) else {
@@ -333,7 +353,7 @@ pub fn alter_keyspace(
         return Err(invalid(format!("Keyspace '{name}' does not exist")));
     };
     let mut ks = (**existing).clone();
-    ks.replication = replication_from(props, Some(&existing.replication))?;
+    ks.replication = replication_from(props, Some(&existing.replication), name, data_center)?;
     apply_keyspace_props(&mut ks, props)?;
     schema.keyspaces.insert(name.into(), Arc::new(ks));
     Ok(Some(SchemaChange {
@@ -520,6 +540,9 @@ pub fn drop_type(
     if_exists: bool,
 ) -> Result<Option<SchemaChange>, SchemaError> {
     check_not_system(schema, keyspace)?;
+    if if_exists && schema.keyspace(keyspace).is_none() {
+        return Ok(None);
+    }
     let ks = schema.require_keyspace(keyspace)?.clone();
     if !ks.types.contains_key(name) {
         if if_exists {
@@ -1250,6 +1273,10 @@ pub fn drop_table(
     if_exists: bool,
 ) -> Result<Option<(SchemaChange, Arc<TableDef>)>, SchemaError> {
     check_not_system(schema, keyspace)?;
+    if if_exists && schema.keyspace(keyspace).is_none() {
+        // Cassandra: IF EXISTS of something in a missing keyspace is a no-op.
+        return Ok(None);
+    }
     let ks = schema.require_keyspace(keyspace)?.clone();
     let Some(table) = ks.tables.get(name).cloned() else {
         if if_exists {
@@ -1304,6 +1331,18 @@ pub fn create_index(
     let col = table
         .column(column)
         .ok_or_else(|| invalid(format!("Column '{column}' does not exist")))?;
+    if col.ty.references_duration() {
+        return Err(invalid(match col.ty.unfrozen() {
+            CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..) => {
+                "Secondary indexes are not supported on collections containing durations"
+            }
+            CqlType::Tuple(_) => {
+                "Secondary indexes are not supported on tuples containing durations"
+            }
+            CqlType::Udt(_) => "Secondary indexes are not supported on UDTs containing durations",
+            _ => "Secondary indexes are not supported on duration columns",
+        }));
+    }
     if col.ty.is_counter() {
         return Err(invalid("Cannot create secondary index on a counter column"));
     }
@@ -1420,6 +1459,9 @@ pub fn drop_index(
     if_exists: bool,
 ) -> Result<Option<(SchemaChange, crate::schema::IndexDef)>, SchemaError> {
     check_not_system(schema, keyspace)?;
+    if if_exists && schema.keyspace(keyspace).is_none() {
+        return Ok(None);
+    }
     let ks = schema.require_keyspace(keyspace)?.clone();
     let Some(table) = ks
         .tables

@@ -587,14 +587,30 @@ impl Call {
 
     fn attempt(&self, hold: &Hold) -> Produced {
         let mut session = self.session.clone();
-        execute(
-            &self.shared,
-            &mut session,
-            &self.env,
-            self.version,
-            self.peer,
-            hold,
-        )
+        let what = match &self.env.request {
+            Request::Prepare(_) => "PREPARE",
+            Request::Execute(_) => "EXECUTE",
+            Request::Batch(_) => "BATCH",
+            _ => "QUERY",
+        };
+        // The last resort for bugs: a panic is answered with a Server error (panic_guard.rs).
+        super::panic_guard::answer_panics(what, || {
+            execute(
+                &self.shared,
+                &mut session,
+                &self.env,
+                self.version,
+                self.peer,
+                hold,
+            )
+        })
+        .unwrap_or_else(|e| Produced {
+            response: Response::Error(e),
+            keyspace: None,
+            extras: ResponseExtras::NONE,
+            held_ms: None,
+            tracer: None,
+        })
     }
 }
 

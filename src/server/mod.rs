@@ -7,6 +7,7 @@ pub mod convert;
 mod handshake;
 mod out_budget;
 mod quickack;
+mod panic_guard;
 
 use crate::config::Config;
 use crate::protocol::response::Event;

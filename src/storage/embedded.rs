@@ -6,7 +6,7 @@
 
 use super::{
     Purge, PurgeFilter, PurgeFilterFactory, Result, ScanIter, Space, StorageError, Store, SyncMode,
-    WriteBatch,
+    WriteBatch, MAX_KEY_BYTES,
 };
 use bytes::Bytes;
 use fjall::compaction::filter::{CompactionFilter, Context, Factory, ItemAccessor, Verdict};
@@ -139,6 +139,10 @@ impl EmbeddedStore {
 
 impl Store for EmbeddedStore {
     fn get(&self, space: Space, key: &[u8]) -> Result<Option<Bytes>> {
+        if key.len() > MAX_KEY_BYTES {
+            // No such key can be stored.
+            return Ok(None);
+        }
         Ok(self.space(space).get(key)?.map(Bytes::from))
     }
 
@@ -149,7 +153,7 @@ impl Store for EmbeddedStore {
         upper: Bound<&[u8]>,
         reverse: bool,
     ) -> ScanIter {
-        let range = (lower.map(|k| k.to_vec()), upper.map(|k| k.to_vec()));
+        let range = (clamp_lower(lower), clamp_upper(upper));
         let iter = self.space(space).range::<Vec<u8>, _>(range);
         let map = |g: fjall::Guard| -> Result<(Bytes, Bytes)> {
             let (k, v) = g.into_inner()?;
@@ -165,6 +169,9 @@ impl Store for EmbeddedStore {
     fn commit(&self, batch: WriteBatch) -> Result<()> {
         if batch.ops.is_empty() {
             return Ok(());
+        }
+        if let Some(op) = batch.ops.iter().find(|op| op.key.len() > MAX_KEY_BYTES) {
+            return Err(StorageError::KeyTooLong(op.key.len()));
         }
         let mut b = self.db.batch().durability(Some(PersistMode::Buffer));
         for op in batch.ops {
@@ -195,6 +202,29 @@ impl Store for EmbeddedStore {
         self.data.rotate_memtable_and_wait()?;
         self.data.major_compact()?;
         Ok(())
+    }
+}
+
+/// A lower scan bound the store accepts. A bound key `k` longer than [`MAX_KEY_BYTES`] becomes
+/// "after its first MAX_KEY_BYTES bytes" `t`: a stored key (at most that long) is above `k`
+/// exactly when it is above `t`, since `t` is the only stored key that starts with `t`.
+fn clamp_lower(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
+    match b {
+        Bound::Included(k) | Bound::Excluded(k) if k.len() > MAX_KEY_BYTES => {
+            Bound::Excluded(k[..MAX_KEY_BYTES].to_vec())
+        }
+        b => b.map(<[u8]>::to_vec),
+    }
+}
+
+/// An upper scan bound the store accepts: a too-long `k` becomes "up to and including its
+/// first MAX_KEY_BYTES bytes" (the same reasoning as [`clamp_lower`]).
+fn clamp_upper(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
+    match b {
+        Bound::Included(k) | Bound::Excluded(k) if k.len() > MAX_KEY_BYTES => {
+            Bound::Included(k[..MAX_KEY_BYTES].to_vec())
+        }
+        b => b.map(<[u8]>::to_vec),
     }
 }
 
@@ -236,6 +266,35 @@ mod tests {
             Bytes::from_static(b"x")
         );
         assert!(s.get(Space::Data, &[5]).unwrap().is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn keys_over_the_limit_are_errors_not_panics() {
+        let dir = std::env::temp_dir().join(format!("ringgate-store-long-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let s = EmbeddedStore::open(&dir, SyncMode::None).unwrap();
+        let longest = vec![7u8; MAX_KEY_BYTES];
+        let too_long = vec![7u8; MAX_KEY_BYTES + 1];
+        let mut b = WriteBatch::default();
+        b.put(Space::Data, longest.clone(), vec![1u8]);
+        s.commit(b).unwrap();
+        let mut b = WriteBatch::default();
+        b.put(Space::Data, vec![1u8], vec![1u8]);
+        b.put(Space::Data, too_long.clone(), vec![1u8]);
+        assert!(matches!(
+            s.commit(b),
+            Err(StorageError::KeyTooLong(n)) if n == MAX_KEY_BYTES + 1
+        ));
+        // Nothing of the refused batch was written.
+        assert!(s.get(Space::Data, &[1]).unwrap().is_none());
+        assert!(s.get(Space::Data, &too_long).unwrap().is_none());
+        assert!(s.get(Space::Data, &longest).unwrap().is_some());
+        // Scans with too-long bounds see exactly the keys on the right side of them.
+        let above = |lo: Bound<&[u8]>| collect(s.scan(Space::Data, lo, Bound::Unbounded, false));
+        assert!(above(Bound::Included(&too_long)).is_empty());
+        let below = |hi: Bound<&[u8]>| collect(s.scan(Space::Data, Bound::Unbounded, hi, false));
+        assert_eq!(below(Bound::Excluded(&too_long)), vec![longest.clone()]);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

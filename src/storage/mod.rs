@@ -20,7 +20,15 @@ pub enum StorageError {
     Io(String),
     #[error("storage is corrupt: {0}")]
     Corrupt(String),
+    /// A batch held a key longer than [`MAX_KEY_BYTES`]; nothing of the batch was written.
+    #[error("Key length of {0} is longer than the storage maximum of {MAX_KEY_BYTES}")]
+    KeyTooLong(usize),
 }
+
+/// The longest key the store holds (fjall stores key lengths as u16 and panics above it).
+/// Callers refuse longer keys with a clear error before they build a batch; the store checks
+/// again, so a longer key is an error, never a panic.
+pub const MAX_KEY_BYTES: usize = u16::MAX as usize;
 
 impl From<fjall::Error> for StorageError {
     fn from(e: fjall::Error) -> Self {

@@ -219,6 +219,11 @@ def test_native_values_as_partition_and_clustering_keys(session, keyspace):
         for i, (lit, want, bind, _) in enumerate(NATIVE[typ]):
             if typ in ("float", "double") and isinstance(want, float) and math.isnan(want):
                 continue
+            if lit in ("''", "0x"):
+                # Cassandra refuses an empty partition key (an empty clustering value is fine)
+                with pytest.raises(InvalidRequest, match="Key may not be empty"):
+                    session.execute(f"INSERT INTO {t} (p, c, v) VALUES ({lit}, {lit}, {i})")
+                continue
             session.execute(f"INSERT INTO {t} (p, c, v) VALUES ({lit}, {lit}, {i})")
             row = session.execute(sel, [want, want]).one()
             assert row is not None, f"{typ} {lit}"

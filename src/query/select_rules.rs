@@ -1,0 +1,104 @@
+//! Cassandra 5.0's rules for the WHERE and ORDER BY clauses of a SELECT that are checked before
+//! planning: forms Cassandra refuses (with its messages) even though the planner could answer
+//! them by filtering.
+//!
+//! - `!=` is not a relation Cassandra 5.0 supports: `Unsupported "!=" relation: v != 3`.
+//! - Slices on duration columns (durations have no order), also tuples/UDTs holding one.
+//! - DISTINCT may be restricted by partition key and static columns only.
+//! - ORDER BY names clustering columns in their declared order (columns skipped must be
+//!   restricted by `=`), all in the clustering order or all reversed.
+
+use super::{invalid, Result};
+use crate::cql::ast::{Operator, Order, Relation, RelationLhs, Select};
+use crate::schema::{ColumnKind, TableDef};
+
+/// Checks a SELECT's relations and ordering against Cassandra's rules.
+pub(crate) fn check(t: &TableDef, sel: &Select) -> Result<()> {
+    for r in &sel.where_clause {
+        check_relation(t, r)?;
+    }
+    if sel.distinct {
+        check_distinct(t, &sel.where_clause)?;
+    }
+    check_order_by(t, sel)
+}
+
+fn check_relation(t: &TableDef, r: &Relation) -> Result<()> {
+    let RelationLhs::Column(name) = &r.lhs else {
+        return Ok(());
+    };
+    if r.op == Operator::Ne {
+        return Err(invalid(format!(
+            "Unsupported \"!=\" relation: {name} != {}",
+            super::eval::term_text(&r.rhs)
+        )));
+    }
+    let slice = matches!(
+        r.op,
+        Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge
+    );
+    if slice && t.column(name).is_some_and(|c| c.ty.references_duration()) {
+        return Err(invalid(
+            "Slice restrictions are not supported on duration columns",
+        ));
+    }
+    Ok(())
+}
+
+fn check_distinct(t: &TableDef, rels: &[Relation]) -> Result<()> {
+    let refused = rels.iter().any(|r| match &r.lhs {
+        RelationLhs::Tuple(_) => true,
+        RelationLhs::Column(c) | RelationLhs::Element(c, _) => t
+            .column(c)
+            .is_some_and(|c| matches!(c.kind, ColumnKind::Clustering | ColumnKind::Regular)),
+        RelationLhs::Token(_) => false,
+    });
+    if refused {
+        return Err(invalid(
+            "SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns.",
+        ));
+    }
+    Ok(())
+}
+
+/// Whether clustering column `name` is restricted by a single-column `=`.
+fn restricted_by_eq(rels: &[Relation], name: &str) -> bool {
+    rels.iter()
+        .any(|r| r.op == Operator::Eq && matches!(&r.lhs, RelationLhs::Column(c) if c == name))
+}
+
+fn check_order_by(t: &TableDef, sel: &Select) -> Result<()> {
+    let mut next = 0;
+    let mut reversed: Option<bool> = None;
+    for (name, dir) in &sel.order_by {
+        let Some(col) = t.column(name) else {
+            return Err(invalid(format!("Undefined column name {name}")));
+        };
+        if col.kind != ColumnKind::Clustering {
+            return Err(invalid(format!(
+                "Order by is currently only supported on the clustered columns of the PRIMARY KEY, got {name}"
+            )));
+        }
+        while next < col.position {
+            let skipped = &t.columns[t.clustering[next]].name;
+            if !restricted_by_eq(&sel.where_clause, skipped) {
+                return Err(invalid(
+                    "Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY",
+                ));
+            }
+            next += 1;
+        }
+        if col.position < next {
+            return Err(invalid(
+                "Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY",
+            ));
+        }
+        next = col.position + 1;
+        let this = (*dir == Order::Desc) != col.desc;
+        if reversed.is_some_and(|r| r != this) {
+            return Err(invalid("Unsupported order by relation"));
+        }
+        reversed = Some(this);
+    }
+    Ok(())
+}

@@ -1,0 +1,515 @@
+"""Cassandra 5.0 exactness (issue 13): the dangerous cases (data loss, silent wrong results,
+requests that were never answered) and the groups of differences, each asserting Cassandra's
+behaviour and error message with the Python driver end to end."""
+
+import re
+
+import pytest
+from cassandra import InvalidRequest
+
+from rgtest import create_keyspace, error_text
+
+
+@pytest.fixture
+def ks(session, unique_name):
+    name = unique_name("ex")
+    create_keyspace(session, name)
+    return name
+
+
+def rows(session, q, *args):
+    return [tuple(r) for r in session.execute(q, args or None)]
+
+
+def invalid(session, q, *args):
+    """The InvalidRequest message of a statement that must be refused."""
+    with pytest.raises(InvalidRequest) as e:
+        session.execute(q, args or None)
+    text = error_text(e.value)
+    m = re.search(r'message="(.*)"$', text, re.S)
+    return m.group(1) if m else text
+
+
+# ------------------------------------------------------------------ requests always answered
+
+
+def test_key_components_up_to_64k_answered_never_hang(session, ks):
+    """Cassandra refuses key components above 65,535 bytes; below that our store's key limit
+    (the whole stored key, with prefixes) may refuse too, but always with an answer."""
+    session.execute(f"CREATE TABLE {ks}.p (k text PRIMARY KEY, v int)")
+    session.execute(f"CREATE TABLE {ks}.c (k int, c text, v int, PRIMARY KEY (k, c))")
+    for q, big in [
+        (f"INSERT INTO {ks}.p (k, v) VALUES (%s, 1)", 65536),
+        (f"INSERT INTO {ks}.c (k, c, v) VALUES (1, %s, 1)", 65536),
+        (f"UPDATE {ks}.c SET v = 1 WHERE k = 1 AND c = %s", 65536),
+    ]:
+        msg = invalid(session, q, "x" * big)
+        assert msg == "Key length of 65536 is longer than maximum of 65535"
+    for q in [f"INSERT INTO {ks}.p (k, v) VALUES (%s, 1)", f"INSERT INTO {ks}.c (k, c, v) VALUES (1, %s, 1)"]:
+        msg = invalid(session, q, "x" * 65535)
+        assert "too long" in msg
+    # reads with such keys are answered (nothing can match)
+    assert rows(session, f"SELECT * FROM {ks}.p WHERE k = %s", "x" * 65535) == []
+    assert rows(session, f"SELECT * FROM {ks}.c WHERE k = 1 AND c = %s", "x" * 65535) == []
+    assert rows(session, f"SELECT * FROM {ks}.c WHERE k = 1 AND c > %s", "x" * 65535) == []
+    # long keys that fit are stored and read back; the connection is still usable
+    session.execute(f"INSERT INTO {ks}.p (k, v) VALUES (%s, 2)", ("y" * 60000,))
+    session.execute(f"INSERT INTO {ks}.c (k, c, v) VALUES (1, %s, 3)", ("z" * 60000,))
+    assert rows(session, f"SELECT v FROM {ks}.p WHERE k = %s", "y" * 60000) == [(2,)]
+    assert rows(session, f"SELECT v FROM {ks}.c WHERE k = 1") == [(3,)]
+
+
+def test_conditional_batch_with_empty_in_is_refused(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int, c int, v int, PRIMARY KEY (k, c))")
+    msg = invalid(
+        session,
+        f"BEGIN BATCH UPDATE {ks}.t SET v = 1 WHERE k = 0 AND c IN () IF v = 1; APPLY BATCH",
+    )
+    assert msg == "IN on the clustering key columns is not supported with conditional updates"
+    msg = invalid(
+        session,
+        f"BEGIN BATCH UPDATE {ks}.t SET v = 1 WHERE k IN () AND c = 1 IF v = 1; APPLY BATCH",
+    )
+    assert msg == (
+        "Batch with conditions cannot span multiple partitions "
+        "(you cannot use IN on the partition key)"
+    )
+    msg = invalid(session, f"UPDATE {ks}.t SET v = 1 WHERE k IN (1) AND c = 1 IF v = 1")
+    assert msg == "IN on the partition key is not supported with conditional updates"
+    msg = invalid(session, f"DELETE FROM {ks}.t WHERE k = 1 AND c IN (1) IF v = 1")
+    assert msg == "IN on the clustering key columns is not supported with conditional deletions"
+    session.execute(f"INSERT INTO {ks}.t (k, c, v) VALUES (0, 1, 1)")
+    assert rows(session, f"SELECT v FROM {ks}.t WHERE k = 0 AND c = 1") == [(1,)]
+
+
+# ------------------------------------------------------------------ silent wrong results
+
+
+def test_empty_partition_key_is_refused(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k text PRIMARY KEY, v int)")
+    session.execute(f"CREATE TABLE {ks}.b (k blob PRIMARY KEY, v int)")
+    session.execute(f"CREATE TABLE {ks}.two (k1 text, k2 text, v int, PRIMARY KEY ((k1, k2)))")
+    assert invalid(session, f"INSERT INTO {ks}.t (k, v) VALUES ('', 1)") == "Key may not be empty"
+    assert invalid(session, f"INSERT INTO {ks}.t (k, v) VALUES (%s, 1)", "") == "Key may not be empty"
+    assert invalid(session, f"UPDATE {ks}.t SET v = 1 WHERE k = ''") == "Key may not be empty"
+    assert invalid(session, f"DELETE FROM {ks}.t WHERE k = ''") == "Key may not be empty"
+    assert invalid(session, f"INSERT INTO {ks}.b (k, v) VALUES (0x, 1)") == "Key may not be empty"
+    assert invalid(session, f"SELECT * FROM {ks}.t WHERE k = ''") == "Key may not be empty"
+    # a composite key with empty components is not empty
+    session.execute(f"INSERT INTO {ks}.two (k1, k2, v) VALUES ('', '', 1)")
+    assert rows(session, f"SELECT k1, k2, v FROM {ks}.two") == [("", "", 1)]
+    assert rows(session, f"SELECT * FROM {ks}.t") == []
+
+
+def test_clustering_restricted_select_returns_no_static_only_row(session, ks):
+    session.execute(
+        f"CREATE TABLE {ks}.t (k int, c int, d int, v int, s int static, PRIMARY KEY (k, c, d))"
+    )
+    session.execute(f"INSERT INTO {ks}.t (k, s) VALUES (1, 10)")
+    # the whole partition: its static-only row
+    assert rows(session, f"SELECT k, c, s FROM {ks}.t WHERE k = 1") == [(1, None, 10)]
+    assert rows(session, f"SELECT k, c, s FROM {ks}.t") == [(1, None, 10)]
+    assert rows(session, f"SELECT DISTINCT k, s FROM {ks}.t") == [(1, 10)]
+    # clustering (or regular column) restrictions select rows: none match, nothing is returned
+    for where in ["c = 3", "c = 3 AND d = 1", "c > 0", "(c, d) = (1, 1)", "c IN (1, 2)"]:
+        assert rows(session, f"SELECT * FROM {ks}.t WHERE k = 1 AND {where}") == [], where
+    assert rows(session, f"SELECT * FROM {ks}.t WHERE k = 1 AND v = 1 ALLOW FILTERING") == []
+    assert rows(session, f"SELECT * FROM {ks}.t WHERE c = 1 ALLOW FILTERING") == []
+    # a restriction on the static column alone still selects whole partitions
+    assert rows(session, f"SELECT k, s FROM {ks}.t WHERE s = 10 ALLOW FILTERING") == [(1, 10)]
+    session.execute(f"INSERT INTO {ks}.t (k, c, d, v) VALUES (1, 3, 1, 5)")
+    assert rows(session, f"SELECT k, c, d, v, s FROM {ks}.t WHERE k = 1 AND c = 3") == [(1, 3, 1, 5, 10)]
+
+
+def test_functions_in_selections_on_system_tables(session):
+    assert rows(session, "SELECT blobAsInt(intAsBlob(5)) FROM system.local") == [(5,)]
+    [(cluster, upper)] = rows(
+        session, "SELECT cluster_name, blobAsText(textAsBlob(cluster_name)) FROM system.local"
+    )
+    assert cluster == upper
+    [(n,)] = rows(session, "SELECT now() FROM system.local")
+    assert n is not None
+    [(ks,)] = rows(
+        session,
+        "SELECT textAsBlob(keyspace_name) FROM system_schema.keyspaces WHERE keyspace_name = 'system'",
+    )
+    assert ks == b"system"
+
+
+# ------------------------------------------------------------------ multi-column relations in writes
+
+
+@pytest.fixture
+def grid(session, ks):
+    """A partition with rows (a, b) for a, b in 0..2, and another partition that must survive."""
+    session.execute(f"CREATE TABLE {ks}.g (k int, a int, b int, v int, PRIMARY KEY (k, a, b))")
+    for k in (0, 1):
+        for a in range(3):
+            for b in range(3):
+                session.execute(f"INSERT INTO {ks}.g (k, a, b, v) VALUES ({k}, {a}, {b}, 0)")
+    return f"{ks}.g"
+
+
+def keys(session, table, k=0):
+    return [(r.a, r.b) for r in session.execute(f"SELECT a, b FROM {table} WHERE k = {k}")]
+
+
+ALL = [(a, b) for a in range(3) for b in range(3)]
+
+
+@pytest.mark.parametrize(
+    "where, gone",
+    [
+        ("(a, b) = (1, 2)", [(1, 2)]),
+        ("(a, b) IN ((0, 1), (2, 2), (5, 5))", [(0, 1), (2, 2)]),
+        ("(a) IN ((1), (2))", [(1, 0), (1, 1), (1, 2), (2, 0), (2, 1), (2, 2)]),
+        ("(a) = (1)", [(1, 0), (1, 1), (1, 2)]),
+        ("(a, b) > (1, 1)", [(1, 2), (2, 0), (2, 1), (2, 2)]),
+        ("(a, b) >= (1, 1)", [(1, 1), (1, 2), (2, 0), (2, 1), (2, 2)]),
+        ("(a, b) < (0, 2)", [(0, 0), (0, 1)]),
+        ("(a, b) > (0, 1) AND (a, b) <= (1, 1)", [(0, 2), (1, 0), (1, 1)]),
+        ("(a, b) > (0, 1) AND (a) < (1)", [(0, 2)]),
+        ("(a) > (1)", [(2, 0), (2, 1), (2, 2)]),
+        ("a = 1 AND (b) > (0)", [(1, 1), (1, 2)]),
+        ("a = 2 AND (b) IN ((0), (2))", [(2, 0), (2, 2)]),
+        ("(a, b) IN ()", []),
+    ],
+)
+def test_delete_with_multi_column_relations_removes_exactly_the_named_rows(session, grid, where, gone):
+    session.execute(f"DELETE FROM {grid} WHERE k = 0 AND {where}")
+    assert keys(session, grid) == [r for r in ALL if r not in gone]
+    assert keys(session, grid, k=1) == ALL
+
+
+def test_delete_multi_column_on_desc_clustering(session, ks):
+    session.execute(
+        f"CREATE TABLE {ks}.d (k int, a int, b int, v int, PRIMARY KEY (k, a, b)) "
+        "WITH CLUSTERING ORDER BY (a ASC, b DESC)"
+    )
+    for a in range(3):
+        for b in range(3):
+            session.execute(f"INSERT INTO {ks}.d (k, a, b, v) VALUES (0, {a}, {b}, 0)")
+    session.execute(f"DELETE FROM {ks}.d WHERE k = 0 AND (a, b) > (1, 0)")
+    got = sorted((r.a, r.b) for r in session.execute(f"SELECT a, b FROM {ks}.d WHERE k = 0"))
+    assert got == [(0, 0), (0, 1), (0, 2), (1, 0)]
+
+
+def test_update_with_multi_column_relations(session, grid):
+    session.execute(f"UPDATE {grid} SET v = 5 WHERE k = 0 AND (a, b) = (1, 1)")
+    session.execute(f"UPDATE {grid} SET v = 6 WHERE k = 0 AND (a, b) IN ((2, 0), (2, 2))")
+    session.execute(f"UPDATE {grid} SET v = 7 WHERE k = 0 AND a = 0 AND (b) = (2)")
+    got = {(r.a, r.b): r.v for r in session.execute(f"SELECT a, b, v FROM {grid} WHERE k = 0")}
+    assert got == {**{r: 0 for r in ALL}, (1, 1): 5, (2, 0): 6, (2, 2): 6, (0, 2): 7}
+    assert {r.v for r in session.execute(f"SELECT v FROM {grid} WHERE k = 1")} == {0}
+
+
+def test_batch_with_multi_column_relations(session, grid):
+    session.execute(
+        f"BEGIN BATCH "
+        f"DELETE FROM {grid} WHERE k = 0 AND (a, b) = (0, 0); "
+        f"UPDATE {grid} SET v = 9 WHERE k = 0 AND (a, b) = (0, 1); "
+        f"APPLY BATCH"
+    )
+    assert keys(session, grid) == ALL[1:]
+    assert [r.v for r in session.execute(f"SELECT v FROM {grid} WHERE k = 0 AND a = 0 AND b = 1")] == [9]
+
+
+def test_multi_column_relations_in_writes_prepared(session, grid):
+    ps = session.prepare(f"DELETE FROM {grid} WHERE k = ? AND (a, b) = (?, ?)")
+    session.execute(ps, (0, 2, 2))
+    ps = session.prepare(f"DELETE FROM {grid} WHERE k = ? AND (a, b) IN ?")
+    session.execute(ps, (0, [(0, 0), (1, 1)]))
+    assert keys(session, grid) == [r for r in ALL if r not in [(2, 2), (0, 0), (1, 1)]]
+
+
+@pytest.mark.parametrize(
+    "stmt, message",
+    [
+        ("UPDATE {t} SET v = 1 WHERE k = 0 AND (a, b) > (1, 1)",
+         "Slice restrictions are not supported on the clustering columns in UPDATE statements"),
+        ("UPDATE {t} SET v = 1 WHERE k = 0 AND a > 1",
+         "Slice restrictions are not supported on the clustering columns in UPDATE statements"),
+        ("UPDATE {t} SET v = 1 WHERE k = 0 AND (a) = (1)", "Some clustering keys are missing: b"),
+        ("DELETE FROM {t} WHERE k = 0 AND (a, b) = (1, 1) AND a = 1",
+         "Mixing single column relations and multi column relations on clustering columns is not allowed"),
+        ("DELETE FROM {t} WHERE k = 0 AND (b) = (1)",
+         'PRIMARY KEY column "b" cannot be restricted as preceding column "a" is not restricted'),
+        ("DELETE FROM {t} WHERE k = 0 AND (a) > (1) AND (b) = (1)",
+         'Clustering column "b" cannot be restricted (preceding column "a" is restricted by a non-EQ relation)'),
+        ("DELETE FROM {t} WHERE k = 0 AND (b, a) = (1, 1)",
+         "Clustering columns must appear in the PRIMARY KEY order in multi-column relations"),
+        ("DELETE FROM {t} WHERE k = 0 AND (k, a) = (1, 1)",
+         "Multi-column relations can only be applied to clustering columns but was applied to: k"),
+        ("DELETE v FROM {t} WHERE k = 0 AND (a, b) > (1, 1)",
+         "Range deletions are not supported for specific columns"),
+        ("DELETE v FROM {t} WHERE k = 0", "Range deletions are not supported for specific columns"),
+        ("DELETE FROM {t} WHERE k = 0 AND (a, b) > (1, 1) AND (a, b) > (0, 0)",
+         "More than one restriction was found for the start bound on (a, b)"),
+    ],
+)
+def test_refused_write_restrictions_keep_every_row(session, grid, stmt, message):
+    msg = invalid(session, stmt.format(t=grid))
+    assert msg.startswith(message), msg
+    assert keys(session, grid) == ALL
+
+
+def test_index_on_static_column_finds_its_partitions(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int, c int, v int, s int static, PRIMARY KEY (k, c))")
+    session.execute(f"CREATE INDEX ON {ks}.t (s)")
+    session.execute(f"INSERT INTO {ks}.t (k, c, v, s) VALUES (1, 1, 10, 7)")
+    session.execute(f"INSERT INTO {ks}.t (k, c, v) VALUES (1, 2, 20)")
+    session.execute(f"INSERT INTO {ks}.t (k, c, v, s) VALUES (2, 1, 30, 8)")
+    session.execute(f"INSERT INTO {ks}.t (k, s) VALUES (3, 7)")
+    got = sorted(tuple(r) for r in session.execute(f"SELECT k, c, v, s FROM {ks}.t WHERE s = 7"))
+    assert got == [(1, 1, 10, 7), (1, 2, 20, 7), (3, None, None, 7)]
+    assert rows(session, f"SELECT k, c FROM {ks}.t WHERE k = 2 AND s = 8") == [(2, 1)]
+    assert rows(session, f"SELECT k FROM {ks}.t WHERE s = 9") == []
+    # the static value changes: the partition moves with it
+    session.execute(f"UPDATE {ks}.t SET s = 9 WHERE k = 1")
+    assert sorted(r.k for r in session.execute(f"SELECT k FROM {ks}.t WHERE s = 7")) == [3]
+    assert sorted(r.c for r in session.execute(f"SELECT c FROM {ks}.t WHERE s = 9")) == [1, 2]
+    # other restrictions need ALLOW FILTERING, as with any index
+    msg = invalid(session, f"SELECT * FROM {ks}.t WHERE s = 9 AND v = 10")
+    assert msg.startswith("Cannot execute this query as it might involve data filtering")
+    assert rows(session, f"SELECT k, c FROM {ks}.t WHERE s = 9 AND v = 10 ALLOW FILTERING") == [(1, 1)]
+
+
+# ------------------------------------------------------------------ JSON
+
+
+def test_select_json_of_aggregates_group_by_and_order_by(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int, c int, v int, PRIMARY KEY (k, c))")
+    for k in range(3):
+        for c in range(2):
+            session.execute(f"INSERT INTO {ks}.t (k, c, v) VALUES ({k}, {c}, {k * 10 + c})")
+    assert rows(session, f"SELECT JSON count(*) FROM {ks}.t") == [('{"count": 6}',)]
+    assert rows(session, f"SELECT JSON count(*), max(v) FROM {ks}.t WHERE k = 1") == [
+        ('{"count": 2, "system.max(v)": 11}',)
+    ]
+    got = sorted(rows(session, f"SELECT JSON k, max(v) FROM {ks}.t GROUP BY k"))
+    assert got == [
+        ('{"k": 0, "system.max(v)": 1}',),
+        ('{"k": 1, "system.max(v)": 11}',),
+        ('{"k": 2, "system.max(v)": 21}',),
+    ]
+    assert rows(session, f"SELECT JSON c, v FROM {ks}.t WHERE k = 2 ORDER BY c DESC") == [
+        ('{"c": 1, "v": 21}',),
+        ('{"c": 0, "v": 20}',),
+    ]
+    # an aggregate over no rows is still one row
+    assert rows(session, f"SELECT JSON count(*) FROM {ks}.t WHERE k = 9") == [('{"count": 0}',)]
+
+
+def test_from_json_in_writes_and_prepared(session, ks):
+    session.execute(
+        f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v int, l list<text>, m map<text, int>, ts timestamp)"
+    )
+    session.execute(f"INSERT INTO {ks}.t (k, v, l) VALUES (1, fromJson('7'), fromJson('[\"a\", \"b\"]'))")
+    session.execute(f"UPDATE {ks}.t SET m = fromJson('{{\"x\": 1}}') WHERE k = 1")
+    assert rows(session, f"SELECT v, l, m FROM {ks}.t WHERE k = 1") == [(7, ["a", "b"], {"x": 1})]
+    # a bind marker inside fromJson() is text
+    ps = session.prepare(f"INSERT INTO {ks}.t (k, v, ts) VALUES (?, fromJson(?), fromJson(?))")
+    assert [c.type.typename for c in ps.column_metadata][1:] == ["varchar", "varchar"]
+    session.execute(ps, (2, "8", '"2020-01-02 03:04:05+0000"'))
+    [(v, ts)] = rows(session, f"SELECT v, ts FROM {ks}.t WHERE k = 2")
+    assert v == 8 and ts.year == 2020 and ts.hour == 3
+    session.execute(ps, (3, "null", "null"))
+    assert rows(session, f"SELECT v, ts FROM {ks}.t WHERE k = 3") == [(None, None)]
+    with pytest.raises(Exception) as e:
+        session.execute(f"INSERT INTO {ks}.t (k, v) VALUES (4, fromJson('{{bad'))")
+    assert "Could not decode JSON string" in str(e.value)
+    assert rows(session, f"SELECT v FROM {ks}.t WHERE k = 4") == []
+
+
+# ------------------------------------------------------------------ functions
+
+
+def test_blob_conversions_keep_empty_values_and_refuse_bad_bytes(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, b blob, s text)")
+    assert rows(session, "SELECT textAsBlob('') FROM system.local") == [(b"",)]
+    session.execute(f"INSERT INTO {ks}.t (k, b, s) VALUES (1, textAsBlob(''), blobAsText(0x))")
+    assert rows(session, f"SELECT b, s FROM {ks}.t WHERE k = 1") == [(b"", "")]
+    msg = invalid(session, "SELECT blobAsBigint(0x01) FROM system.local")
+    assert msg == (
+        "In call to function system.blobasbigint, value 0x01 is not a valid binary "
+        "representation for type bigint"
+    )
+
+
+def test_function_results_assigned_to_value_compatible_columns(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, b blob, ts timestamp, n bigint, i int)")
+    session.execute(f"INSERT INTO {ks}.t (k, b) VALUES (1, blobAsInt(0x00000005))")
+    session.execute(f"INSERT INTO {ks}.t (k, ts) VALUES (2, toUnixTimestamp(now()))")
+    session.execute(f"INSERT INTO {ks}.t (k, n) VALUES (3, toTimestamp(now()))")
+    assert rows(session, f"SELECT b FROM {ks}.t WHERE k = 1") == [(b"\x00\x00\x00\x05",)]
+    [(ts,)] = rows(session, f"SELECT ts FROM {ks}.t WHERE k = 2")
+    assert ts.year >= 2024
+    [(n,)] = rows(session, f"SELECT n FROM {ks}.t WHERE k = 3")
+    assert n > 1_700_000_000_000
+    msg = invalid(session, f"INSERT INTO {ks}.t (k, i) VALUES (4, toUnixTimestamp(now()))")
+    assert msg == (
+        "Type error: cannot assign result of function system.tounixtimestamp (type bigint) "
+        "to i (type int)"
+    )
+
+
+# ------------------------------------------------------------------ DDL
+
+
+def test_drop_if_exists_in_a_missing_keyspace_is_a_no_op(session, unique_name):
+    missing = unique_name("nokeyspace")
+    session.execute(f"DROP TABLE IF EXISTS {missing}.t")
+    session.execute(f"DROP TYPE IF EXISTS {missing}.ty")
+    session.execute(f"DROP INDEX IF EXISTS {missing}.ix")
+    with pytest.raises(InvalidRequest):
+        session.execute(f"DROP TABLE {missing}.t")
+
+
+# ------------------------------------------------------------------ too permissive queries
+
+FILTERING = "Cannot execute this query as it might involve data filtering"
+
+
+def test_queries_cassandra_refuses(session, ks):
+    session.execute(
+        f"CREATE TABLE {ks}.t (k int, c int, d int, v int, s int static, dur duration, "
+        "PRIMARY KEY (k, c, d))"
+    )
+    session.execute(f"INSERT INTO {ks}.t (k, c, d, v, dur) VALUES (1, 1, 1, 1, 1h)")
+    session.execute(f"INSERT INTO {ks}.t (k, c, d, v) VALUES (2, 1, 1, 2)")
+    # a partition key slice needs ALLOW FILTERING; with it, it filters
+    assert invalid(session, f"SELECT * FROM {ks}.t WHERE k > 1").startswith(FILTERING)
+    assert rows(session, f"SELECT k FROM {ks}.t WHERE k > 1 ALLOW FILTERING") == [(2,)]
+    assert invalid(session, f"SELECT * FROM {ks}.t WHERE k = 1 AND v != 3 ALLOW FILTERING") == (
+        'Unsupported "!=" relation: v != 3'
+    )
+    assert invalid(session, f"SELECT DISTINCT k FROM {ks}.t WHERE v = 1 ALLOW FILTERING") == (
+        "SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns."
+    )
+    assert invalid(session, f"SELECT DISTINCT k FROM {ks}.t WHERE k = 1 AND c = 1") == (
+        "SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns."
+    )
+    assert rows(session, f"SELECT DISTINCT k, s FROM {ks}.t WHERE k = 1") == [(1, None)]
+    assert invalid(session, f"SELECT * FROM {ks}.t WHERE dur > 1s ALLOW FILTERING") == (
+        "Slice restrictions are not supported on duration columns"
+    )
+    assert invalid(session, f"CREATE INDEX ON {ks}.t (dur)") == (
+        "Secondary indexes are not supported on duration columns"
+    )
+
+
+def test_order_by_forms_cassandra_refuses(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int, a int, b int, v int, PRIMARY KEY (k, a, b))")
+    for a in range(2):
+        for b in range(2):
+            session.execute(f"INSERT INTO {ks}.t (k, a, b, v) VALUES (0, {a}, {b}, 0)")
+    order = "Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY"
+    assert invalid(session, f"SELECT * FROM {ks}.t WHERE k = 0 ORDER BY b DESC") == order
+    assert invalid(session, f"SELECT * FROM {ks}.t WHERE k = 0 ORDER BY b ASC, a ASC") == order
+    assert invalid(session, f"SELECT * FROM {ks}.t WHERE k = 0 ORDER BY a ASC, b DESC") == (
+        "Unsupported order by relation"
+    )
+    assert invalid(session, f"SELECT * FROM {ks}.t WHERE k = 0 ORDER BY v DESC") == (
+        "Order by is currently only supported on the clustered columns of the PRIMARY KEY, got v"
+    )
+    # allowed: the declared order (or all reversed); a column skipped is restricted by =
+    got = rows(session, f"SELECT a, b FROM {ks}.t WHERE k = 0 ORDER BY a DESC, b DESC")
+    assert got == [(1, 1), (1, 0), (0, 1), (0, 0)]
+    assert rows(session, f"SELECT b FROM {ks}.t WHERE k = 0 AND a = 1 ORDER BY b DESC") == [(1,), (0,)]
+
+
+# ------------------------------------------------------------------ GROUP BY, DISTINCT, unset limits
+
+
+def test_group_by_limits_count_groups(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int, a int, b int, v int, s int static, PRIMARY KEY (k, a, b))")
+    for k in range(2):
+        for a in range(3):
+            for b in range(2):
+                session.execute(f"INSERT INTO {ks}.t (k, a, b, v) VALUES ({k}, {a}, {b}, 1)")
+    got = sorted(rows(session, f"SELECT k, a, count(*) FROM {ks}.t GROUP BY k, a PER PARTITION LIMIT 2"))
+    assert got == [(0, 0, 2), (0, 1, 2), (1, 0, 2), (1, 1, 2)]
+    assert len(rows(session, f"SELECT k, a, count(*) FROM {ks}.t GROUP BY k, a LIMIT 3")) == 3
+    assert rows(session, f"SELECT k, a, count(*) FROM {ks}.t WHERE k = 0 GROUP BY k, a LIMIT 2") == [
+        (0, 0, 2),
+        (0, 1, 2),
+    ]
+    session.execute(f"UPDATE {ks}.t SET s = 5 WHERE k = 0")
+    # DISTINCT of static columns alone, the partition key restricted
+    assert rows(session, f"SELECT DISTINCT s FROM {ks}.t WHERE k = 0") == [(5,)]
+    msg = invalid(session, f"SELECT DISTINCT s FROM {ks}.t")
+    assert msg == "SELECT DISTINCT queries must request all the partition key columns (missing k)"
+
+
+def test_unset_limit_means_no_limit(session, ks):
+    from cassandra.query import UNSET_VALUE
+
+    session.execute(f"CREATE TABLE {ks}.t (k int, c int, PRIMARY KEY (k, c))")
+    for c in range(5):
+        session.execute(f"INSERT INTO {ks}.t (k, c) VALUES (0, {c})")
+    ps = session.prepare(f"SELECT c FROM {ks}.t WHERE k = 0 LIMIT ?")
+    assert len(list(session.execute(ps, (UNSET_VALUE,)))) == 5
+    assert len(list(session.execute(ps, (2,)))) == 2
+    ps = session.prepare(f"SELECT c FROM {ks}.t WHERE k = 0 PER PARTITION LIMIT ?")
+    assert len(list(session.execute(ps, (UNSET_VALUE,)))) == 5
+    with pytest.raises(InvalidRequest, match="LIMIT must be strictly positive"):
+        session.execute(ps, (0,))
+
+
+# ------------------------------------------------------------------ replication
+
+
+def test_replication_validated_as_cassandra(session, unique_name):
+    from cassandra.protocol import ConfigurationException
+
+    name = unique_name("repl")
+    [(dc,)] = rows(session, "SELECT data_center FROM system.local")
+
+    def refused(replication):
+        with pytest.raises(ConfigurationException) as e:
+            session.execute(f"CREATE KEYSPACE {name} WITH replication = {replication}")
+        return str(e.value)
+
+    assert f"Unrecognized strategy option {{nodc}} passed to NetworkTopologyStrategy for keyspace {name}" in refused(
+        "{'class': 'NetworkTopologyStrategy', 'nodc': 1}"
+    )
+    assert "Configuration for at least one datacenter must be present" in refused(
+        "{'class': 'NetworkTopologyStrategy'}"
+    )
+    assert f"Unrecognized strategy option {{foo}} passed to SimpleStrategy for keyspace {name}" in refused(
+        "{'class': 'SimpleStrategy', 'replication_factor': 1, 'foo': 2}"
+    )
+    session.execute(
+        f"CREATE KEYSPACE {name} WITH replication = {{'class': 'NetworkTopologyStrategy', '{dc}': 1}}"
+    )
+    session.execute(
+        f"ALTER KEYSPACE {name} WITH replication = {{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}}"
+    )
+    with pytest.raises(ConfigurationException):
+        session.execute(
+            f"ALTER KEYSPACE {name} WITH replication = {{'class': 'NetworkTopologyStrategy', 'dc9': 1}}"
+        )
+
+
+def test_literals_and_hinted_markers_as_selectors(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v int)")
+    session.execute(f"INSERT INTO {ks}.t (k, v) VALUES (1, 2)")
+    r = session.execute(f"SELECT 5 AS x, 'a', v FROM {ks}.t")
+    assert r.column_names == ["x", "'a'", "v"]
+    assert [tuple(x) for x in r] == [(5, "a", 2)]
+    assert rows(session, "SELECT 5 AS v FROM system.local") == [(5,)]
+    assert rows(session, f"SELECT (bigint) 5 FROM {ks}.t") == [(5,)]
+    ps = session.prepare(f"SELECT (int) ? AS x, v FROM {ks}.t")
+    assert [tuple(x) for x in session.execute(ps, (7,))] == [(7, 2)]
+
+
+def test_conditional_writes_with_multi_column_relations(session, grid):
+    r = session.execute(f"UPDATE {grid} SET v = 5 WHERE k = 0 AND (a, b) = (1, 1) IF v = 0").one()
+    assert r[0] is True
+    r = session.execute(f"UPDATE {grid} SET v = 6 WHERE k = 0 AND (a, b) = (1, 1) IF v = 0").one()
+    assert r[0] is False and r.v == 5
+    r = session.execute(f"DELETE FROM {grid} WHERE k = 0 AND (a, b) = (2, 2) IF EXISTS").one()
+    assert r[0] is True
+    assert keys(session, grid) == [x for x in ALL if x != (2, 2)]
+    msg = invalid(session, f"UPDATE {grid} SET v = 1 WHERE k = 0 AND (a, b) IN ((0, 0)) IF v = 0")
+    assert msg == "IN on the clustering key columns is not supported with conditional updates"
