@@ -6,8 +6,8 @@ mod connection;
 pub mod convert;
 mod handshake;
 mod out_budget;
-mod quickack;
 mod panic_guard;
+mod quickack;
 
 use crate::config::Config;
 use crate::protocol::response::Event;
