@@ -14,7 +14,7 @@
 
 use super::eval::Ctx;
 use super::select::{self, KeyRange};
-use super::write::{combinations, in_values, key_value};
+use super::write::{combinations, in_product_exceeded, in_values, key_value, MAX_IN_PRODUCT};
 use super::{invalid, Result};
 use crate::cql::ast::{Operator, Relation, RelationLhs};
 use crate::schema::{ColumnKind, TableDef};
@@ -66,6 +66,11 @@ impl Restricted {
             let What::Eq { tuples, .. } = &p.what else {
                 unreachable!("found by its kind")
             };
+            // Each combination is a row key to write: bounded as for reads (write.rs).
+            let product = prefixes.len().saturating_mul(tuples.len());
+            if product > MAX_IN_PRODUCT {
+                return Err(in_product_exceeded("clustering key", product));
+            }
             prefixes = combinations([&prefixes, tuples])
                 .into_iter()
                 .map(|pair| pair.concat())

@@ -251,12 +251,18 @@ fn check_in_product(
                 Some(ColumnKind::PartitionKey) => "partition key",
                 _ => "clustering key",
             };
-            return Err(invalid(format!(
-                "Guardrail in_select_cartesian_product violated: Aborting query because the cartesian product of the IN restrictions on {what} produces {product} values, this exceeds fail threshold of {MAX_IN_PRODUCT}."
-            )));
+            return Err(in_product_exceeded(what, product));
         }
     }
     Ok(())
+}
+
+/// The guardrail's error for `what` ("partition key" or "clustering key") whose `=` / `IN`
+/// values combine to `product` keys.
+pub(crate) fn in_product_exceeded(what: &str, product: usize) -> super::QueryError {
+    invalid(format!(
+        "Guardrail in_select_cartesian_product violated: Aborting query because the cartesian product of the IN restrictions on {what} produces {product} values, this exceeds fail threshold of {MAX_IN_PRODUCT}."
+    ))
 }
 
 /// The values of an IN restriction: a list of terms or one marker bound to a list.
