@@ -75,6 +75,7 @@ pub struct Config {
     pub partitions: Partitions,
     pub throughput: Throughput,
     pub batch: BatchLimits,
+    pub protocol: Protocol,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -208,6 +209,40 @@ pub struct BatchLimits {
     pub size_fail_threshold: ByteSize,
 }
 
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Protocol {
+    /// Which connections get the `RequestCharge` custom payload on their responses.
+    pub request_charge: RequestCharge,
+}
+
+/// Which clients get Cosmos DB's `RequestCharge` custom payload. A driver that does not read the
+/// payload flag misreads every response carrying one (cdrs-tokio 9 hangs), so by default only
+/// clients that show they read payloads get it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RequestCharge {
+    /// Clients that name themselves in STARTUP (DRIVER_NAME) or send a payload themselves.
+    #[default]
+    Named,
+    /// Every client.
+    All,
+    /// No client.
+    None,
+}
+
+impl RequestCharge {
+    /// Whether a connection gets the payload; `named`: its client named itself in STARTUP or
+    /// sent a payload.
+    pub fn sent(self, named: bool) -> bool {
+        match self {
+            RequestCharge::Named => named,
+            RequestCharge::All => true,
+            RequestCharge::None => false,
+        }
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {
@@ -224,6 +259,7 @@ impl Default for Config {
             partitions: Partitions::default(),
             throughput: Throughput::default(),
             batch: BatchLimits::default(),
+            protocol: Protocol::default(),
         }
     }
 }
@@ -771,5 +807,18 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("secret"), "{text}");
+    }
+
+    #[test]
+    fn request_charge_modes() {
+        let c = Config::load(None, &[]).unwrap();
+        assert_eq!(c.protocol.request_charge, RequestCharge::Named);
+        let c = Config::load(None, &["protocol.request_charge=all".into()]).unwrap();
+        assert_eq!(c.protocol.request_charge, RequestCharge::All);
+        let c = Config::load(None, &["protocol.request_charge=none".into()]).unwrap();
+        assert!(!c.protocol.request_charge.sent(true));
+        assert!(RequestCharge::All.sent(false) && !RequestCharge::Named.sent(false));
+        let e = Config::load(None, &["protocol.request_charge=some".into()]).unwrap_err();
+        assert!(e.contains("some"), "{e}");
     }
 }

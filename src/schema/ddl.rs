@@ -884,6 +884,15 @@ fn apply_table_props(
                     &mut opts.cosmosdb_autoscale_max_throughput,
                 )?
             }
+            "cosmosdb_cell_level_timestamp" => {
+                opts.cosmosdb_cell_level_timestamp = Some(prop_bool(k, v)?)
+            }
+            "cosmosdb_cell_level_timestamp_tombstones" => {
+                opts.cosmosdb_cell_level_timestamp_tombstones = Some(prop_bool(k, v)?)
+            }
+            "cosmosdb_cell_level_timetolive" => {
+                opts.cosmosdb_cell_level_timetolive = Some(prop_bool(k, v)?)
+            }
             "partition_key_kind" => {
                 let kind = match prop_string(k, v)?.to_ascii_lowercase().as_str() {
                     "hash" => PartitionKeyKind::Hash,

@@ -180,6 +180,11 @@ pub fn create_table_cql(t: &TableDef, is_virtual: bool) -> String {
         if let Some(n) = o.cosmosdb_autoscale_max_throughput {
             opts.push(format!("cosmosdb_autoscale_max_throughput = {n}"));
         }
+        for (name, value) in o.cell_level_options() {
+            if let Some(b) = value {
+                opts.push(format!("{name} = {b}"));
+            }
+        }
         if o.partition_key_kind == PartitionKeyKind::MultiHash {
             opts.push("partition_key_kind = 'MultiHash'".into());
         }

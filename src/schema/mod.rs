@@ -106,6 +106,11 @@ pub struct TableOptions {
     pub speculative_retry: String,
     pub cosmosdb_provisioned_throughput: Option<i64>,
     pub cosmosdb_autoscale_max_throughput: Option<i64>,
+    /// Cosmos DB's cell-level options, kept only to be shown again: ringgate always keeps
+    /// timestamps, tombstones and TTLs per cell, so these change nothing (None = not given).
+    pub cosmosdb_cell_level_timestamp: Option<bool>,
+    pub cosmosdb_cell_level_timestamp_tombstones: Option<bool>,
+    pub cosmosdb_cell_level_timetolive: Option<bool>,
     pub partition_key_kind: PartitionKeyKind,
 }
 
@@ -148,8 +153,31 @@ impl Default for TableOptions {
             speculative_retry: "99p".into(),
             cosmosdb_provisioned_throughput: None,
             cosmosdb_autoscale_max_throughput: None,
+            cosmosdb_cell_level_timestamp: None,
+            cosmosdb_cell_level_timestamp_tombstones: None,
+            cosmosdb_cell_level_timetolive: None,
             partition_key_kind: PartitionKeyKind::Hash,
         }
+    }
+}
+
+impl TableOptions {
+    /// Cosmos DB's cell-level options by name, for DESCRIBE and system_schema.tables.
+    pub fn cell_level_options(&self) -> [(&'static str, Option<bool>); 3] {
+        [
+            (
+                "cosmosdb_cell_level_timestamp",
+                self.cosmosdb_cell_level_timestamp,
+            ),
+            (
+                "cosmosdb_cell_level_timestamp_tombstones",
+                self.cosmosdb_cell_level_timestamp_tombstones,
+            ),
+            (
+                "cosmosdb_cell_level_timetolive",
+                self.cosmosdb_cell_level_timetolive,
+            ),
+        ]
     }
 }
 

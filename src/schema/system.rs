@@ -150,6 +150,9 @@ const SYSTEM_SCHEMA: &[Spec] = &[
             ("compaction", "frozen<map<text, text>>"),
             ("compression", "frozen<map<text, text>>"),
             ("cosmosdb_autoscale_max_throughput", "int"),
+            ("cosmosdb_cell_level_timestamp", "boolean"),
+            ("cosmosdb_cell_level_timestamp_tombstones", "boolean"),
+            ("cosmosdb_cell_level_timetolive", "boolean"),
             ("cosmosdb_provisioned_throughput", "int"),
             ("crc_check_chance", "double"),
             ("default_time_to_live", "int"),
@@ -751,7 +754,7 @@ fn table_row(t: &TableDef, tb: &TableDef) -> VRow {
         put_elem(&mut ext, k.as_bytes());
         put_elem(&mut ext, v.as_bytes());
     }
-    row(
+    let mut r = row(
         t,
         &[
             ("keyspace_name", text(&tb.keyspace)),
@@ -798,7 +801,14 @@ fn table_row(t: &TableDef, tb: &TableDef) -> VRow {
             ("read_repair", text(&o.read_repair)),
             ("speculative_retry", text(&o.speculative_retry)),
         ],
-    )
+    );
+    // Cosmos DB's cell-level options: null when the table did not set them.
+    for (name, value) in o.cell_level_options() {
+        if let Some(i) = t.column_index(name) {
+            r[i] = value.and_then(boolean);
+        }
+    }
+    r
 }
 
 fn column_rows<'a>(t: &'a TableDef, tb: &'a TableDef) -> impl Iterator<Item = VRow> + 'a {

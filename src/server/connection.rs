@@ -50,7 +50,8 @@ struct State {
     /// Whether responses may carry a custom payload (the `RequestCharge`). Drivers that name
     /// themselves in STARTUP (DRIVER_NAME: the DataStax drivers, the scylla drivers) parse the
     /// payload flag; some minimal clients (cdrs-tokio) do not and would misread the body, so they
-    /// get no payload unless they send one themselves.
+    /// get no payload unless they send one themselves. `protocol.request_charge` overrides this
+    /// for all clients or none.
     payloads: bool,
     /// Failed logins on this connection (it closes after a few).
     auth_failures: u32,
@@ -339,7 +340,8 @@ async fn dispatch(
             };
             st.compression = comp;
             st.started = true;
-            st.payloads = opts.contains_key("DRIVER_NAME");
+            st.payloads =
+                (shared.config.protocol.request_charge).sent(opts.contains_key("DRIVER_NAME"));
             let resp = if st.authenticated {
                 Response::Ready
             } else {
@@ -482,7 +484,7 @@ async fn dispatch(
             let tx = tx.clone();
             let compression = st.compression;
             if env.custom_payload.is_some() {
-                st.payloads = true;
+                st.payloads = shared.config.protocol.request_charge.sent(true);
             }
             let payloads = st.payloads;
             let env = Arc::new(RequestEnvelope {

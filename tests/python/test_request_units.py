@@ -3,6 +3,8 @@ model (src/partition/ru.rs) and Cosmos DB's anchor points."""
 
 import struct
 
+import pytest
+
 from cassandra.concurrent import execute_concurrent_with_args
 
 from rgtest import create_keyspace
@@ -154,3 +156,30 @@ def test_payload_on_ready_and_errors_only_for_drivers_that_name_themselves(serve
         assert f.opcode == cqlwire.READY and f.payload is None
         f = c.query("SELECT * FROM system.local")
         assert f.opcode == cqlwire.RESULT and f.payload is None
+
+
+@pytest.mark.parametrize("mode, to_driver, to_unnamed", [
+    ("named", True, False), ("all", True, True), ("none", False, False)])
+def test_request_charge_setting_chooses_the_clients(server_factory, cluster_factory, mode, to_driver,
+                                                    to_unnamed):
+    """protocol.request_charge: "named" (default) charges clients that name themselves, "all"
+    every client, "none" no client (not even one that sends a payload itself)."""
+    import cqlwire
+
+    srv = server_factory(settings={"protocol.request_charge": mode})
+    s = cluster_factory(srv).connect()
+    rs = s.execute("SELECT * FROM system.local")
+    assert ("RequestCharge" in (rs.response_future.custom_payload or {})) == to_driver
+    rs = s.execute("SELECT * FROM system.local", custom_payload={"x": b"1"})
+    assert ("RequestCharge" in (rs.response_future.custom_payload or {})) == (mode != "none")
+
+    with cqlwire.Conn(srv.host, srv.port) as c:
+        f = c.startup()
+        assert f.opcode == cqlwire.READY
+        assert (f.payload is not None) == to_unnamed
+        f = c.query("SELECT * FROM system.local")
+        assert f.opcode == cqlwire.RESULT
+        if to_unnamed:
+            assert payload_charge(f.payload) == 1.0
+        else:
+            assert f.payload is None
