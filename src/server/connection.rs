@@ -589,14 +589,8 @@ impl Call {
 
     fn attempt(&self, hold: &Hold) -> Produced {
         let mut session = self.session.clone();
-        let what = match &self.env.request {
-            Request::Prepare(_) => "PREPARE",
-            Request::Execute(_) => "EXECUTE",
-            Request::Batch(_) => "BATCH",
-            _ => "QUERY",
-        };
         // The last resort for bugs: a panic is answered with a Server error (panic_guard.rs).
-        super::panic_guard::answer_panics(what, || {
+        super::panic_guard::answer_panics(self.env.request.opcode(), || {
             execute(
                 &self.shared,
                 &mut session,

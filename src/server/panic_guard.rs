@@ -6,12 +6,13 @@
 //! writer run in other tasks) stays usable. The engine's locks are parking_lot locks, which are
 //! released on unwind and never poisoned, so later requests are not blocked by the failed one.
 
+use crate::protocol::frame::Opcode;
 use crate::protocol::response::ErrorResponse;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-/// Runs `f`; a panic is logged (with `what`, the request kind) and returned as the Server error
-/// the client is sent.
-pub(crate) fn answer_panics<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, ErrorResponse> {
+/// Runs `f`; a panic is logged (with `what`, the request's opcode) and returned as the Server
+/// error the client is sent.
+pub(crate) fn answer_panics<T>(what: Opcode, f: impl FnOnce() -> T) -> Result<T, ErrorResponse> {
     // AssertUnwindSafe: on a panic nothing `f` borrowed is used again except the engine, whose
     // writes are atomic batches (a panic before the commit leaves nothing half written).
     catch_unwind(AssertUnwindSafe(f)).map_err(|payload| {
@@ -20,7 +21,7 @@ pub(crate) fn answer_panics<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, E
             .map(|s| (*s).to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown panic".to_string());
-        tracing::error!(request = what, panic = %msg, "request handling panicked; answered with a Server error");
+        tracing::error!(request = ?what, panic = %msg, "request handling panicked; answered with a Server error");
         ErrorResponse::server(format!("Internal error while executing the request: {msg}"))
     })
 }
@@ -32,28 +33,33 @@ mod tests {
 
     #[test]
     fn a_panic_becomes_a_server_error() {
-        let e = answer_panics("QUERY", || -> u32 { panic!("index out of bounds: boom") })
-            .expect_err("the panic is caught");
+        let e = answer_panics(Opcode::Query, || -> u32 {
+            panic!("index out of bounds: boom")
+        })
+        .expect_err("the panic is caught");
         assert_eq!(e.code, error_code::SERVER);
         assert!(e.message.contains("boom"), "{}", e.message);
-        let e = answer_panics("QUERY", || -> u32 { panic!("{} {}", "formatted", 7) })
+        let e = answer_panics(Opcode::Query, || -> u32 { panic!("{} {}", "formatted", 7) })
             .expect_err("the panic is caught");
         assert!(e.message.contains("formatted 7"), "{}", e.message);
     }
 
     #[test]
     fn a_normal_result_passes_through() {
-        assert_eq!(answer_panics("QUERY", || 5).ok(), Some(5));
+        assert_eq!(answer_panics(Opcode::Query, || 5).ok(), Some(5));
     }
 
     #[test]
     fn the_guard_can_be_used_again_after_a_panic() {
         let lock = parking_lot::Mutex::new(0);
-        let _ = answer_panics("QUERY", || {
+        let _ = answer_panics(Opcode::Query, || {
             let _g = lock.lock();
             panic!("while holding a lock")
         });
         // The lock was released on unwind: the next request is not blocked.
-        assert_eq!(answer_panics("QUERY", || *lock.lock() + 1).ok(), Some(1));
+        assert_eq!(
+            answer_panics(Opcode::Query, || *lock.lock() + 1).ok(),
+            Some(1)
+        );
     }
 }
