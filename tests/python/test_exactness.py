@@ -7,14 +7,12 @@ import re
 import pytest
 from cassandra import InvalidRequest
 
-from rgtest import create_keyspace, error_text
+from rgtest import error_text
 
 
 @pytest.fixture
-def ks(session, unique_name):
-    name = unique_name("ex")
-    create_keyspace(session, name)
-    return name
+def ks(keyspace):
+    return keyspace
 
 
 def rows(session, q, *args):
