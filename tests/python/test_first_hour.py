@@ -29,9 +29,9 @@ def views(s, ks, table):
     return tp, sum(p.would_throttle for p in parts if p.table_name == table)
 
 
-def test_copy_from_100k_rows_into_a_default_table(server_factory, cqlsh, unique_name, tmp_path):
+def test_copy_from_100k_rows_into_a_default_table(cluster_factory, server_factory, cqlsh, unique_name, tmp_path):
     srv = server_factory()
-    c = Cluster(contact_points=[srv.host], port=srv.port)
+    c = cluster_factory(srv)
     s = c.connect()
     ks = create_keyspace(s, unique_name("ks"))
     s.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, name text, v double)")
@@ -48,12 +48,11 @@ def test_copy_from_100k_rows_into_a_default_table(server_factory, cqlsh, unique_
     tp, parts_would = views(s, ks, "t")
     assert (tp.enforced, tp.source, tp.throttled_requests) == (False, "default", 0)
     assert tp.would_throttle > 0 and parts_would == tp.would_throttle, (tp, parts_would)
-    c.shutdown()
 
 
-def test_execute_concurrent_5000_rows_with_driver_defaults(server_factory, unique_name):
+def test_execute_concurrent_5000_rows_with_driver_defaults(cluster_factory, server_factory, unique_name):
     srv = server_factory()
-    c = Cluster(contact_points=[srv.host], port=srv.port)
+    c = cluster_factory(srv)
     s = c.connect()
     ks = create_keyspace(s, unique_name("ks"))
     s.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v text)")
@@ -62,10 +61,9 @@ def test_execute_concurrent_5000_rows_with_driver_defaults(server_factory, uniqu
                                            concurrency=100, raise_on_first_error=True)
     assert all(ok for ok, _ in results)
     assert s.execute(f"SELECT count(*) FROM {ks}.t").one()[0] == 5000
-    c.shutdown()
 
 
-def test_multi_tenant_example_loader_completes(server_factory, cqlsh):
+def test_multi_tenant_example_loader_completes(cluster_factory, server_factory, cqlsh):
     srv = server_factory()
     out = cqlsh(["-f", str(ROOT / "cql" / "10-multi-tenant-schema.cql")], server=srv)
     assert out.returncode == 0 and "Error" not in out.stderr, out
@@ -73,19 +71,18 @@ def test_multi_tenant_example_loader_completes(server_factory, cqlsh):
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     loaded = int(p.stdout.split()[1])
-    c = Cluster(contact_points=[srv.host], port=srv.port)
+    c = cluster_factory(srv)
     s = c.connect()
     # MultiHash keys: count the rows of every tenant through the table's full scan.
     assert s.execute("SELECT count(*) FROM saas.events").one()[0] == loaded > 1000
-    c.shutdown()
 
 
-def test_provisioned_tables_are_still_throttled_by_default(server_factory, unique_name):
+def test_provisioned_tables_are_still_throttled_by_default(cluster_factory, server_factory, unique_name):
     srv = server_factory()
     # Fallthrough: see each Overloaded (the driver's default moves on to the next host, of
     # which a one-node cluster has none).
     profile = ExecutionProfile(retry_policy=FallthroughRetryPolicy())
-    c = Cluster(contact_points=[srv.host], port=srv.port, execution_profiles={EXEC_PROFILE_DEFAULT: profile})
+    c = cluster_factory(srv, execution_profiles={EXEC_PROFILE_DEFAULT: profile})
     s = c.connect()
     ks = create_keyspace(s, unique_name("ks"))
     s.execute(f"CREATE TABLE {ks}.p (k int PRIMARY KEY, v blob) WITH cosmosdb_provisioned_throughput = 400")
@@ -107,13 +104,12 @@ def test_provisioned_tables_are_still_throttled_by_default(server_factory, uniqu
     d, d_parts = views(s, ks, "d")
     assert (p.enforced, p.source, p.throttled_requests, p.would_throttle) == (True, "table", rejected, 0)
     assert (d.enforced, d.throttled_requests) == (False, 0) and d.would_throttle == d_parts > 0
-    c.shutdown()
 
 
-def test_server_side_retry_copy_holds_requests_and_new_clients_connect(server_factory, cqlsh, unique_name,
+def test_server_side_retry_copy_holds_requests_and_new_clients_connect(cluster_factory, server_factory, cqlsh, unique_name,
                                                                        tmp_path):
     srv = server_factory(set_args=["throughput.server_side_retry=true"])
-    c = Cluster(contact_points=[srv.host], port=srv.port)
+    c = cluster_factory(srv)
     s = c.connect()
     ks = create_keyspace(s, unique_name("ks"))
     s.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v text) WITH cosmosdb_provisioned_throughput = 400")
@@ -155,10 +151,9 @@ def test_server_side_retry_copy_holds_requests_and_new_clients_connect(server_fa
     # Held, not rejected: the budget's rejections stay at zero.
     tp, _ = views(s, ks, "t")
     assert tp.throttled_requests == 0 and tp.enforced
-    c.shutdown()
 
 
-def test_readme_retry_policy_loads_a_throttled_table(server_factory, unique_name):
+def test_readme_retry_policy_loads_a_throttled_table(cluster_factory, server_factory, unique_name):
     """cql/cosmos_retry.py, the policy the README gives Python applications: a concurrent load
     into a 400 RU/s table is rate-limited and completes."""
     sys.path.insert(0, str(ROOT / "cql"))
@@ -168,7 +163,7 @@ def test_readme_retry_policy_loads_a_throttled_table(server_factory, unique_name
         sys.path.pop(0)
     srv = server_factory()
     profile = ExecutionProfile(retry_policy=CosmosRetryPolicy())
-    c = Cluster(contact_points=[srv.host], port=srv.port, execution_profiles={EXEC_PROFILE_DEFAULT: profile})
+    c = cluster_factory(srv, execution_profiles={EXEC_PROFILE_DEFAULT: profile})
     s = c.connect()
     ks = create_keyspace(s, unique_name("ks"))
     s.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v text) WITH cosmosdb_provisioned_throughput = 400")
@@ -180,12 +175,11 @@ def test_readme_retry_policy_loads_a_throttled_table(server_factory, unique_name
     assert s.execute(f"SELECT count(*) FROM {ks}.t").one()[0] == n
     tp, _ = views(s, ks, "t")
     assert tp.throttled_requests > 0, "nothing was rate-limited: the policy was not exercised"
-    c.shutdown()
 
 
-def test_enforce_off_counts_what_would_be_throttled(server_factory, unique_name):
+def test_enforce_off_counts_what_would_be_throttled(cluster_factory, server_factory, unique_name):
     srv = server_factory(set_args=["throughput.enforce=off"])
-    c = Cluster(contact_points=[srv.host], port=srv.port)
+    c = cluster_factory(srv)
     s = c.connect()
     ks = create_keyspace(s, unique_name("ks"))
     s.execute(f"CREATE TABLE {ks}.p (k int PRIMARY KEY, v blob) WITH cosmosdb_provisioned_throughput = 400")
@@ -197,12 +191,11 @@ def test_enforce_off_counts_what_would_be_throttled(server_factory, unique_name)
     # Rate-limited requests do not draw on the budget, so roughly the first second's worth ran
     # within it and most of the rest would have been rejected.
     assert 20 <= p.would_throttle == parts <= 39, p
-    c.shutdown()
 
 
-def test_held_request_is_traced_and_answered(server_factory, unique_name):
+def test_held_request_is_traced_and_answered(cluster_factory, server_factory, unique_name):
     srv = server_factory(set_args=["throughput.server_side_retry=true"])
-    c = Cluster(contact_points=[srv.host], port=srv.port)
+    c = cluster_factory(srv)
     s = c.connect()
     ks = create_keyspace(s, unique_name("ks"))
     s.execute(f"CREATE TABLE {ks}.t (k int, c int, v blob, PRIMARY KEY (k, c)) "
@@ -217,4 +210,3 @@ def test_held_request_is_traced_and_answered(server_factory, unique_name):
     held = sum(e.startswith("Held by server-side retry") for e in events)
     # Each run plans (and traces its routing) again; all but the last were held.
     assert held >= 1 and sum(e.startswith("Routing:") for e in events) == held + 1, events
-    c.shutdown()
