@@ -115,6 +115,9 @@ pub struct Limits {
 pub struct StorageConfig {
     /// "none": acknowledged writes survive `kill -9`; "fsync": they also survive power loss.
     pub sync: crate::storage::SyncMode,
+    /// Writes are refused while the data directory's file system has less free space than
+    /// this (room for the flushes and compactions already owed; 0 turns the check off).
+    pub min_free_bytes: ByteSize,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -286,6 +289,7 @@ impl Default for StorageConfig {
     fn default() -> Self {
         StorageConfig {
             sync: crate::storage::SyncMode::None,
+            min_free_bytes: ByteSize(256 << 20),
         }
     }
 }

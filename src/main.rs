@@ -114,7 +114,9 @@ fn serve(cfg: Config) -> Result<(), String> {
             .map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         let store: Arc<dyn Store> = Arc::new(
-            EmbeddedStore::open(&cfg.data_dir, cfg.storage.sync).map_err(|e| e.to_string())?,
+            EmbeddedStore::open(&cfg.data_dir, cfg.storage.sync)
+                .map_err(|e| e.to_string())?
+                .with_min_free_bytes(&cfg.data_dir, cfg.storage.min_free_bytes.0),
         );
         let node = NodeInfo {
             listen: addr,

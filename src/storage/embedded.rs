@@ -4,6 +4,7 @@
 //! so an acknowledged write survives `kill -9`. With `SyncMode::Fsync` commits also wait for an
 //! fsync; concurrent committers share one fsync (group commit).
 
+use super::free_space::FreeSpaceGuard;
 use super::{
     Purge, PurgeFilter, PurgeFilterFactory, Result, ScanIter, Space, StorageError, Store, SyncMode,
     WriteBatch, MAX_KEY_BYTES,
@@ -24,6 +25,7 @@ pub struct EmbeddedStore {
     sync: SyncMode,
     group: GroupCommit,
     purge: Arc<PurgeSlot>,
+    free_space: FreeSpaceGuard,
 }
 
 /// The purge filter factory, installed after the store is open (by the query layer).
@@ -101,7 +103,15 @@ impl EmbeddedStore {
             sync,
             group: GroupCommit::default(),
             purge,
+            free_space: FreeSpaceGuard::new(dir.to_path_buf(), 0),
         })
+    }
+
+    /// Refuses commits while the data directory has less than `min_free_bytes` available
+    /// (0: never), so the store never runs into a full disk (see `free_space`).
+    pub fn with_min_free_bytes(mut self, dir: &Path, min_free_bytes: u64) -> EmbeddedStore {
+        self.free_space = FreeSpaceGuard::new(dir.to_path_buf(), min_free_bytes);
+        self
     }
 
     fn space(&self, space: Space) -> &Keyspace {
@@ -173,6 +183,7 @@ impl Store for EmbeddedStore {
         if let Some(op) = batch.ops.iter().find(|op| op.key.len() > MAX_KEY_BYTES) {
             return Err(StorageError::KeyTooLong(op.key.len()));
         }
+        self.free_space.check()?;
         let mut b = self.db.batch().durability(Some(PersistMode::Buffer));
         for op in batch.ops {
             let ks = self.space(op.space);

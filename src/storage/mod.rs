@@ -7,6 +7,7 @@
 
 pub mod dir_lock;
 pub mod embedded;
+pub mod free_space;
 
 use bytes::Bytes;
 use std::ops::Bound;
@@ -23,6 +24,17 @@ pub enum StorageError {
     /// A batch held a key longer than [`MAX_KEY_BYTES`]; nothing of the batch was written.
     #[error("Key length of {0} is longer than the storage maximum of {MAX_KEY_BYTES}")]
     KeyTooLong(usize),
+    /// The data directory's file system has less free space than the reserve; nothing of the
+    /// batch was written (see `free_space`).
+    #[error(
+        "No space left on device: the data directory has {free_bytes} bytes free, under the \
+         reserve of {min_free_bytes} bytes (storage.min_free_bytes); writes are refused until \
+         space is freed"
+    )]
+    DiskFull {
+        free_bytes: u64,
+        min_free_bytes: u64,
+    },
 }
 
 /// The longest key the store holds (fjall stores key lengths as u16 and panics above it).
