@@ -98,6 +98,24 @@ mod tests {
     }
 
     #[test]
+    fn a_chain_of_user_types_far_past_the_limit_drops_on_a_small_stack() {
+        // As a schema written before the limit could hold; dropping it must not recurse.
+        std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(|| {
+                let mut ty = CqlType::Int;
+                for i in 0..200_000 {
+                    ty = udt(&format!("t{i}"), vec![CqlType::List(Box::new(ty))]);
+                }
+                assert!(check(&ty).unwrap_err().contains("nested too deeply"));
+                drop(ty);
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    #[test]
     fn frozen_wrappers_do_not_count_as_levels() {
         let mut ty = CqlType::Int;
         for _ in 1..MAX_TYPE_DEPTH {

@@ -15,6 +15,31 @@ pub struct UdtDef {
     pub fields: Vec<(String, CqlType)>,
 }
 
+/// Dropped without recursion: user types nest by reference, so a chain of them (possible in a
+/// schema written before the depth limit of `type_size`) would otherwise recurse once per level
+/// when its last holder goes (DROP TYPE, DROP KEYSPACE, shutdown) and could overflow the stack.
+impl Drop for UdtDef {
+    fn drop(&mut self) {
+        let mut pending: Vec<CqlType> = self.fields.drain(..).map(|(_, t)| t).collect();
+        while let Some(t) = pending.pop() {
+            match t {
+                CqlType::List(b) | CqlType::Set(b) | CqlType::Frozen(b) | CqlType::Vector(b, _) => {
+                    pending.push(*b)
+                }
+                CqlType::Map(k, v) => pending.extend([*k, *v]),
+                CqlType::Tuple(ts) => pending.extend(ts),
+                CqlType::Udt(u) => {
+                    // Only the last holder takes the fields; its own drop then finds none.
+                    if let Ok(mut def) = Arc::try_unwrap(u) {
+                        pending.extend(def.fields.drain(..).map(|(_, t)| t));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
 /// A CQL type.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum CqlType {
