@@ -511,3 +511,36 @@ def test_conditional_writes_with_multi_column_relations(session, grid):
     assert keys(session, grid) == [x for x in ALL if x != (2, 2)]
     msg = invalid(session, f"UPDATE {grid} SET v = 1 WHERE k = 0 AND (a, b) IN ((0, 0)) IF v = 0")
     assert msg == "IN on the clustering key columns is not supported with conditional updates"
+
+
+def test_equal_timestamps_reconcile_as_cassandra(session, ks):
+    """Cells.reconcile: on a timestamp tie an expiring cell beats one that never expires
+    (whatever the values), a tombstone beats both; only then the greater value wins."""
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v int, m map<int, int>)")
+    session.execute(f"INSERT INTO {ks}.t (k, v) VALUES (0, 5) USING TIMESTAMP 10")
+    session.execute(f"UPDATE {ks}.t USING TIMESTAMP 10 AND TTL 1000 SET v = 1 WHERE k = 0")
+    assert rows(session, f"SELECT v, writetime(v) FROM {ks}.t WHERE k = 0") == [(1, 10)]
+    # the other order: the live cell written second still loses
+    session.execute(f"UPDATE {ks}.t USING TIMESTAMP 20 AND TTL 1000 SET v = 1, m[1] = 1 WHERE k = 1")
+    session.execute(f"UPDATE {ks}.t USING TIMESTAMP 20 SET v = 9, m[1] = 9 WHERE k = 1")
+    (v, ttl_v, m), = rows(session, f"SELECT v, ttl(v), m FROM {ks}.t WHERE k = 1")
+    assert (v, dict(m)) == (1, {1: 1}) and 0 < ttl_v <= 1000
+    # between two live cells the greater value wins; a tombstone beats any value
+    session.execute(f"INSERT INTO {ks}.t (k, v) VALUES (2, 3) USING TIMESTAMP 30")
+    session.execute(f"INSERT INTO {ks}.t (k, v) VALUES (2, 2) USING TIMESTAMP 30")
+    assert rows(session, f"SELECT v FROM {ks}.t WHERE k = 2") == [(3,)]
+    session.execute(f"DELETE v FROM {ks}.t USING TIMESTAMP 30 WHERE k = 2")
+    session.execute(f"UPDATE {ks}.t USING TIMESTAMP 30 AND TTL 1000 SET v = 7 WHERE k = 2")
+    assert rows(session, f"SELECT v FROM {ks}.t WHERE k = 2") == [(None,)]
+
+
+def test_index_info_lists_built_indexes(session, ks):
+    """system."IndexInfo": one row per built index, keyed by the keyspace (in a column named
+    table_name, as in Cassandra) and the index name."""
+    session.execute(f"CREATE TABLE {ks}.t (a int, b int, c int, v int, PRIMARY KEY ((a, b), c))")
+    session.execute(f"CREATE INDEX t_v ON {ks}.t (v)")
+    session.execute(f"CREATE INDEX ON {ks}.t (c)")
+    q = 'SELECT table_name, index_name, value FROM system."IndexInfo" WHERE table_name = %s'
+    assert rows(session, q, ks) == [(ks, "t_c_idx", None), (ks, "t_v", None)]
+    session.execute(f"DROP INDEX {ks}.t_v")
+    assert rows(session, q, ks) == [(ks, "t_c_idx", None)]
