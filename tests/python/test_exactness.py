@@ -544,3 +544,47 @@ def test_index_info_lists_built_indexes(session, ks):
     assert rows(session, q, ks) == [(ks, "t_c_idx", None), (ks, "t_v", None)]
     session.execute(f"DROP INDEX {ks}.t_v")
     assert rows(session, q, ks) == [(ks, "t_c_idx", None)]
+
+
+def test_unset_binds_in_tuples_udts_and_in_conditions(session, ks):
+    """A tuple or frozen UDT is written whole, so an unset field is refused (Tuples /
+    UserTypes); an IN condition leaves its unset elements out (ColumnCondition)."""
+    from cassandra.query import UNSET_VALUE as UNSET
+
+    session.execute(f"CREATE TYPE {ks}.ut (a int, b int)")
+    session.execute(
+        f"CREATE TABLE {ks}.t (k int PRIMARY KEY, tu frozen<tuple<int, int>>, fu frozen<ut>, v int)"
+    )
+    session.execute(f"INSERT INTO {ks}.t (k, tu, fu, v) VALUES (0, (1, 2), {{a: 1, b: 2}}, 1)")
+
+    def refused(q, *args):
+        return invalid(session, session.prepare(q), *args)
+
+    assert refused(f"UPDATE {ks}.t SET tu = (?, 1) WHERE k = 0", UNSET) == (
+        "Invalid unset value for tuple field number 0"
+    )
+    assert refused(f"INSERT INTO {ks}.t (k, fu) VALUES (0, {{a: 1, b: ?}})", UNSET) == (
+        "Invalid unset value for field 'b' of user defined type ut"
+    )
+    assert rows(session, f"SELECT tu, fu.a, fu.b FROM {ks}.t WHERE k = 0") == [((1, 2), 1, 2)]
+    up = session.prepare(f"UPDATE {ks}.t SET v = 2 WHERE k = 0 IF v IN (?, ?)")
+    assert rows(session, up, UNSET, 1) == [(True,)]
+    assert rows(session, up, UNSET, UNSET) == [(False, 2)]
+    whole = session.prepare(f"UPDATE {ks}.t SET v = 3 WHERE k = 0 IF v IN ?")
+    assert invalid(session, whole, UNSET) == "Invalid 'unset' value in condition"
+    assert invalid(session, whole, None) == "Invalid null list in IN condition"
+
+
+def test_failed_condition_answers_static_columns_only_when_it_reads_them(session, ks):
+    """A failed conditional write on a missing row answers the conditions' columns of the
+    static row when a condition is on a static column, and `[applied]` alone otherwise."""
+    session.execute(f"CREATE TABLE {ks}.t (k int, c int, s int static, v int, PRIMARY KEY (k, c))")
+    session.execute(f"INSERT INTO {ks}.t (k, c, s, v) VALUES (0, 1, 5, 1)")
+    assert rows(session, f"UPDATE {ks}.t SET v = 3 WHERE k = 0 AND c = 6 IF v IN (2, 4)") == [(False,)]
+    assert rows(session, f"UPDATE {ks}.t SET v = 3 WHERE k = 0 AND c = 6 IF v = 2") == [(False,)]
+    assert rows(session, f"UPDATE {ks}.t SET v = 3 WHERE k = 0 AND c = 6 IF s = 2 AND v = 1") == [
+        (False, 5, None)
+    ]
+    assert rows(session, f"UPDATE {ks}.t SET s = 3 WHERE k = 0 IF s = 2") == [(False, 5)]
+    assert rows(session, f"UPDATE {ks}.t SET s = 3 WHERE k = 9 IF s = 2") == [(False,)]
+    assert rows(session, f"UPDATE {ks}.t SET v = 3 WHERE k = 0 AND c = 6 IF v IN (null, 2)") == [(True,)]
