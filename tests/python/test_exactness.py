@@ -588,3 +588,57 @@ def test_failed_condition_answers_static_columns_only_when_it_reads_them(session
     assert rows(session, f"UPDATE {ks}.t SET s = 3 WHERE k = 0 IF s = 2") == [(False, 5)]
     assert rows(session, f"UPDATE {ks}.t SET s = 3 WHERE k = 9 IF s = 2") == [(False,)]
     assert rows(session, f"UPDATE {ks}.t SET v = 3 WHERE k = 0 AND c = 6 IF v IN (null, 2)") == [(True,)]
+
+
+def test_using_timestamp_long_min_value_is_refused(session, ks):
+    """UpdateParameters: Long.MIN_VALUE means "no timestamp" inside Cassandra."""
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v int)")
+    expected = "Out of bound timestamp, must be in [-9223372036854775807, 9223372036854775807]"
+    lo = -(2**63)
+    assert invalid(session, f"INSERT INTO {ks}.t (k, v) VALUES (1, 1) USING TIMESTAMP {lo}") == expected
+    assert invalid(session, session.prepare(f"UPDATE {ks}.t USING TIMESTAMP ? SET v = 1 WHERE k = 1"), lo) == expected
+    assert invalid(
+        session, f"BEGIN BATCH USING TIMESTAMP {lo} INSERT INTO {ks}.t (k, v) VALUES (1, 1); APPLY BATCH"
+    ) == expected
+    session.execute(f"INSERT INTO {ks}.t (k, v) VALUES (1, 1) USING TIMESTAMP {lo + 1}")
+    assert rows(session, f"SELECT writetime(v) FROM {ks}.t WHERE k = 1") == [(lo + 1,)]
+
+
+def test_static_only_writes_refuse_clustering_restrictions(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int, c int, s int static, v int, PRIMARY KEY (k, c))")
+    session.execute(f"INSERT INTO {ks}.t (k, c, s, v) VALUES (0, 1, 1, 1)")
+    msg = "Invalid restrictions on clustering columns since the {} statement modifies only static columns"
+    assert invalid(session, f"UPDATE {ks}.t SET s = 2 WHERE k = 0 AND c = 1") == msg.format("UPDATE")
+    assert invalid(session, f"DELETE s FROM {ks}.t WHERE k = 0 AND c = 1") == msg.format("DELETE")
+    assert invalid(session, f"UPDATE {ks}.t SET s = 2 WHERE k = 0 AND c = 1 IF s = 1") == msg.format("UPDATE")
+    assert rows(session, f"SELECT s, v FROM {ks}.t WHERE k = 0") == [(1, 1)]
+    # a regular column in the assignments or the conditions names the row: accepted
+    session.execute(f"UPDATE {ks}.t SET s = 2, v = 2 WHERE k = 0 AND c = 1")
+    assert rows(session, f"UPDATE {ks}.t SET s = 3 WHERE k = 0 AND c = 1 IF v = 2") == [(True,)]
+    session.execute(f"UPDATE {ks}.t SET s = 4 WHERE k = 0")
+    session.execute(f"DELETE FROM {ks}.t WHERE k = 0 AND c = 1")
+    assert rows(session, f"SELECT s FROM {ks}.t WHERE k = 0") == [(4,)]
+
+
+def test_unset_collection_keys_and_indexes(session, ks):
+    """Maps.SetterByKey / DiscarderByKey and Lists.SetterByIndex refuse an unset key or index;
+    an unset value or an unset list index in a DELETE changes nothing."""
+    from cassandra.query import UNSET_VALUE as UNSET
+
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, l list<text>, m map<text, text>)")
+    session.execute(f"INSERT INTO {ks}.t (k, l, m) VALUES (10, ['a', 'b'], {{'k': 'v'}})")
+
+    def refused(q, *args):
+        return invalid(session, session.prepare(q), *args)
+
+    assert refused(f"UPDATE {ks}.t SET m[?] = 'x' WHERE k = 10", UNSET) == "Invalid unset map key"
+    assert refused(f"UPDATE {ks}.t SET m[?] = 'x' WHERE k = 10", None) == "Invalid null map key"
+    assert refused(f"DELETE m[?] FROM {ks}.t WHERE k = 10", UNSET) == "Invalid unset map key"
+    assert refused(f"UPDATE {ks}.t SET l[?] = 'x' WHERE k = 10", UNSET) == "Invalid unset value for list index"
+    for q, args in [
+        (f"UPDATE {ks}.t SET m['k'] = ? WHERE k = 10", (UNSET,)),
+        (f"UPDATE {ks}.t SET l[1] = ? WHERE k = 10", (UNSET,)),
+        (f"DELETE l[?] FROM {ks}.t WHERE k = 10", (UNSET,)),
+    ]:
+        session.execute(session.prepare(q), args)
+    assert rows(session, f"SELECT l, m FROM {ks}.t WHERE k = 10") == [(["a", "b"], {"k": "v"})]
