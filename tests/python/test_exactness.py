@@ -642,3 +642,22 @@ def test_unset_collection_keys_and_indexes(session, ks):
     ]:
         session.execute(session.prepare(q), args)
     assert rows(session, f"SELECT l, m FROM {ks}.t WHERE k = 10") == [(["a", "b"], {"k": "v"})]
+
+
+def test_unset_binds_in_multi_column_relations(session, ks):
+    """Cassandra's messages for unset values in multi-column relations (a tuple field, a whole
+    tuple, a whole IN list)."""
+    from cassandra.query import UNSET_VALUE as UNSET
+
+    session.execute(f"CREATE TABLE {ks}.t (k int, i int, j int, s text, PRIMARY KEY (k, i, j))")
+    cases = [
+        ("(i, j) = (?, ?)", (UNSET, 1), "Invalid unset value for tuple field number 0"),
+        ("(i, j) IN ((?, ?))", (UNSET, 1), "Invalid unset value for tuple field number 0"),
+        ("(i, j) > (1, ?)", (UNSET,), "Invalid unset value for tuple field number 1"),
+        ("(i, j) = ?", (UNSET,), "Invalid unset value for tuple (i,j)"),
+        ("(i, j) IN (?, ?)", (UNSET, (1, 1)), "Invalid unset value for tuple (i,j)"),
+        ("(i, j) IN ?", (UNSET,), "Invalid unset value for in(i,j)"),
+    ]
+    for where, args, message in cases:
+        q = session.prepare(f"SELECT * FROM {ks}.t WHERE k = 0 AND {where}")
+        assert invalid(session, q, *args) == message, where
