@@ -264,6 +264,20 @@ pub enum Assignment {
     /// `c = c - term`
     Remove { column: String, value: Term },
 }
+
+impl Assignment {
+    /// The column an assignment writes.
+    pub fn column(&self) -> &str {
+        match self {
+            Assignment::Set { column, .. }
+            | Assignment::SetElement { column, .. }
+            | Assignment::SetField { column, .. }
+            | Assignment::Append { column, .. }
+            | Assignment::Prepend { column, .. }
+            | Assignment::Remove { column, .. } => column,
+        }
+    }
+}
 // `c += term` and `c -= term` parse as Append and Remove.
 
 /// A condition in `IF ...`.

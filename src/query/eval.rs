@@ -178,13 +178,19 @@ pub fn eval(term: &Term, ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val>
                 )));
             }
             let mut out = Vec::new();
-            for (i, t) in items.iter().zip(types) {
+            for (n, (i, t)) in items.iter().zip(types).enumerate() {
                 match eval(i, t, receiver, ctx)? {
                     Val::Value(b) => {
                         put_len(&mut out, b.len());
                         out.extend_from_slice(&b);
                     }
-                    _ => out.extend_from_slice(&(-1i32).to_be_bytes()),
+                    // A tuple is written whole: an unset field cannot keep the stored one.
+                    Val::Unset => {
+                        return Err(invalid(format!(
+                            "Invalid unset value for tuple field number {n}"
+                        )))
+                    }
+                    Val::Null => out.extend_from_slice(&(-1i32).to_be_bytes()),
                 }
             }
             Bytes::from(out)
@@ -210,6 +216,14 @@ pub fn eval(term: &Term, ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val>
                         Val::Value(b) => {
                             put_len(&mut out, b.len());
                             out.extend_from_slice(&b);
+                        }
+                        // A frozen UDT is written whole: an unset field cannot keep the
+                        // stored one (a non-frozen UDT's fields are cells of their own).
+                        Val::Unset if !ty.is_multi_cell() => {
+                            return Err(invalid(format!(
+                                "Invalid unset value for field '{fname}' of user defined type {}",
+                                u.name
+                            )))
                         }
                         _ => out.extend_from_slice(&(-1i32).to_be_bytes()),
                     },

@@ -8,9 +8,9 @@
 
 use super::eval::{eval, Ctx, Val};
 use super::row::{self, RowData, KIND_ROW};
-use super::write::{self, in_values, Mutation};
+use super::write::{self, split_list, Mutation};
 use super::{invalid, resolve_table, Engine, Outcome, Result, ResultColumn, Rows};
-use crate::cql::ast::{Condition, Conditions, Operator, RelationLhs, Statement};
+use crate::cql::ast::{Condition, Conditions, Operator, RelationLhs, Statement, Term};
 use crate::cql::types::CqlType;
 use crate::cql::value;
 use crate::partition::token::split_composite;
@@ -149,7 +149,15 @@ pub fn execute(
             }));
         }
         let plain = without_conditions(item.st);
-        let m = write::mutations_for(engine, schema, item.keyspace, &plain, item.ctx, ts)?;
+        let m = write::mutations_for(
+            engine,
+            schema,
+            item.keyspace,
+            &plain,
+            conds.as_ref(),
+            item.ctx,
+            ts,
+        )?;
         for x in &m {
             match &pk {
                 Some(p) if *p != x.pk => {
@@ -369,7 +377,13 @@ pub fn execute(
         );
         emitted = true;
     }
-    if !emitted && statics_live && (t.has_static()) {
+    // A partition without the row still answers its static columns, but only when the
+    // conditions read some (Cassandra reads just the condition columns: without a static one
+    // its static row is empty and the answer is `[applied]` alone).
+    let reads_statics = cols
+        .iter()
+        .any(|&i| t.columns[i].kind == ColumnKind::Static);
+    if !emitted && statics_live && reads_statics {
         push_row(
             &mut out,
             &t,
@@ -553,7 +567,7 @@ fn condition_values(t: &TableDef, c: &Condition, ctx: &Ctx) -> Result<CondEval> 
         (None, None) => (Access::Whole, col.ty.clone()),
     };
     let vals = match c.op {
-        Operator::In => in_values(&c.value, &ty, name, ctx)?,
+        Operator::In => condition_in_values(&c.value, &ty, name, ctx)?,
         // CONTAINS / CONTAINS KEY (Cassandra 4.1+), on whole columns only (as parsed).
         Operator::Contains | Operator::ContainsKey => {
             let oty = super::select::contains_type(col, c.op)?;
@@ -597,6 +611,31 @@ fn condition_values(t: &TableDef, c: &Condition, ctx: &Ctx) -> Result<CondEval> 
         ty,
         vals,
     })
+}
+
+/// The values of an IN condition as Cassandra binds them (`ColumnCondition`): unset elements
+/// are left out (an IN of only unset elements holds for nothing); a whole list bound as null
+/// or unset is refused.
+fn condition_in_values(rhs: &Term, ty: &CqlType, name: &str, ctx: &Ctx) -> Result<Vec<Val>> {
+    if let Term::List(items) | Term::Tuple(items) = rhs {
+        let mut vals = Vec::with_capacity(items.len());
+        for t in items {
+            match eval(t, ty, name, ctx)? {
+                Val::Unset => {}
+                v => vals.push(v),
+            }
+        }
+        return Ok(vals);
+    }
+    match eval(rhs, &CqlType::List(Box::new(ty.clone())), name, ctx)? {
+        Val::Value(b) => Ok(split_list(&b)
+            .ok_or_else(|| invalid(format!("Invalid list value for IN on {name}")))?
+            .into_iter()
+            .map(Val::Value)
+            .collect()),
+        Val::Null => Err(invalid("Invalid null list in IN condition")),
+        Val::Unset => Err(invalid("Invalid 'unset' value in condition")),
+    }
 }
 
 fn equal(ty: &CqlType, cur: Option<&[u8]>, v: &Val) -> bool {

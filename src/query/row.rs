@@ -176,6 +176,20 @@ pub struct Marker {
     pub expiry: i64,
 }
 
+impl Marker {
+    /// Cassandra's `LivenessInfo.supersedes`: the newer timestamp; on a tie an expiring marker
+    /// beats one that never expires, and of two alike the later expiry (in seconds).
+    fn supersedes(&self, other: &Marker) -> bool {
+        if self.ts != other.ts {
+            return self.ts > other.ts;
+        }
+        if (self.expiry == 0) != (other.expiry == 0) {
+            return self.expiry != 0;
+        }
+        secs(self.expiry) > secs(other.expiry)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cell {
     pub col: u32,
@@ -252,7 +266,7 @@ impl ComplexCell {
                 old,
                 update.elems,
                 |x, y| x.path.cmp(&y.path),
-                |x, y| newer_wins((x.ts, &x.value), (y.ts, &y.value)),
+                |x, y| newer_wins(x.into(), y.into()),
             );
         }
         self.shadow(None);
@@ -472,7 +486,7 @@ impl RowData {
     }
 
     /// Merges a newer write into this row with last-write-wins per cell: the higher timestamp
-    /// wins; on a tie a tombstone beats a value and otherwise the greater value wins.
+    /// wins; on a tie Cassandra's reconcile rule decides (see [`newer_wins`]).
     pub fn merge(&mut self, update: RowData) {
         if let Some(d) = update.deletion {
             if self.deletion.is_none_or(|cur| d.0 > cur.0) {
@@ -480,7 +494,7 @@ impl RowData {
             }
         }
         if let Some(m) = update.marker {
-            if self.marker.is_none_or(|cur| m.ts >= cur.ts) {
+            if self.marker.is_none_or(|cur| m.supersedes(&cur)) {
                 self.marker = Some(m);
             }
         }
@@ -490,7 +504,7 @@ impl RowData {
                 old,
                 update.cells,
                 |x, y| x.col.cmp(&y.col),
-                |x, y| newer_wins((x.ts, &x.value), (y.ts, &y.value)),
+                |x, y| newer_wins(x.into(), y.into()),
             );
         }
         for r in update.ranges {
@@ -751,16 +765,78 @@ impl RowData {
     }
 }
 
-/// Last write wins between a stored cell (or element) and a new one, each given as
-/// (timestamp, value): the newer timestamp; on a tie a tombstone, then the greater value.
-fn newer_wins(old: (i64, &Option<Bytes>), new: (i64, &Option<Bytes>)) -> bool {
-    if new.0 != old.0 {
-        return new.0 > old.0;
+/// One side of a last-write-wins contest: a cell's or element's timestamp, value (None: a
+/// tombstone), expiry (milliseconds, 0 = never) and local deletion time (tombstones).
+#[derive(Clone, Copy)]
+struct Contender<'a> {
+    ts: i64,
+    value: &'a Option<Bytes>,
+    expiry_ms: i64,
+    local_deletion: i32,
+}
+
+impl Contender<'_> {
+    /// Cassandra's local deletion time in seconds: a tombstone's, an expiring cell's expiry,
+    /// None for a live cell that never expires.
+    fn deletion_secs(&self) -> Option<i32> {
+        match (self.value, self.expiry_ms) {
+            (None, _) => Some(self.local_deletion),
+            (Some(_), 0) => None,
+            (Some(_), e) => Some(secs(e)),
+        }
     }
-    match (old.1, new.1) {
+}
+
+/// Last write wins between a stored cell (or element) and a new one, as Cassandra's
+/// `Cells.reconcile`: the newer timestamp; on a tie a tombstone or an expiring cell beats a
+/// cell that never expires (CASSANDRA-14592: the result must not depend on the clock), a
+/// tombstone beats an expiring cell, then the later local deletion time, then the greater
+/// value. Returns whether `new` wins.
+fn newer_wins(old: Contender, new: Contender) -> bool {
+    if new.ts != old.ts {
+        return new.ts > old.ts;
+    }
+    let (old_dt, new_dt) = (old.deletion_secs(), new.deletion_secs());
+    match (old_dt, new_dt) {
+        (None, None) => {}
+        (None, Some(_)) => return true,
+        (Some(_), None) => return false,
+        (Some(a), Some(b)) => {
+            let (old_tomb, new_tomb) = (old.value.is_none(), new.value.is_none());
+            if old_tomb != new_tomb {
+                return new_tomb;
+            }
+            if a != b {
+                return b > a;
+            }
+        }
+    }
+    match (old.value, new.value) {
         (_, None) => true,
         (None, Some(_)) => false,
         (Some(a), Some(b)) => b > a,
+    }
+}
+
+impl<'a> From<&'a Cell> for Contender<'a> {
+    fn from(c: &'a Cell) -> Self {
+        Contender {
+            ts: c.ts,
+            value: &c.value,
+            expiry_ms: c.expiry,
+            local_deletion: c.local_deletion,
+        }
+    }
+}
+
+impl<'a> From<&'a Elem> for Contender<'a> {
+    fn from(e: &'a Elem) -> Self {
+        Contender {
+            ts: e.ts,
+            value: &e.value,
+            expiry_ms: e.expiry,
+            local_deletion: e.local_deletion,
+        }
     }
 }
 

@@ -108,6 +108,19 @@ const SYSTEM: &[Spec] = &[
             ("tokens", "set<text>"),
         ],
     ),
+    // Cassandra's built secondary indexes: `table_name` holds the keyspace name (its schema
+    // says so too); `value` is unused. Our indexes are built by CREATE INDEX before it answers,
+    // so every index in the schema is listed.
+    spec(
+        "IndexInfo",
+        &["table_name"],
+        &["index_name"],
+        &[
+            ("table_name", "text"),
+            ("index_name", "text"),
+            ("value", "blob"),
+        ],
+    ),
     spec(
         "size_estimates",
         &["keyspace_name"],
@@ -617,6 +630,28 @@ pub fn virtual_rows(schema: &Schema, node: &NodeInfo, table: &TableDef) -> Optio
             )]
         }
         ("system", "peers") | ("system", "peers_v2") | ("system", "size_estimates") => vec![],
+        ("system", "IndexInfo") => schema
+            .keyspaces
+            .values()
+            .flat_map(|k| {
+                // One partition per keyspace, its rows in clustering (index name) order.
+                let mut names: Vec<&str> = k
+                    .tables
+                    .values()
+                    .flat_map(|tb| tb.indexes.iter().map(|ix| ix.name.as_str()))
+                    .collect();
+                names.sort_unstable();
+                names
+                    .into_iter()
+                    .map(|name| {
+                        row(
+                            t,
+                            &[("table_name", text(&k.name)), ("index_name", text(name))],
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect(),
         ("system_schema", "keyspaces") => schema
             .keyspaces
             .values()

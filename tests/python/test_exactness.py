@@ -511,3 +511,153 @@ def test_conditional_writes_with_multi_column_relations(session, grid):
     assert keys(session, grid) == [x for x in ALL if x != (2, 2)]
     msg = invalid(session, f"UPDATE {grid} SET v = 1 WHERE k = 0 AND (a, b) IN ((0, 0)) IF v = 0")
     assert msg == "IN on the clustering key columns is not supported with conditional updates"
+
+
+def test_equal_timestamps_reconcile_as_cassandra(session, ks):
+    """Cells.reconcile: on a timestamp tie an expiring cell beats one that never expires
+    (whatever the values), a tombstone beats both; only then the greater value wins."""
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v int, m map<int, int>)")
+    session.execute(f"INSERT INTO {ks}.t (k, v) VALUES (0, 5) USING TIMESTAMP 10")
+    session.execute(f"UPDATE {ks}.t USING TIMESTAMP 10 AND TTL 1000 SET v = 1 WHERE k = 0")
+    assert rows(session, f"SELECT v, writetime(v) FROM {ks}.t WHERE k = 0") == [(1, 10)]
+    # the other order: the live cell written second still loses
+    session.execute(f"UPDATE {ks}.t USING TIMESTAMP 20 AND TTL 1000 SET v = 1, m[1] = 1 WHERE k = 1")
+    session.execute(f"UPDATE {ks}.t USING TIMESTAMP 20 SET v = 9, m[1] = 9 WHERE k = 1")
+    (v, ttl_v, m), = rows(session, f"SELECT v, ttl(v), m FROM {ks}.t WHERE k = 1")
+    assert (v, dict(m)) == (1, {1: 1}) and 0 < ttl_v <= 1000
+    # between two live cells the greater value wins; a tombstone beats any value
+    session.execute(f"INSERT INTO {ks}.t (k, v) VALUES (2, 3) USING TIMESTAMP 30")
+    session.execute(f"INSERT INTO {ks}.t (k, v) VALUES (2, 2) USING TIMESTAMP 30")
+    assert rows(session, f"SELECT v FROM {ks}.t WHERE k = 2") == [(3,)]
+    session.execute(f"DELETE v FROM {ks}.t USING TIMESTAMP 30 WHERE k = 2")
+    session.execute(f"UPDATE {ks}.t USING TIMESTAMP 30 AND TTL 1000 SET v = 7 WHERE k = 2")
+    assert rows(session, f"SELECT v FROM {ks}.t WHERE k = 2") == [(None,)]
+
+
+def test_index_info_lists_built_indexes(session, ks):
+    """system."IndexInfo": one row per built index, keyed by the keyspace (in a column named
+    table_name, as in Cassandra) and the index name."""
+    session.execute(f"CREATE TABLE {ks}.t (a int, b int, c int, v int, PRIMARY KEY ((a, b), c))")
+    session.execute(f"CREATE INDEX t_v ON {ks}.t (v)")
+    session.execute(f"CREATE INDEX ON {ks}.t (c)")
+    q = 'SELECT table_name, index_name, value FROM system."IndexInfo" WHERE table_name = %s'
+    assert rows(session, q, ks) == [(ks, "t_c_idx", None), (ks, "t_v", None)]
+    session.execute(f"DROP INDEX {ks}.t_v")
+    assert rows(session, q, ks) == [(ks, "t_c_idx", None)]
+
+
+def test_unset_binds_in_tuples_udts_and_in_conditions(session, ks):
+    """A tuple or frozen UDT is written whole, so an unset field is refused (Tuples /
+    UserTypes); an IN condition leaves its unset elements out (ColumnCondition)."""
+    from cassandra.query import UNSET_VALUE as UNSET
+
+    session.execute(f"CREATE TYPE {ks}.ut (a int, b int)")
+    session.execute(
+        f"CREATE TABLE {ks}.t (k int PRIMARY KEY, tu frozen<tuple<int, int>>, fu frozen<ut>, v int)"
+    )
+    session.execute(f"INSERT INTO {ks}.t (k, tu, fu, v) VALUES (0, (1, 2), {{a: 1, b: 2}}, 1)")
+
+    def refused(q, *args):
+        return invalid(session, session.prepare(q), *args)
+
+    assert refused(f"UPDATE {ks}.t SET tu = (?, 1) WHERE k = 0", UNSET) == (
+        "Invalid unset value for tuple field number 0"
+    )
+    assert refused(f"INSERT INTO {ks}.t (k, fu) VALUES (0, {{a: 1, b: ?}})", UNSET) == (
+        "Invalid unset value for field 'b' of user defined type ut"
+    )
+    assert rows(session, f"SELECT tu, fu.a, fu.b FROM {ks}.t WHERE k = 0") == [((1, 2), 1, 2)]
+    up = session.prepare(f"UPDATE {ks}.t SET v = 2 WHERE k = 0 IF v IN (?, ?)")
+    assert rows(session, up, UNSET, 1) == [(True,)]
+    assert rows(session, up, UNSET, UNSET) == [(False, 2)]
+    whole = session.prepare(f"UPDATE {ks}.t SET v = 3 WHERE k = 0 IF v IN ?")
+    assert invalid(session, whole, UNSET) == "Invalid 'unset' value in condition"
+    assert invalid(session, whole, None) == "Invalid null list in IN condition"
+
+
+def test_failed_condition_answers_static_columns_only_when_it_reads_them(session, ks):
+    """A failed conditional write on a missing row answers the conditions' columns of the
+    static row when a condition is on a static column, and `[applied]` alone otherwise."""
+    session.execute(f"CREATE TABLE {ks}.t (k int, c int, s int static, v int, PRIMARY KEY (k, c))")
+    session.execute(f"INSERT INTO {ks}.t (k, c, s, v) VALUES (0, 1, 5, 1)")
+    assert rows(session, f"UPDATE {ks}.t SET v = 3 WHERE k = 0 AND c = 6 IF v IN (2, 4)") == [(False,)]
+    assert rows(session, f"UPDATE {ks}.t SET v = 3 WHERE k = 0 AND c = 6 IF v = 2") == [(False,)]
+    assert rows(session, f"UPDATE {ks}.t SET v = 3 WHERE k = 0 AND c = 6 IF s = 2 AND v = 1") == [
+        (False, 5, None)
+    ]
+    assert rows(session, f"UPDATE {ks}.t SET s = 3 WHERE k = 0 IF s = 2") == [(False, 5)]
+    assert rows(session, f"UPDATE {ks}.t SET s = 3 WHERE k = 9 IF s = 2") == [(False,)]
+    assert rows(session, f"UPDATE {ks}.t SET v = 3 WHERE k = 0 AND c = 6 IF v IN (null, 2)") == [(True,)]
+
+
+def test_using_timestamp_long_min_value_is_refused(session, ks):
+    """UpdateParameters: Long.MIN_VALUE means "no timestamp" inside Cassandra."""
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v int)")
+    expected = "Out of bound timestamp, must be in [-9223372036854775807, 9223372036854775807]"
+    lo = -(2**63)
+    assert invalid(session, f"INSERT INTO {ks}.t (k, v) VALUES (1, 1) USING TIMESTAMP {lo}") == expected
+    assert invalid(session, session.prepare(f"UPDATE {ks}.t USING TIMESTAMP ? SET v = 1 WHERE k = 1"), lo) == expected
+    assert invalid(
+        session, f"BEGIN BATCH USING TIMESTAMP {lo} INSERT INTO {ks}.t (k, v) VALUES (1, 1); APPLY BATCH"
+    ) == expected
+    session.execute(f"INSERT INTO {ks}.t (k, v) VALUES (1, 1) USING TIMESTAMP {lo + 1}")
+    assert rows(session, f"SELECT writetime(v) FROM {ks}.t WHERE k = 1") == [(lo + 1,)]
+
+
+def test_static_only_writes_refuse_clustering_restrictions(session, ks):
+    session.execute(f"CREATE TABLE {ks}.t (k int, c int, s int static, v int, PRIMARY KEY (k, c))")
+    session.execute(f"INSERT INTO {ks}.t (k, c, s, v) VALUES (0, 1, 1, 1)")
+    msg = "Invalid restrictions on clustering columns since the {} statement modifies only static columns"
+    assert invalid(session, f"UPDATE {ks}.t SET s = 2 WHERE k = 0 AND c = 1") == msg.format("UPDATE")
+    assert invalid(session, f"DELETE s FROM {ks}.t WHERE k = 0 AND c = 1") == msg.format("DELETE")
+    assert invalid(session, f"UPDATE {ks}.t SET s = 2 WHERE k = 0 AND c = 1 IF s = 1") == msg.format("UPDATE")
+    assert rows(session, f"SELECT s, v FROM {ks}.t WHERE k = 0") == [(1, 1)]
+    # a regular column in the assignments or the conditions names the row: accepted
+    session.execute(f"UPDATE {ks}.t SET s = 2, v = 2 WHERE k = 0 AND c = 1")
+    assert rows(session, f"UPDATE {ks}.t SET s = 3 WHERE k = 0 AND c = 1 IF v = 2") == [(True,)]
+    session.execute(f"UPDATE {ks}.t SET s = 4 WHERE k = 0")
+    session.execute(f"DELETE FROM {ks}.t WHERE k = 0 AND c = 1")
+    assert rows(session, f"SELECT s FROM {ks}.t WHERE k = 0") == [(4,)]
+
+
+def test_unset_collection_keys_and_indexes(session, ks):
+    """Maps.SetterByKey / DiscarderByKey and Lists.SetterByIndex refuse an unset key or index;
+    an unset value or an unset list index in a DELETE changes nothing."""
+    from cassandra.query import UNSET_VALUE as UNSET
+
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, l list<text>, m map<text, text>)")
+    session.execute(f"INSERT INTO {ks}.t (k, l, m) VALUES (10, ['a', 'b'], {{'k': 'v'}})")
+
+    def refused(q, *args):
+        return invalid(session, session.prepare(q), *args)
+
+    assert refused(f"UPDATE {ks}.t SET m[?] = 'x' WHERE k = 10", UNSET) == "Invalid unset map key"
+    assert refused(f"UPDATE {ks}.t SET m[?] = 'x' WHERE k = 10", None) == "Invalid null map key"
+    assert refused(f"DELETE m[?] FROM {ks}.t WHERE k = 10", UNSET) == "Invalid unset map key"
+    assert refused(f"UPDATE {ks}.t SET l[?] = 'x' WHERE k = 10", UNSET) == "Invalid unset value for list index"
+    for q, args in [
+        (f"UPDATE {ks}.t SET m['k'] = ? WHERE k = 10", (UNSET,)),
+        (f"UPDATE {ks}.t SET l[1] = ? WHERE k = 10", (UNSET,)),
+        (f"DELETE l[?] FROM {ks}.t WHERE k = 10", (UNSET,)),
+    ]:
+        session.execute(session.prepare(q), args)
+    assert rows(session, f"SELECT l, m FROM {ks}.t WHERE k = 10") == [(["a", "b"], {"k": "v"})]
+
+
+def test_unset_binds_in_multi_column_relations(session, ks):
+    """Cassandra's messages for unset values in multi-column relations (a tuple field, a whole
+    tuple, a whole IN list)."""
+    from cassandra.query import UNSET_VALUE as UNSET
+
+    session.execute(f"CREATE TABLE {ks}.t (k int, i int, j int, s text, PRIMARY KEY (k, i, j))")
+    cases = [
+        ("(i, j) = (?, ?)", (UNSET, 1), "Invalid unset value for tuple field number 0"),
+        ("(i, j) IN ((?, ?))", (UNSET, 1), "Invalid unset value for tuple field number 0"),
+        ("(i, j) > (1, ?)", (UNSET,), "Invalid unset value for tuple field number 1"),
+        ("(i, j) = ?", (UNSET,), "Invalid unset value for tuple (i,j)"),
+        ("(i, j) IN (?, ?)", (UNSET, (1, 1)), "Invalid unset value for tuple (i,j)"),
+        ("(i, j) IN ?", (UNSET,), "Invalid unset value for in(i,j)"),
+    ]
+    for where, args, message in cases:
+        q = session.prepare(f"SELECT * FROM {ks}.t WHERE k = 0 AND {where}")
+        assert invalid(session, q, *args) == message, where

@@ -93,7 +93,7 @@ impl Parser<'_> {
         loop {
             let start = self.tok();
             let assignment = self.assignment()?;
-            let column = assigned_column(&assignment);
+            let column = assignment.column();
             if assignments
                 .iter()
                 .any(|a| !compatible_assignments(a, &assignment))
@@ -347,7 +347,7 @@ impl Parser<'_> {
 /// Cassandra's `RawUpdate.isCompatibleWith`: a column set as a whole can't be touched again,
 /// nor a UDT field set twice.
 fn compatible_assignments(a: &Assignment, b: &Assignment) -> bool {
-    if assigned_column(a) != assigned_column(b) {
+    if a.column() != b.column() {
         return true;
     }
     match (a, b) {
@@ -356,16 +356,5 @@ fn compatible_assignments(a: &Assignment, b: &Assignment) -> bool {
             f1 != f2
         }
         _ => true,
-    }
-}
-
-fn assigned_column(a: &Assignment) -> &str {
-    match a {
-        Assignment::Set { column, .. }
-        | Assignment::SetElement { column, .. }
-        | Assignment::SetField { column, .. }
-        | Assignment::Append { column, .. }
-        | Assignment::Prepend { column, .. }
-        | Assignment::Remove { column, .. } => column,
     }
 }

@@ -264,7 +264,12 @@ pub(crate) fn tuple_values(
                 .iter()
                 .zip(&types)
                 .zip(cols)
-                .map(|((it, ty), c)| eval_one(it, ty, c, ctx))
+                .enumerate()
+                .map(|(n, ((it, ty), c))| {
+                    eval_unset_as(it, ty, c, ctx, || {
+                        format!("Invalid unset value for tuple field number {n}")
+                    })
+                })
                 .collect(),
             Term::Tuple(items) => Err(invalid(format!(
                 "Expected {} elements in value tuple, but got {}: {name}",
@@ -272,7 +277,9 @@ pub(crate) fn tuple_values(
                 items.len()
             ))),
             other => {
-                let b = eval_one(other, &tuple_ty, &name, ctx)?;
+                let b = eval_unset_as(other, &tuple_ty, &name, ctx, || {
+                    format!("Invalid unset value for tuple {name}")
+                })?;
                 let parts = value::tuple_components(&b)
                     .map_err(|e| invalid(format!("Invalid tuple value for {name}: {e}")))?;
                 if parts.len() != types.len() {
@@ -293,7 +300,9 @@ pub(crate) fn tuple_values(
         (Operator::In, Term::List(items)) => items.iter().map(one).collect::<Result<Vec<_>>>()?,
         (Operator::In, other) => {
             let list_ty = CqlType::List(Box::new(tuple_ty.clone()));
-            let b = eval_one(other, &list_ty, &name, ctx)?;
+            let b = eval_unset_as(other, &list_ty, &name, ctx, || {
+                format!("Invalid unset value for in{name}")
+            })?;
             let elems = crate::query::write::split_list(&b)
                 .ok_or_else(|| invalid(format!("Invalid list value for IN on {name}")))?;
             elems

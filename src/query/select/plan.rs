@@ -81,12 +81,26 @@ pub(super) fn selects_whole_partitions(t: &TableDef, sel: &Select) -> bool {
 }
 
 pub(super) fn eval_one(term: &Term, ty: &CqlType, name: &str, ctx: &Ctx) -> Result<Bytes> {
+    eval_unset_as(term, ty, name, ctx, || {
+        format!("Invalid unset value for column {name}")
+    })
+}
+
+/// [`eval_one`] with the error an unset value gets from the caller (Cassandra words it by
+/// where the value is: a tuple field, a whole tuple, a whole IN list).
+pub(super) fn eval_unset_as(
+    term: &Term,
+    ty: &CqlType,
+    name: &str,
+    ctx: &Ctx,
+    unset: impl FnOnce() -> String,
+) -> Result<Bytes> {
     match eval(term, ty, name, ctx)? {
         Val::Value(b) => Ok(b),
         Val::Null => Err(invalid(format!(
             "Invalid null value in condition for column {name}"
         ))),
-        Val::Unset => Err(invalid(format!("Invalid unset value for column {name}"))),
+        Val::Unset => Err(invalid(unset())),
     }
 }
 

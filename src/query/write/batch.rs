@@ -23,11 +23,7 @@ pub fn execute_batch(
         ));
     }
     let batch_ts = match &b.using.timestamp {
-        Some(t) => match eval(t, &CqlType::Bigint, "[timestamp]", &ctx)? {
-            Val::Value(v) if v.len() == 8 => Some(i64::from_be_bytes(v[..].try_into().expect("8"))),
-            Val::Unset => None,
-            _ => return Err(invalid("Invalid null value of timestamp")),
-        },
+        Some(t) => params::using_timestamp(t, &ctx)?,
         None => None,
     };
     let stmts: Vec<BatchStmt> = b
@@ -140,7 +136,9 @@ pub fn run_batch(
     }
     let mut all = Vec::new();
     for s in stmts {
-        all.extend(mutations_for(engine, schema, s.keyspace, s.st, s.ctx, ts)?);
+        all.extend(mutations_for(
+            engine, schema, s.keyspace, s.st, None, s.ctx, ts,
+        )?);
     }
     check_batch_size(engine, &all, rctx)?;
     batch_warnings(kind, &all, rctx);

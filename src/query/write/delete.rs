@@ -201,19 +201,14 @@ pub(super) fn delete_target(
         }
         DeleteTarget::Element(_, key) => match &col.ty {
             CqlType::Map(kt, _) | CqlType::Set(kt) => {
+                let is_map = matches!(col.ty, CqlType::Map(..));
                 let k = match eval(key, kt, name, ctx)? {
                     Val::Value(k) => k,
+                    // Maps.DiscarderByKey refuses both; a set element left unset deletes nothing.
+                    Val::Unset if is_map => return Err(invalid("Invalid unset map key")),
                     Val::Unset => return Ok(()),
-                    Val::Null => {
-                        return Err(invalid(format!(
-                            "Invalid null value for {} element",
-                            if matches!(col.ty, CqlType::Map(..)) {
-                                "map"
-                            } else {
-                                "set"
-                            }
-                        )))
-                    }
+                    Val::Null if is_map => return Err(invalid("Invalid null map key")),
+                    Val::Null => return Err(invalid("Invalid null value for set element")),
                 };
                 put_elems(upd, col.id, vec![ep.elem(complex::key_path(kt, &k), None)]);
             }

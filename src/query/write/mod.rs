@@ -12,8 +12,8 @@ use super::{
     invalid, resolve_keyspace, resolve_table, Engine, Outcome, QueryOptions, Result, Session,
 };
 use crate::cql::ast::{
-    Assignment, Batch, Delete, DeleteTarget, Insert, InsertValues, Operator, Relation, RelationLhs,
-    Statement, Term, Using,
+    Assignment, Batch, Conditions, Delete, DeleteTarget, Insert, InsertValues, Operator, Relation,
+    RelationLhs, Statement, Term, Using,
 };
 use crate::cql::types::CqlType;
 use crate::cql::value;
@@ -37,6 +37,7 @@ mod dropped;
 mod insert;
 mod keys;
 mod params;
+mod static_only;
 mod update;
 
 pub(crate) use self::admission::admit_writes;
@@ -68,6 +69,7 @@ pub use self::keys::table_token;
 pub use self::keys::MAX_IN_PRODUCT;
 use self::keys::*;
 use self::params::*;
+pub(crate) use self::static_only::check_static_only;
 use self::update::*;
 
 /// Longest partition key or clustering value Cassandra accepts.
@@ -110,11 +112,14 @@ impl Mutation {
     }
 }
 
+/// The mutations of a statement. `stripped`: the conditions the conditional path took off it
+/// (they still decide Cassandra's static-only rule).
 pub(crate) fn mutations_for(
     engine: &Engine,
     schema: &Schema,
     keyspace: Option<&str>,
     st: &Statement,
+    stripped: Option<&Conditions>,
     ctx: &Ctx,
     ts: i64,
 ) -> Result<Vec<Mutation>> {
@@ -127,11 +132,13 @@ pub(crate) fn mutations_for(
         Statement::Update(u) => {
             let t = resolve_table(schema, keyspace, &u.table)?;
             check_writable(t)?;
+            check_static_only(t, st, stripped)?;
             update_mutations(t, u, ctx, ts)
         }
         Statement::Delete(d) => {
             let t = resolve_table(schema, keyspace, &d.table)?;
             check_writable(t)?;
+            check_static_only(t, st, stripped)?;
             delete_mutations(t, d, ctx, ts)
         }
         _ => Err(invalid(
@@ -165,7 +172,7 @@ pub fn statement_mutations(
         binds,
         max_value_bytes: engine.limits.max_value_bytes,
     };
-    mutations_for(engine, schema, keyspace, st, &ctx, ts)
+    mutations_for(engine, schema, keyspace, st, None, &ctx, ts)
 }
 
 pub fn execute_single(
@@ -189,7 +196,7 @@ pub fn execute_single(
         };
         return super::lwt::execute(engine, &schema, &[item], ts, false, Some(rctx));
     }
-    let muts = mutations_for(engine, &schema, keyspace, st, &ctx, ts)?;
+    let muts = mutations_for(engine, &schema, keyspace, st, None, &ctx, ts)?;
     let counter = muts.iter().any(|m| m.table.is_counter_table());
     let write_type = if counter { "COUNTER" } else { "SIMPLE" };
     apply_with(engine, muts, Some(rctx), write_type)?;

@@ -10,6 +10,23 @@ pub(super) struct WriteParams {
     pub(super) expiry: i64,
 }
 
+/// The value of `USING TIMESTAMP t` (None: bound unset, the default applies). Long.MIN_VALUE
+/// is refused as Cassandra's UpdateParameters does: it means "no timestamp" internally.
+pub(super) fn using_timestamp(t: &Term, ctx: &Ctx) -> Result<Option<i64>> {
+    match eval(t, &CqlType::Bigint, "[timestamp]", ctx)? {
+        Val::Value(b) if b.len() == 8 => match i64::from_be_bytes(b[..].try_into().expect("8")) {
+            i64::MIN => Err(invalid(format!(
+                "Out of bound timestamp, must be in [{}, {}]",
+                i64::MIN + 1,
+                i64::MAX
+            ))),
+            ts => Ok(Some(ts)),
+        },
+        Val::Unset => Ok(None),
+        _ => Err(invalid("Invalid null value of timestamp")),
+    }
+}
+
 pub(super) fn using_params(
     table: &TableDef,
     using: &Using,
@@ -17,11 +34,7 @@ pub(super) fn using_params(
     default_ts: i64,
 ) -> Result<WriteParams> {
     let ts = match &using.timestamp {
-        Some(t) => match eval(t, &CqlType::Bigint, "[timestamp]", ctx)? {
-            Val::Value(b) if b.len() == 8 => i64::from_be_bytes(b[..].try_into().expect("8")),
-            Val::Unset => default_ts,
-            _ => return Err(invalid("Invalid null value of timestamp")),
-        },
+        Some(t) => using_timestamp(t, ctx)?.unwrap_or(default_ts),
         None => default_ts,
     };
     let ttl: i64 = match &using.ttl {

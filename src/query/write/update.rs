@@ -55,14 +55,7 @@ pub(super) fn update_mutations(
         }
     }
     for a in &up.assignments {
-        let column = match a {
-            Assignment::Set { column, .. }
-            | Assignment::SetElement { column, .. }
-            | Assignment::SetField { column, .. }
-            | Assignment::Append { column, .. }
-            | Assignment::Prepend { column, .. }
-            | Assignment::Remove { column, .. } => column,
-        };
+        let column = a.column();
         let col = crate::query::require_column(table, column)?;
         if matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
             return Err(invalid(format!(
@@ -247,7 +240,8 @@ pub(super) fn assign(
             CqlType::Map(kt, vt) => {
                 let k = match eval(key, kt, name, ctx)? {
                     Val::Value(k) => k,
-                    _ => return Err(invalid("Invalid null value for map key")),
+                    Val::Null => return Err(invalid("Invalid null map key")),
+                    Val::Unset => return Err(invalid("Invalid unset map key")),
                 };
                 let v = match eval(value, vt, name, ctx)? {
                     Val::Value(v) => Some(v),
@@ -261,6 +255,7 @@ pub(super) fn assign(
                     Val::Value(b) if b.len() == 4 => {
                         i32::from_be_bytes(b[..].try_into().expect("4 bytes")) as i64
                     }
+                    Val::Unset => return Err(invalid("Invalid unset value for list index")),
                     _ => return Err(invalid("Invalid null value for list index")),
                 };
                 let v = match eval(value, et, name, ctx)? {
