@@ -21,6 +21,7 @@ pub struct EmbeddedStore {
     pub(super) db: Database,
     pub(super) data: Keyspace,
     pub(super) meta: Keyspace,
+    sizes: Keyspace,
     pub(super) sync: SyncMode,
     pub(super) group: Arc<GroupCommit>,
     purge: Arc<PurgeSlot>,
@@ -96,10 +97,12 @@ impl EmbeddedStore {
             .open()?;
         let data = db.keyspace("data", KeyspaceCreateOptions::default)?;
         let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
+        let sizes = db.keyspace("sizes", KeyspaceCreateOptions::default)?;
         Ok(EmbeddedStore {
             db,
             data,
             meta,
+            sizes,
             sync,
             group: Arc::default(),
             purge,
@@ -111,6 +114,7 @@ impl EmbeddedStore {
         match space {
             Space::Data => &self.data,
             Space::Meta => &self.meta,
+            Space::Sizes => &self.sizes,
         }
     }
 

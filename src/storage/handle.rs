@@ -39,15 +39,18 @@ pub struct KeyRange {
 
 impl KeyRange {
     /// The data keys of table `storage_id` whose token is in `(start, end]` (the physical
-    /// partition's token range). Data keys begin `[storage id u64 BE][token u64 BE, sign bit
+    /// partition's token range; a start of i64::MIN includes i64::MIN). Data keys begin `[storage id u64 BE][token u64 BE, sign bit
     /// flipped]`, so the range is `[sid ‖ flip(start + 1), sid ‖ flip(end) + 1)`.
     pub fn of_tokens(storage_id: u64, start: i64, end: i64) -> KeyRange {
         let sid = storage_id.to_be_bytes();
         let at = |t: i64| [&sid[..], &flip(t)[..]].concat();
-        let lo = match start.checked_add(1) {
-            Some(first) => at(first),
+        let lo = match start {
+            // The first partition also holds the keys at i64::MIN (the empty partition key's
+            // token), as the partition maps assign them.
+            i64::MIN => sid.to_vec(),
             // (i64::MAX, ...] holds no token: an empty range.
-            None => super::prefix_successor(&sid).unwrap_or_default(),
+            i64::MAX => super::prefix_successor(&sid).unwrap_or_default(),
+            _ => at(start + 1),
         };
         let hi = super::prefix_successor(&at(end));
         KeyRange { lo, hi }

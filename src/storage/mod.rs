@@ -110,6 +110,10 @@ pub enum Space {
     Data,
     /// Schema, physical partition maps and other server metadata.
     Meta,
+    /// Per-partition records that live in their physical partition's key range beside the rows
+    /// (keys start `[storage id u64 BE][token u64 BE, sign bit flipped]` as data keys do, so a
+    /// partition's `KeyRange` covers them too): the logical partitions' size records.
+    Sizes,
 }
 
 /// How writes are made durable before they are acknowledged.

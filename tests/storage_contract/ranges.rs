@@ -59,7 +59,9 @@ fn token_ranges_map_to_key_ranges() {
     assert!(!r.contains(&key(101, b"")));
     // The whole ring of one table, and nothing of its neighbours.
     let ring = KeyRange::of_tokens(SID, i64::MIN, i64::MAX);
+    assert!(ring.contains(&key(i64::MIN, b"")));
     assert!(ring.contains(&key(i64::MIN + 1, b"")));
+    assert!(!KeyRange::of_tokens(SID, i64::MIN + 1, 5).contains(&key(i64::MIN + 1, b"")));
     assert!(ring.contains(&key(i64::MAX, b"\xff")));
     assert!(!ring.contains(&key_of(SID + 1, i64::MIN + 1, b"")));
     assert!(!ring.contains(&key_of(SID - 1, i64::MAX, b"")));
