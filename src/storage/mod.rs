@@ -8,6 +8,7 @@
 //! the layers above commit touches one physical partition's key range (plus metadata), so an
 //! implementation may shard by physical partition.
 
+pub mod batch_log;
 pub mod dir_lock;
 pub mod embedded;
 mod embedded_handle;
