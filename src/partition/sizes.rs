@@ -1,7 +1,8 @@
 //! Logical partition sizes and per-physical-partition accounting.
 //!
-//! Every logical partition (one partition key of one table) has a size record in the metadata
-//! space: key `lsize/[storage id u64 BE][token, order-preserving][partition key bytes]`, value
+//! Every logical partition (one partition key of one table) has a size record in the sizes
+//! space (`Space::Sizes`, in its physical partition's key range, so it moves with a split):
+//! key `[storage id u64 BE][token, order-preserving][partition key bytes]`, value
 //! the partition's stored bytes (u64 BE): the sum over its stored keys (header and rows) of key
 //! length + encoded value length. The write path (`query::write::apply`) knows the old and new
 //! size of every key it writes (it reads before it writes), so it updates the record in the same
@@ -74,7 +75,9 @@ pub struct PartStats {
     pub split_watch: super::split_watch::SplitWatch,
 }
 
-pub const SIZE_PREFIX: &[u8] = b"lsize/";
+/// Where data directories written before the sizes space kept the records (in `Space::Meta`,
+/// this prefix before the same key); [`upgrade_legacy_records`] moves them at startup.
+const LEGACY_PREFIX: &[u8] = b"lsize/";
 
 fn token_bytes(t: Token) -> [u8; 8] {
     ((t as u64) ^ (1 << 63)).to_be_bytes()
@@ -87,9 +90,7 @@ fn token_from(b: &[u8]) -> Token {
 }
 
 fn table_prefix(storage_id: u64) -> Vec<u8> {
-    let mut k = SIZE_PREFIX.to_vec();
-    k.extend_from_slice(&storage_id.to_be_bytes());
-    k
+    storage_id.to_be_bytes().to_vec()
 }
 
 pub fn size_key(storage_id: u64, token: Token, pk: &[u8]) -> Vec<u8> {
@@ -108,7 +109,7 @@ pub struct SizeRecord {
 }
 
 fn decode(k: &[u8], v: &[u8]) -> Option<SizeRecord> {
-    let rest = k.strip_prefix(SIZE_PREFIX)?;
+    let rest = k;
     if rest.len() < 16 || v.len() != 8 {
         return None;
     }
@@ -162,7 +163,7 @@ pub fn scan_range_after(
         _ => Bound::Included(&lo[..]),
     };
     store
-        .scan(Space::Meta, lower, Bound::Excluded(&hi[..]), false)
+        .scan(Space::Sizes, lower, Bound::Excluded(&hi[..]), false)
         .filter_map(|item| match item {
             Ok((k, v)) => decode(&k, &v).map(Ok),
             Err(e) => Some(Err(e)),
@@ -177,15 +178,51 @@ pub fn recorded(
     pk: &[u8],
 ) -> Result<u64, StorageError> {
     Ok(
-        match store.get(Space::Meta, &size_key(storage_id, token, pk))? {
+        match store.get(Space::Sizes, &size_key(storage_id, token, pk))? {
             Some(v) if v.len() == 8 => u64::from_be_bytes(v[..].try_into().expect("8 bytes")),
             _ => 0,
         },
     )
 }
 
-/// Rebuilds every partition's counters from the size records (at startup).
+/// Moves size records of a data directory written before the sizes space (`lsize/` keys in
+/// `Space::Meta`) to `Space::Sizes`, at startup before anything reads them. Each batch of
+/// 1,000 records inserts the new keys and deletes the old ones atomically, so a crash at any
+/// point leaves every record in exactly one place and the next start finishes the move; once
+/// none is left this is one empty scan. Returns how many records moved.
+pub fn upgrade_legacy_records(store: &dyn Store) -> Result<usize, StorageError> {
+    const BATCH_RECORDS: usize = 1000;
+    let hi = crate::storage::prefix_successor(LEGACY_PREFIX).expect("prefix has no 0xff");
+    let mut moved = 0;
+    loop {
+        let mut batch = WriteBatch::default();
+        let legacy = store.scan(
+            Space::Meta,
+            Bound::Included(LEGACY_PREFIX),
+            Bound::Excluded(&hi[..]),
+            false,
+        );
+        for item in legacy.take(BATCH_RECORDS) {
+            let (k, v) = item?;
+            batch.put(Space::Sizes, k.slice(LEGACY_PREFIX.len()..), v);
+            batch.delete(Space::Meta, k);
+        }
+        let n = batch.ops.len() / 2;
+        store.commit(batch)?;
+        moved += n;
+        if n < BATCH_RECORDS {
+            return Ok(moved);
+        }
+    }
+}
+
+/// Rebuilds every partition's counters from the size records (at startup), after moving
+/// records a previous version left in the metadata space.
 pub fn rebuild(store: &dyn Store, maps: &PartitionMaps) -> Result<(), StorageError> {
+    let moved = upgrade_legacy_records(store)?;
+    if moved > 0 {
+        tracing::info!("moved {moved} size records from the metadata space to the sizes space");
+    }
     for (sid, map) in maps.all() {
         for p in &map.parts {
             let (mut bytes, mut logical) = (0i64, 0i64);
@@ -205,7 +242,7 @@ pub fn rebuild(store: &dyn Store, maps: &PartitionMaps) -> Result<(), StorageErr
 pub fn purge(store: &dyn Store, storage_id: u64) -> Result<(), StorageError> {
     let lo = table_prefix(storage_id);
     let hi = table_prefix(storage_id.wrapping_add(1));
-    crate::storage::delete_range(store, Space::Meta, &lo, &hi)
+    crate::storage::delete_range(store, Space::Sizes, &lo, &hi)
 }
 
 /// The size change of one logical partition in one write.
@@ -348,9 +385,9 @@ impl Accounting {
                 continue;
             }
             if c.new == 0 {
-                batch.delete(Space::Meta, key);
+                batch.delete(Space::Sizes, key);
             } else {
-                batch.put(Space::Meta, key, (c.new as u64).to_be_bytes().to_vec());
+                batch.put(Space::Sizes, key, (c.new as u64).to_be_bytes().to_vec());
             }
         }
         Ok(())
@@ -449,5 +486,44 @@ mod tests {
         assert_eq!(human(1 << 20), "1 MiB");
         assert_eq!(human(20 << 30), "20 GiB");
         assert_eq!(human(1000), "1000 bytes");
+    }
+
+    /// Legacy `lsize/` records move to the sizes space, also when an earlier start moved part
+    /// of them before it died (the state a crash between batches leaves).
+    #[test]
+    fn legacy_records_move_once_and_resume() {
+        let dir = std::env::temp_dir().join(format!("ringgate-lsize-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store =
+            crate::storage::EmbeddedStore::open(&dir, crate::storage::SyncMode::None).unwrap();
+        const RECORDS: i64 = 2500;
+        let mut batch = WriteBatch::default();
+        for t in 0..RECORDS {
+            let k = size_key(9, t * 1000, b"pk");
+            let v = (t as u64 + 1).to_be_bytes().to_vec();
+            if t < 700 {
+                // Already moved by the interrupted start.
+                batch.put(Space::Sizes, k, v);
+            } else {
+                batch.put(Space::Meta, [LEGACY_PREFIX, &k].concat(), v);
+            }
+        }
+        batch.put(Space::Meta, &b"pmap-next-id"[..], &b"x"[..]);
+        store.commit(batch).unwrap();
+
+        assert_eq!(upgrade_legacy_records(&store).unwrap(), 1800);
+        assert_eq!(upgrade_legacy_records(&store).unwrap(), 0);
+        let records: Vec<_> = scan_range(&store, 9, MIN_TOKEN, MAX_TOKEN)
+            .map(|r| r.unwrap())
+            .collect();
+        assert_eq!(records.len(), RECORDS as usize);
+        for (t, r) in records.iter().enumerate() {
+            assert_eq!((r.token, r.bytes), (t as i64 * 1000, t as i64 + 1));
+        }
+        assert_eq!(recorded(&store, 9, 5000, b"pk").unwrap(), 6);
+        // Other metadata stays.
+        assert!(store.get(Space::Meta, b"pmap-next-id").unwrap().is_some());
+        drop(store);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -484,6 +484,12 @@ impl Engine {
             sweep_queue: Arc::default(),
         };
         engine.ensure_maps().map_err(|e| e.to_string())?;
+        // Logged writes a crash interrupted are finished before sizes are counted.
+        let replayed =
+            crate::storage::batch_log::replay(&*engine.store).map_err(|e| e.to_string())?;
+        if replayed > 0 {
+            tracing::info!("replayed {replayed} batch log entries");
+        }
         crate::partition::sizes::rebuild(&*engine.store, &engine.maps)
             .map_err(|e| e.to_string())?;
         engine.splitter.check_all(&engine.maps);

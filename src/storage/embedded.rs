@@ -19,13 +19,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 pub struct EmbeddedStore {
-    db: Database,
-    data: Keyspace,
-    meta: Keyspace,
-    sync: SyncMode,
-    group: GroupCommit,
+    pub(super) db: Database,
+    pub(super) data: Keyspace,
+    pub(super) meta: Keyspace,
+    sizes: Keyspace,
+    pub(super) sync: SyncMode,
+    pub(super) group: Arc<GroupCommit>,
     purge: Arc<PurgeSlot>,
-    free_space: FreeSpaceGuard,
+    pub(super) free_space: Arc<FreeSpaceGuard>,
+    /// Owner epochs and commit mutexes of the partitions opened through handles.
+    pub(super) owners: super::embedded_handle::Owners,
 }
 
 /// The purge filter factory, installed after the store is open (by the query layer).
@@ -67,7 +70,7 @@ impl CompactionFilter for PurgeRun {
 /// Leader/follower fsync batching: the first committer to find no fsync running becomes the
 /// leader and syncs everything committed so far; the others wait for a sync that covers them.
 #[derive(Default)]
-struct GroupCommit {
+pub(super) struct GroupCommit {
     committed: AtomicU64,
     state: Mutex<SyncState>,
     done: Condvar,
@@ -96,33 +99,52 @@ impl EmbeddedStore {
             .open()?;
         let data = db.keyspace("data", KeyspaceCreateOptions::default)?;
         let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
+        let sizes = db.keyspace("sizes", KeyspaceCreateOptions::default)?;
         Ok(EmbeddedStore {
             db,
             data,
             meta,
+            sizes,
             sync,
-            group: GroupCommit::default(),
+            group: Arc::default(),
             purge,
-            free_space: FreeSpaceGuard::new(dir.to_path_buf(), 0),
+            free_space: Arc::new(FreeSpaceGuard::new(dir.to_path_buf(), 0)),
+            owners: Default::default(),
         })
     }
 
     /// Refuses commits while the data directory has less than `min_free_bytes` available
     /// (0: never), so the store never runs into a full disk (see `free_space`).
     pub fn with_min_free_bytes(mut self, dir: &Path, min_free_bytes: u64) -> EmbeddedStore {
-        self.free_space = FreeSpaceGuard::new(dir.to_path_buf(), min_free_bytes);
+        self.free_space = Arc::new(FreeSpaceGuard::new(dir.to_path_buf(), min_free_bytes));
         self
     }
 
-    fn space(&self, space: Space) -> &Keyspace {
+    pub(super) fn space(&self, space: Space) -> &Keyspace {
         match space {
             Space::Data => &self.data,
             Space::Meta => &self.meta,
+            Space::Sizes => &self.sizes,
         }
     }
 
-    fn wait_durable(&self, ticket: u64) -> Result<()> {
-        let g = &self.group;
+    /// Waits until the commit just made is durable (a no-op unless `SyncMode::Fsync`).
+    pub(super) fn after_commit(&self) -> Result<()> {
+        self.group.after_commit(&self.db, self.sync)
+    }
+}
+
+impl GroupCommit {
+    pub(super) fn after_commit(&self, db: &Database, sync: SyncMode) -> Result<()> {
+        if sync == SyncMode::Fsync {
+            let ticket = self.committed.fetch_add(1, Ordering::AcqRel) + 1;
+            self.wait_durable(db, ticket)?;
+        }
+        Ok(())
+    }
+
+    fn wait_durable(&self, db: &Database, ticket: u64) -> Result<()> {
+        let g = self;
         let mut st = g.state.lock();
         loop {
             if st.synced >= ticket {
@@ -132,7 +154,7 @@ impl EmbeddedStore {
                 st.syncing = true;
                 let target = g.committed.load(Ordering::Acquire);
                 drop(st);
-                let res = self.db.persist(PersistMode::SyncData);
+                let res = db.persist(PersistMode::SyncData);
                 st = g.state.lock();
                 st.syncing = false;
                 if res.is_ok() {
@@ -164,16 +186,7 @@ impl Store for EmbeddedStore {
         reverse: bool,
     ) -> ScanIter {
         let range = (clamp_lower(lower), clamp_upper(upper));
-        let iter = self.space(space).range::<Vec<u8>, _>(range);
-        let map = |g: fjall::Guard| -> Result<(Bytes, Bytes)> {
-            let (k, v) = g.into_inner()?;
-            Ok((Bytes::from(k), Bytes::from(v)))
-        };
-        if reverse {
-            Box::new(iter.rev().map(map))
-        } else {
-            Box::new(iter.map(map))
-        }
+        boxed_iter(self.space(space).range::<Vec<u8>, _>(range), reverse)
     }
 
     fn commit(&self, batch: WriteBatch) -> Result<()> {
@@ -193,11 +206,7 @@ impl Store for EmbeddedStore {
             }
         }
         b.commit()?;
-        if self.sync == SyncMode::Fsync {
-            let ticket = self.group.committed.fetch_add(1, Ordering::AcqRel) + 1;
-            self.wait_durable(ticket)?;
-        }
-        Ok(())
+        self.after_commit()
     }
 
     fn flush(&self) -> Result<()> {
@@ -216,10 +225,23 @@ impl Store for EmbeddedStore {
     }
 }
 
+/// A fjall range as a [`ScanIter`], descending when `reverse`.
+pub(super) fn boxed_iter(iter: fjall::Iter, reverse: bool) -> ScanIter {
+    let map = |g: fjall::Guard| -> Result<(Bytes, Bytes)> {
+        let (k, v) = g.into_inner()?;
+        Ok((Bytes::from(k), Bytes::from(v)))
+    };
+    if reverse {
+        Box::new(iter.rev().map(map))
+    } else {
+        Box::new(iter.map(map))
+    }
+}
+
 /// A lower scan bound the store accepts. A bound key `k` longer than [`MAX_KEY_BYTES`] becomes
 /// "after its first MAX_KEY_BYTES bytes" `t`: a stored key (at most that long) is above `k`
 /// exactly when it is above `t`, since `t` is the only stored key that starts with `t`.
-fn clamp_lower(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
+pub(super) fn clamp_lower(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
     match b {
         Bound::Included(k) | Bound::Excluded(k) if k.len() > MAX_KEY_BYTES => {
             Bound::Excluded(k[..MAX_KEY_BYTES].to_vec())
@@ -230,7 +252,7 @@ fn clamp_lower(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
 
 /// An upper scan bound the store accepts: a too-long `k` becomes "up to and including its
 /// first MAX_KEY_BYTES bytes" (the same reasoning as [`clamp_lower`]).
-fn clamp_upper(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
+pub(super) fn clamp_upper(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
     match b {
         Bound::Included(k) | Bound::Excluded(k) if k.len() > MAX_KEY_BYTES => {
             Bound::Included(k[..MAX_KEY_BYTES].to_vec())

@@ -1,19 +1,29 @@
 //! The storage contract: an ordered, durable key-value store with two key spaces (table data and
 //! metadata), range scans in both directions, and atomic batches.
 //!
+//! On top of it, the per-partition contract (`handle.rs`): a handle per physical partition,
+//! opened with an owner epoch, whose commits carry conditions; and the metadata store.
+//!
 //! This is deliberately small so that a distributed engine can sit behind it later: every batch
 //! the layers above commit touches one physical partition's key range (plus metadata), so an
 //! implementation may shard by physical partition.
 
+pub mod batch_log;
 pub mod dir_lock;
 pub mod embedded;
 pub mod free_space;
+mod embedded_handle;
+pub mod handle;
 
 use bytes::Bytes;
 use std::ops::Bound;
 use std::sync::Arc;
 
 pub use embedded::EmbeddedStore;
+pub use handle::{
+    Condition, Epoch, KeyRange, MetaStore, PartitionCommit, PartitionHandle, PartitionRef,
+    PartitionSnapshot, PartitionStore, RETIRED_EPOCH,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
@@ -35,6 +45,62 @@ pub enum StorageError {
         free_bytes: u64,
         min_free_bytes: u64,
     },
+    /// A commit's condition did not hold: the key changed since it was read (or exists).
+    /// Nothing of the commit was written; reading again and retrying can succeed.
+    #[error("conflict: key {key} changed since it was read")]
+    Conflict { key: HexKey },
+    /// A newer owner epoch has opened the partition (or it was retired by a split): this
+    /// handle can never commit again; the caller reopens or re-routes.
+    #[error(
+        "physical partition {partition_id} of table storage {storage_id} is owned by epoch \
+         {current}, not this handle's {epoch}"
+    )]
+    Fenced {
+        storage_id: u64,
+        partition_id: u64,
+        epoch: u64,
+        current: u64,
+    },
+    /// A key outside the handle's partition range (a bug in the caller, or a stale map).
+    #[error(
+        "key {key} is outside physical partition {partition_id} of table storage {storage_id}"
+    )]
+    OutOfRange {
+        storage_id: u64,
+        partition_id: u64,
+        key: HexKey,
+    },
+    /// The backend cannot be reached now (networked backends); a retry may succeed.
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+}
+
+impl StorageError {
+    /// Whether trying the same operation again can succeed: after a `Conflict` (read again
+    /// first) or while the backend is `Unavailable`. `Fenced` needs a new handle, not a retry.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            StorageError::Conflict { .. } | StorageError::Unavailable(_)
+        )
+    }
+}
+
+/// A key shown in an error: hex, at most 64 bytes of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HexKey(pub Bytes);
+
+impl std::fmt::Display for HexKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const SHOWN_BYTES: usize = 64;
+        for b in self.0.iter().take(SHOWN_BYTES) {
+            write!(f, "{b:02x}")?;
+        }
+        if self.0.len() > SHOWN_BYTES {
+            write!(f, "... ({} bytes)", self.0.len())?;
+        }
+        Ok(())
+    }
 }
 
 /// The longest key the store holds (fjall stores key lengths as u16 and panics above it).
@@ -57,6 +123,10 @@ pub enum Space {
     Data,
     /// Schema, physical partition maps and other server metadata.
     Meta,
+    /// Per-partition records that live in their physical partition's key range beside the rows
+    /// (keys start `[storage id u64 BE][token u64 BE, sign bit flipped]` as data keys do, so a
+    /// partition's `KeyRange` covers them too): the logical partitions' size records.
+    Sizes,
 }
 
 /// How writes are made durable before they are acknowledged.

@@ -92,6 +92,8 @@ pub(crate) fn apply_locked(
     let now = crate::query::now_millis();
     let mut sizes = crate::partition::sizes::Accounting::default();
     let limits = &engine.limits.partitions;
+    // The (table, token) of the row each op of `batch` belongs to, to split it by partition.
+    let mut owners: Vec<(u64, Token)> = Vec::with_capacity(merged.len());
     for m in merged {
         if let Some(old) = &m.old {
             crate::query::index::maintain(&m.table, &m.key, old, &m.row, now, &mut batch);
@@ -107,9 +109,13 @@ pub(crate) fn apply_locked(
             m.key.len() + buf.len(),
         )?;
         batch.put(Space::Data, m.key, buf);
+        owners.resize(batch.ops.len(), (m.table.storage_id, m.token));
     }
     sizes.prepare(&*engine.store, limits, &mut batch, rctx)?;
-    let touched = sizes.commit(&engine.maps, || engine.store.commit(batch))?;
+    let touched = sizes.commit(&engine.maps, || {
+        let parts = super::by_partition::split(&engine.maps, batch, &owners);
+        crate::storage::batch_log::commit_parts(&*engine.store, parts)
+    })?;
     if let Some(c) = rctx {
         c.add_charge(sizes.request_units());
     }

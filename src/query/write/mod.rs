@@ -31,6 +31,7 @@ use super::bind::BoundValues;
 mod admission;
 mod apply;
 mod batch;
+mod by_partition;
 mod ddl_exec;
 mod delete;
 mod dropped;

@@ -1,0 +1,265 @@
+//! The per-partition contract on the embedded store.
+//!
+//! Owner epochs are persisted in `meta` as `owner/[storage id u64 BE][partition id u64 BE]` ->
+//! epoch u64 BE (written, durably, when a newer epoch opens the partition). In memory each
+//! opened partition has one `PartState` whose mutex holds the current epoch: a commit holds it
+//! while it checks the epoch and its conditions and writes its journal batch, so the checks and
+//! the write are one atomic step (fjall's optimistic transactions would do it too, but need a
+//! different database type for every keyspace; one uncontended mutex per commit costs less
+//! than the journal write). Only the fsync wait (`storage.sync = "fsync"`) happens after it is
+//! released: the journal is sequential, so a later commit is never durable before this one.
+//! One process owns a data directory (`dir_lock.rs`), so the in-memory epoch is authoritative;
+//! the persisted one fences an older owner across restarts.
+//! The table of opened partitions is bounded by the partitions that exist: retiring one
+//! removes its entry.
+
+use super::embedded::{boxed_iter, clamp_lower, clamp_upper, EmbeddedStore, GroupCommit};
+use super::handle::*;
+use super::{HexKey, Result, ScanIter, Space, StorageError, SyncMode, MAX_KEY_BYTES};
+use bytes::Bytes;
+use fjall::{Database, Keyspace, PersistMode, Readable};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::sync::Arc;
+
+/// Opened partitions by (storage id, partition id).
+#[derive(Default)]
+pub(crate) struct Owners(Mutex<HashMap<(u64, u64), Arc<PartState>>>);
+
+/// One partition's commit mutex, holding its current owner epoch.
+struct PartState {
+    epoch: Mutex<Epoch>,
+}
+
+fn owner_key(storage_id: u64, partition_id: u64) -> Vec<u8> {
+    [
+        &b"owner/"[..],
+        &storage_id.to_be_bytes(),
+        &partition_id.to_be_bytes(),
+    ]
+    .concat()
+}
+
+impl EmbeddedStore {
+    /// The partition's state, loaded from its persisted epoch on first use.
+    fn part_state(&self, storage_id: u64, partition_id: u64) -> Result<Arc<PartState>> {
+        let mut owners = self.owners.0.lock();
+        if let Some(st) = owners.get(&(storage_id, partition_id)) {
+            return Ok(Arc::clone(st));
+        }
+        let epoch = self.stored_epoch(storage_id, partition_id)?;
+        let st = Arc::new(PartState {
+            epoch: Mutex::new(epoch),
+        });
+        owners.insert((storage_id, partition_id), Arc::clone(&st));
+        Ok(st)
+    }
+
+    fn stored_epoch(&self, storage_id: u64, partition_id: u64) -> Result<Epoch> {
+        let Some(v) = self.meta.get(owner_key(storage_id, partition_id))? else {
+            return Ok(0);
+        };
+        let b: [u8; 8] = v[..]
+            .try_into()
+            .map_err(|_| StorageError::Corrupt("owner epoch record is not 8 bytes".into()))?;
+        Ok(u64::from_be_bytes(b))
+    }
+
+    /// Persists a partition's epoch durably (an owner change must survive a crash).
+    fn store_epoch(&self, storage_id: u64, partition_id: u64, epoch: Epoch) -> Result<()> {
+        let key = owner_key(storage_id, partition_id);
+        self.meta.insert(key, epoch.to_be_bytes())?;
+        self.db.persist(PersistMode::SyncData)?;
+        Ok(())
+    }
+}
+
+impl PartitionStore for EmbeddedStore {
+    fn open_partition(&self, part: PartitionRef, epoch: Epoch) -> Result<Arc<dyn PartitionHandle>> {
+        let state = self.part_state(part.storage_id, part.partition_id)?;
+        {
+            let mut current = state.epoch.lock();
+            if epoch < *current || epoch == RETIRED_EPOCH {
+                return Err(fenced(&part, epoch, *current));
+            }
+            if epoch > *current {
+                self.store_epoch(part.storage_id, part.partition_id, epoch)?;
+                *current = epoch;
+            }
+        }
+        Ok(Arc::new(EmbeddedHandle {
+            part,
+            epoch,
+            state,
+            db: self.db.clone(),
+            data: self.data.clone(),
+            sync: self.sync,
+            group: Arc::clone(&self.group),
+            free_space: Arc::clone(&self.free_space),
+        }))
+    }
+
+    fn current_epoch(&self, storage_id: u64, partition_id: u64) -> Result<Epoch> {
+        Ok(*self.part_state(storage_id, partition_id)?.epoch.lock())
+    }
+
+    fn retire_partition(&self, storage_id: u64, partition_id: u64) -> Result<()> {
+        let state = self.part_state(storage_id, partition_id)?;
+        let mut current = state.epoch.lock();
+        self.store_epoch(storage_id, partition_id, RETIRED_EPOCH)?;
+        *current = RETIRED_EPOCH;
+        drop(current);
+        // Its handles keep the (retired) state; a later open reloads the retired epoch.
+        self.owners.0.lock().remove(&(storage_id, partition_id));
+        Ok(())
+    }
+}
+
+fn fenced(part: &PartitionRef, epoch: Epoch, current: Epoch) -> StorageError {
+    StorageError::Fenced {
+        storage_id: part.storage_id,
+        partition_id: part.partition_id,
+        epoch,
+        current,
+    }
+}
+
+fn out_of_range(part: &PartitionRef, key: &[u8]) -> StorageError {
+    StorageError::OutOfRange {
+        storage_id: part.storage_id,
+        partition_id: part.partition_id,
+        key: HexKey(Bytes::copy_from_slice(key)),
+    }
+}
+
+fn check_range(part: &PartitionRef, key: &[u8]) -> Result<()> {
+    if part.range.contains(key) {
+        Ok(())
+    } else {
+        Err(out_of_range(part, key))
+    }
+}
+
+struct EmbeddedHandle {
+    part: PartitionRef,
+    epoch: Epoch,
+    state: Arc<PartState>,
+    db: Database,
+    data: Keyspace,
+    sync: SyncMode,
+    group: Arc<GroupCommit>,
+    /// The store's disk reserve: handle commits are refused below it too.
+    free_space: Arc<super::free_space::FreeSpaceGuard>,
+}
+
+impl PartitionHandle for EmbeddedHandle {
+    fn partition(&self) -> &PartitionRef {
+        &self.part
+    }
+
+    fn epoch(&self) -> Epoch {
+        self.epoch
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
+        check_range(&self.part, key)?;
+        if key.len() > MAX_KEY_BYTES {
+            return Ok(None);
+        }
+        Ok(self.data.get(key)?.map(Bytes::from))
+    }
+
+    fn scan(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, reverse: bool) -> ScanIter {
+        let (lower, upper) = self.part.range.clamp(lower, upper);
+        let range = (clamp_lower(lower), clamp_upper(upper));
+        boxed_iter(self.data.range::<Vec<u8>, _>(range), reverse)
+    }
+
+    fn snapshot(&self) -> Arc<dyn PartitionSnapshot> {
+        Arc::new(EmbeddedSnapshot {
+            snap: self.db.snapshot(),
+            data: self.data.clone(),
+            part: self.part.clone(),
+        })
+    }
+
+    fn commit(&self, commit: PartitionCommit) -> Result<()> {
+        let keys = commit.writes.iter().map(|(k, _)| k);
+        for key in keys.chain(commit.conditions.iter().map(Condition::key)) {
+            check_range(&self.part, key)?;
+            if key.len() > MAX_KEY_BYTES {
+                return Err(StorageError::KeyTooLong(key.len()));
+            }
+        }
+        let current = self.state.epoch.lock();
+        if *current != self.epoch {
+            return Err(fenced(&self.part, self.epoch, *current));
+        }
+        for cond in &commit.conditions {
+            let now = self.data.get(cond.key())?;
+            if !cond.holds(now.as_deref()) {
+                return Err(StorageError::Conflict {
+                    key: HexKey(cond.key().clone()),
+                });
+            }
+        }
+        if commit.writes.is_empty() {
+            return Ok(());
+        }
+        self.free_space.check()?;
+        let mut b = self.db.batch().durability(Some(PersistMode::Buffer));
+        for (key, value) in commit.writes {
+            match value {
+                Some(v) => b.insert(&self.data, key, v),
+                None => b.remove(&self.data, key),
+            }
+        }
+        b.commit()?;
+        drop(current);
+        self.group.after_commit(&self.db, self.sync)
+    }
+}
+
+struct EmbeddedSnapshot {
+    snap: fjall::Snapshot,
+    data: Keyspace,
+    part: PartitionRef,
+}
+
+impl PartitionSnapshot for EmbeddedSnapshot {
+    fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
+        check_range(&self.part, key)?;
+        if key.len() > MAX_KEY_BYTES {
+            return Ok(None);
+        }
+        Ok(self.snap.get(&self.data, key)?.map(Bytes::from))
+    }
+
+    fn scan(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, reverse: bool) -> ScanIter {
+        let (lower, upper) = self.part.range.clamp(lower, upper);
+        let range = (clamp_lower(lower), clamp_upper(upper));
+        boxed_iter(self.snap.range::<Vec<u8>, _>(&self.data, range), reverse)
+    }
+}
+
+impl MetaStore for EmbeddedStore {
+    fn meta_get(&self, key: &[u8]) -> Result<Option<Bytes>> {
+        super::Store::get(self, Space::Meta, key)
+    }
+
+    fn meta_scan(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> ScanIter {
+        super::Store::scan(self, Space::Meta, lower, upper, false)
+    }
+
+    fn meta_commit(&self, writes: Vec<(Bytes, Option<Bytes>)>) -> Result<()> {
+        let mut batch = super::WriteBatch::default();
+        for (key, value) in writes {
+            match value {
+                Some(v) => batch.put(Space::Meta, key, v),
+                None => batch.delete(Space::Meta, key),
+            }
+        }
+        super::Store::commit(self, batch)
+    }
+}

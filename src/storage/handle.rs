@@ -1,0 +1,195 @@
+//! The per-partition storage contract: a handle per physical partition, opened with an owner
+//! epoch, for reads (get, ordered scans both ways, a snapshot shared by several reads) and an
+//! atomic commit that carries conditions.
+//!
+//! Why: a physical partition is the unit that can live on another machine and be handed from one
+//! owner to another. A handle is what its owner holds; the epoch fences the previous owner out
+//! (a newer epoch opening the partition makes every older handle's commit fail with
+//! [`StorageError::Fenced`](super::StorageError::Fenced)). Conditions make read-merge-write and
+//! lightweight transactions exact without a process-wide lock: a commit names the keys it read
+//! and what it read, and fails with [`StorageError::Conflict`](super::StorageError::Conflict)
+//! when one changed.
+//!
+//! A backend implements it as follows (the embedded store in `embedded_handle.rs`; a
+//! PostgreSQL backend: a table `owner(storage_id, partition_id, epoch)`, and a commit is one
+//! transaction that reads the owner row `FOR SHARE`, checks the epoch, checks each condition
+//! against the row it names (`FOR UPDATE`), writes, and commits).
+//!
+//! Keys are [`Space::Data`](super::Space::Data) keys; every key a commit or a condition names
+//! must lie in the handle's [`KeyRange`], and reads are clamped to it.
+
+use super::{Result, ScanIter};
+use bytes::Bytes;
+use std::ops::Bound;
+use std::sync::Arc;
+
+/// An owner epoch: opening a partition with epoch `e` fences every handle with a smaller one.
+pub type Epoch = u64;
+
+/// The epoch a retired partition (a split parent, a dropped table) is set to: no handle can
+/// open it or commit to it again.
+pub const RETIRED_EPOCH: Epoch = u64::MAX;
+
+/// Data keys `[lo, hi)` (`hi` None: up to the end of the key space).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRange {
+    pub lo: Vec<u8>,
+    pub hi: Option<Vec<u8>>,
+}
+
+impl KeyRange {
+    /// The data keys of table `storage_id` whose token is in `(start, end]` (the physical
+    /// partition's token range; a start of i64::MIN includes i64::MIN). Data keys begin `[storage id u64 BE][token u64 BE, sign bit
+    /// flipped]`, so the range is `[sid ‖ flip(start + 1), sid ‖ flip(end) + 1)`.
+    pub fn of_tokens(storage_id: u64, start: i64, end: i64) -> KeyRange {
+        let sid = storage_id.to_be_bytes();
+        let at = |t: i64| [&sid[..], &flip(t)[..]].concat();
+        let lo = match start {
+            // The first partition also holds the keys at i64::MIN (the empty partition key's
+            // token), as the partition maps assign them.
+            i64::MIN => sid.to_vec(),
+            // (i64::MAX, ...] holds no token: an empty range.
+            i64::MAX => super::prefix_successor(&sid).unwrap_or_default(),
+            _ => at(start + 1),
+        };
+        let hi = super::prefix_successor(&at(end));
+        KeyRange { lo, hi }
+    }
+
+    pub fn contains(&self, key: &[u8]) -> bool {
+        key >= &self.lo[..] && self.hi.as_deref().is_none_or(|hi| key < hi)
+    }
+
+    /// `lower`/`upper` narrowed to this range.
+    pub fn clamp<'a>(
+        &'a self,
+        lower: Bound<&'a [u8]>,
+        upper: Bound<&'a [u8]>,
+    ) -> (Bound<&'a [u8]>, Bound<&'a [u8]>) {
+        let lower = match lower {
+            Bound::Included(k) | Bound::Excluded(k) if k >= &self.lo[..] => lower,
+            _ => Bound::Included(&self.lo[..]),
+        };
+        let upper = match (upper, self.hi.as_deref()) {
+            (_, None) => upper,
+            (Bound::Included(k) | Bound::Excluded(k), Some(hi)) if k < hi => upper,
+            (_, Some(hi)) => Bound::Excluded(hi),
+        };
+        (lower, upper)
+    }
+}
+
+fn flip(t: i64) -> [u8; 8] {
+    ((t as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+/// Which physical partition a handle addresses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionRef {
+    pub storage_id: u64,
+    pub partition_id: u64,
+    pub range: KeyRange,
+}
+
+impl PartitionRef {
+    pub fn new(storage_id: u64, partition_id: u64, start: i64, end: i64) -> PartitionRef {
+        PartitionRef {
+            storage_id,
+            partition_id,
+            range: KeyRange::of_tokens(storage_id, start, end),
+        }
+    }
+}
+
+/// A condition a commit checks atomically with its writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Condition {
+    /// The key holds no value.
+    Absent(Bytes),
+    /// The key still holds exactly what was read earlier (None: still absent). The value is
+    /// the version: stored rows carry write timestamps, so an equal value is the same write.
+    Unchanged { key: Bytes, read: Option<Bytes> },
+}
+
+impl Condition {
+    pub fn key(&self) -> &Bytes {
+        match self {
+            Condition::Absent(key) | Condition::Unchanged { key, .. } => key,
+        }
+    }
+
+    /// Whether the condition holds for the key's current value.
+    pub fn holds(&self, current: Option<&[u8]>) -> bool {
+        match self {
+            Condition::Absent(_) => current.is_none(),
+            Condition::Unchanged { read, .. } => read.as_deref() == current,
+        }
+    }
+}
+
+/// One atomic commit to one physical partition: all conditions hold and every write is applied,
+/// or nothing is.
+#[derive(Debug, Default, Clone)]
+pub struct PartitionCommit {
+    pub conditions: Vec<Condition>,
+    /// `(key, value)`; a None value deletes the key.
+    pub writes: Vec<(Bytes, Option<Bytes>)>,
+}
+
+impl PartitionCommit {
+    pub fn put(&mut self, key: impl Into<Bytes>, value: impl Into<Bytes>) -> &mut Self {
+        self.writes.push((key.into(), Some(value.into())));
+        self
+    }
+    pub fn delete(&mut self, key: impl Into<Bytes>) -> &mut Self {
+        self.writes.push((key.into(), None));
+        self
+    }
+    pub fn require(&mut self, condition: Condition) -> &mut Self {
+        self.conditions.push(condition);
+        self
+    }
+}
+
+/// Consistent reads of one partition at one point in time, shared by several reads.
+pub trait PartitionSnapshot: Send + Sync {
+    fn get(&self, key: &[u8]) -> Result<Option<Bytes>>;
+    /// Keys within the partition's range and `(lower, upper)`, ascending or descending.
+    fn scan(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, reverse: bool) -> ScanIter;
+}
+
+/// The owner's handle on one physical partition.
+pub trait PartitionHandle: Send + Sync {
+    fn partition(&self) -> &PartitionRef;
+    fn epoch(&self) -> Epoch;
+    /// The current value (reads need no epoch check: fencing protects writes).
+    fn get(&self, key: &[u8]) -> Result<Option<Bytes>>;
+    /// Keys within the partition's range and `(lower, upper)`; each scan is consistent in itself.
+    fn scan(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, reverse: bool) -> ScanIter;
+    fn snapshot(&self) -> Arc<dyn PartitionSnapshot>;
+    /// Checks the epoch, the key range and every condition, and applies the writes, atomically
+    /// and durably. Errors: `Fenced`, `Conflict`, `OutOfRange`, or the backend's own.
+    fn commit(&self, commit: PartitionCommit) -> Result<()>;
+}
+
+/// Hands out partition handles.
+pub trait PartitionStore: Send + Sync {
+    /// Opens the partition as owner `epoch` (persisted): fails with `Fenced` when a newer epoch
+    /// has opened it; an older epoch's handles are fenced from now on. Reopening with the
+    /// current epoch is allowed (the same owner after a restart).
+    fn open_partition(&self, part: PartitionRef, epoch: Epoch) -> Result<Arc<dyn PartitionHandle>>;
+    /// The latest epoch that opened the partition (0: never opened).
+    fn current_epoch(&self, storage_id: u64, partition_id: u64) -> Result<Epoch>;
+    /// Fences the partition for good (its range now belongs to its split children, or its
+    /// table is gone): every handle's commit fails with `Fenced` and it cannot be opened again.
+    fn retire_partition(&self, storage_id: u64, partition_id: u64) -> Result<()>;
+}
+
+/// Schema, partition maps and server metadata: a small ordered key space of its own, never
+/// part of a partition commit (a distributed backend keeps it in a consensus store).
+pub trait MetaStore: Send + Sync {
+    fn meta_get(&self, key: &[u8]) -> Result<Option<Bytes>>;
+    fn meta_scan(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> ScanIter;
+    /// Applies the writes atomically (a None value deletes).
+    fn meta_commit(&self, writes: Vec<(Bytes, Option<Bytes>)>) -> Result<()>;
+}

@@ -1,0 +1,89 @@
+//! Storage contract: a partition handle's get, ordered scans both ways (clamped to its range),
+//! and a snapshot shared by several reads.
+
+use super::support::*;
+use bytes::Bytes;
+use ringgate::storage::{PartitionCommit, PartitionStore, Space, Store, WriteBatch};
+use std::ops::Bound;
+
+fn keys(it: ringgate::storage::ScanIter) -> Vec<Vec<u8>> {
+    it.map(|r| r.unwrap().0.to_vec()).collect()
+}
+
+#[test]
+fn get_and_scans_both_ways_stay_in_the_partition() {
+    let dir = TempDir::new("contract-reads");
+    let store = open(&dir);
+    // Rows in all three partitions, written through the plain store (as existing data is).
+    let mut b = WriteBatch::default();
+    for t in [-500i64, -100, -99, 0, 100, 101, 500] {
+        b.put(Space::Data, key(t, b"r"), t.to_string());
+    }
+    // Another table's keys on either side.
+    b.put(Space::Data, key_of(SID - 1, 0, b"r"), "other");
+    b.put(Space::Data, key_of(SID + 1, 0, b"r"), "other");
+    store.commit(b).unwrap();
+
+    let [left, mid, right] = parts();
+    let mid = store.open_partition(mid, 1).unwrap();
+    assert_eq!(
+        mid.get(&key(0, b"r")).unwrap(),
+        Some(Bytes::from_static(b"0"))
+    );
+    assert_eq!(mid.get(&key(1, b"r")).unwrap(), None);
+    let all = keys(mid.scan(Bound::Unbounded, Bound::Unbounded, false));
+    assert_eq!(all, vec![key(-99, b"r"), key(0, b"r"), key(100, b"r")]);
+    let rev = keys(mid.scan(Bound::Unbounded, Bound::Unbounded, true));
+    assert_eq!(rev, vec![key(100, b"r"), key(0, b"r"), key(-99, b"r")]);
+    let from_zero = keys(mid.scan(
+        Bound::Excluded(&key(-99, b"r")),
+        Bound::Included(&key(500, b"r")),
+        true,
+    ));
+    assert_eq!(from_zero, vec![key(100, b"r"), key(0, b"r")]);
+
+    let left = store.open_partition(left, 1).unwrap();
+    assert_eq!(
+        keys(left.scan(Bound::Unbounded, Bound::Unbounded, false)),
+        vec![key(-500, b"r"), key(-100, b"r")]
+    );
+    let right = store.open_partition(right, 1).unwrap();
+    assert_eq!(
+        keys(right.scan(Bound::Unbounded, Bound::Unbounded, true)),
+        vec![key(500, b"r"), key(101, b"r")]
+    );
+}
+
+#[test]
+fn a_snapshot_serves_several_reads_at_one_point_in_time() {
+    let dir = TempDir::new("contract-snapshot");
+    let store = open(&dir);
+    let h = store.open_partition(parts()[1].clone(), 1).unwrap();
+    let mut c = PartitionCommit::default();
+    c.put(key(1, b"a"), "1").put(key(2, b"b"), "2");
+    h.commit(c).unwrap();
+
+    let snap = h.snapshot();
+    let mut c = PartitionCommit::default();
+    c.put(key(1, b"a"), "changed")
+        .delete(key(2, b"b"))
+        .put(key(3, b"c"), "3");
+    h.commit(c).unwrap();
+
+    // The snapshot still shows the first commit, to every read made through it.
+    assert_eq!(
+        snap.get(&key(1, b"a")).unwrap(),
+        Some(Bytes::from_static(b"1"))
+    );
+    assert_eq!(
+        snap.get(&key(2, b"b")).unwrap(),
+        Some(Bytes::from_static(b"2"))
+    );
+    let seen = keys(snap.scan(Bound::Unbounded, Bound::Unbounded, false));
+    assert_eq!(seen, vec![key(1, b"a"), key(2, b"b")]);
+    let seen = keys(snap.scan(Bound::Unbounded, Bound::Unbounded, true));
+    assert_eq!(seen, vec![key(2, b"b"), key(1, b"a")]);
+    // The handle reads the present.
+    let now = keys(h.scan(Bound::Unbounded, Bound::Unbounded, false));
+    assert_eq!(now, vec![key(1, b"a"), key(3, b"c")]);
+}
