@@ -5,6 +5,7 @@
 
 pub mod config;
 pub mod cql;
+pub mod metrics;
 pub mod partition;
 pub mod protocol;
 pub mod query;

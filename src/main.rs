@@ -160,6 +160,28 @@ fn serve(cfg: Config) -> Result<(), String> {
             tracing::info!("shutting down: no new connections, finishing in-flight requests");
             let _ = tx.send(true);
         });
+        if cfg.http.enabled {
+            let http = tokio::net::TcpListener::bind(&cfg.http.listen)
+                .await
+                .map_err(|e| {
+                    format!(
+                        "cannot listen on {} (http.listen): {e}; choose another address or set http.enabled=false",
+                        cfg.http.listen
+                    )
+                })?;
+            let http_addr = http.local_addr().map_err(|e| e.to_string())?;
+            tracing::info!("metrics on http://{http_addr}/metrics, dashboard on http://{http_addr}/");
+            let limits = ringgate::server::http::SeriesLimits {
+                tables: cfg.http.metrics_max_tables,
+                partitions: cfg.http.metrics_max_partitions,
+            };
+            tokio::spawn(ringgate::server::http::run(
+                http,
+                Arc::clone(&engine),
+                limits,
+                rx.clone(),
+            ));
+        }
         let cfg = Arc::new(cfg);
         ringgate::server::run(listener, engine, cfg, rx).await?;
         store.flush().map_err(|e| e.to_string())?;

@@ -147,6 +147,7 @@ pub fn split_one(
     let res = maps.replace_with_children(sid, &parent, boundary, (lb, lc), (tb - lb, tc - lc))?;
     if res.is_some() {
         parent.stats.retired.store(true, Ordering::SeqCst);
+        crate::metrics::global().splits.inc();
     }
     drop(guard);
     if let Some([l, r]) = &res {

@@ -594,6 +594,14 @@ impl Engine {
         Ok(prepared)
     }
 
+    /// The prepared statement cache: (statements, estimated bytes), for the metrics.
+    pub fn prepared_cache_figures(&self) -> (usize, usize) {
+        self.prepared.iter().fold((0, 0), |(n, b), shard| {
+            let s = shard.read();
+            (n + s.map.len(), b + s.bytes)
+        })
+    }
+
     pub fn get_prepared(&self, id: &[u8]) -> Result<Arc<Prepared>> {
         let first = *id.first().unwrap_or(&0) as usize;
         self.prepared[first % PREPARED_SHARDS]

@@ -126,6 +126,12 @@ fn text(s: &str) -> Option<Bytes> {
 }
 
 impl TraceStore {
+    /// Sessions kept and the bytes they hold, for the metrics.
+    pub fn figures(&self) -> (usize, usize) {
+        let guard = self.sessions.lock();
+        (guard.0.len(), guard.1)
+    }
+
     pub fn record(&self, s: TraceSession) {
         let mut guard = self.sessions.lock();
         let (q, bytes) = &mut *guard;

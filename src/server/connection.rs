@@ -496,12 +496,13 @@ async fn dispatch(
             let peer = st.peer.ip();
             let keyspace_cell = Arc::clone(&st.keyspace);
             let unsent = Arc::clone(&st.unsent);
+            let started = std::time::Instant::now();
             tokio::spawn(async move {
                 // Not while the client leaves earlier answers unread (see out_budget.rs).
                 unsent.wait_for_room().await;
                 let call = Call {
                     shared,
-                    env,
+                    env: Arc::clone(&env),
                     session: sess,
                     version,
                     peer,
@@ -509,6 +510,7 @@ async fn dispatch(
                 let Some(mut produced) = call.run().await else {
                     return;
                 };
+                super::request_metrics::record(&env.request, &produced.response, started);
                 if !payloads {
                     produced.extras.custom_payload.clear();
                 }
@@ -774,6 +776,7 @@ fn execute(
         Err(e) => (Response::Error(convert::error(&e)), None),
     };
     let charge = opts.ctx.charge();
+    crate::metrics::global().charge_ru(charge);
     if let Some(t) = &tracer {
         let (request, text, consistency) = match &env.request {
             Request::Query(q) => (

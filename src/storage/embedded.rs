@@ -38,6 +38,7 @@ impl Factory for PurgeSlot {
     }
 
     fn make_filter(&self, _ctx: &Context) -> Box<dyn CompactionFilter> {
+        crate::metrics::global().compactions.inc();
         Box::new(PurgeRun(self.0.read().as_ref().map(|f| f())))
     }
 }
@@ -56,8 +57,14 @@ impl CompactionFilter for PurgeRun {
         let value = item.value()?;
         Ok(match f(item.key(), &value) {
             Purge::Keep => Verdict::Keep,
-            Purge::Remove => Verdict::Remove,
-            Purge::Replace(v) => Verdict::ReplaceValue(v.into()),
+            Purge::Remove => {
+                crate::metrics::global().purged_entries.inc();
+                Verdict::Remove
+            }
+            Purge::Replace(v) => {
+                crate::metrics::global().purged_entries.inc();
+                Verdict::ReplaceValue(v.into())
+            }
         })
     }
 }
