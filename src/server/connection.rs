@@ -667,6 +667,7 @@ fn execute(
     hold: &Hold,
 ) -> Produced {
     let engine = &shared.engine;
+    let began = std::time::Instant::now();
     let mut opts = match &env.request {
         Request::Query(q) => options(&q.params),
         Request::Execute(e) => options(&e.params),
@@ -777,6 +778,18 @@ fn execute(
     };
     let charge = opts.ctx.charge();
     crate::metrics::global().charge_ru(charge);
+    super::slow_log::check(
+        engine,
+        shared.config.log.slow_query_ms,
+        super::slow_log::Finished {
+            env,
+            keyspace: session.keyspace.as_deref(),
+            began,
+            charge_ru: charge,
+            response: &response,
+            tracer: tracer.as_deref(),
+        },
+    );
     if let Some(t) = &tracer {
         let (request, text, consistency) = match &env.request {
             Request::Query(q) => (

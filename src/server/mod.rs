@@ -10,6 +10,7 @@ mod out_budget;
 mod panic_guard;
 mod quickack;
 mod request_metrics;
+mod slow_log;
 
 use crate::config::Config;
 use crate::protocol::response::Event;

@@ -4,6 +4,7 @@ client; its figures checked against system_views and against the requests the te
 import struct
 
 from cassandra.cluster import Cluster, ExecutionProfile, EXEC_PROFILE_DEFAULT
+from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.policies import FallthroughRetryPolicy
 from cassandra.protocol import OverloadedErrorMessage
 
@@ -123,4 +124,29 @@ def test_series_are_bounded_and_the_listener_refuses_other_requests(server_facto
     assert m.value("ringgate_physical_partitions") == 8
     status, _, _ = get(srv, "/nothing-here")
     assert status == 404
+    c.shutdown()
+
+
+def test_slow_queries_are_logged_once_with_routing_rows_and_charge(server_factory, unique_name):
+    # 1 ms: a traced scan of 3,000 rows on one connection is over it; point writes mostly are not.
+    srv = server_factory(settings={"log.slow_query_ms": 1})
+    c, s = connect(srv)
+    ks = unique_name("ks")
+    create_keyspace(s, ks)
+    s.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v text)")
+    ins = s.prepare(f"INSERT INTO {ks}.t (k, v) VALUES (?, 'x')")
+    execute_concurrent_with_args(s, ins, [(k,) for k in range(3000)], concurrency=64,
+                                 raise_on_first_error=True)
+    start = srv.log_size()
+    before = scrape(srv)
+    query = f"SELECT k, v FROM {ks}.t WHERE v = 'x' ALLOW FILTERING"
+    rs = s.execute(query, trace=True)
+    assert len(list(rs)) == 3000
+    log = srv.log_text(start)
+    lines = [l for l in log.splitlines() if f"slow query: {query}" in l]
+    assert len(lines) == 1, log[-3000:]
+    line = lines[0]
+    assert "rows=3000" in line and f"ru={charge(rs)}" in line, line
+    assert "fan-out to all 1 physical partitions" in line, line
+    assert scrape(srv).value("ringgate_slow_queries_total") > before.value("ringgate_slow_queries_total")
     c.shutdown()
