@@ -3,6 +3,7 @@
 //! Layers, data flowing one way: `protocol` -> `server` -> `cql` -> `schema` -> `query` ->
 //! `partition` -> `storage`. See docs/ARCHITECTURE.md.
 
+pub mod admin;
 pub mod config;
 pub mod cql;
 pub mod metrics;

@@ -11,6 +11,7 @@ pub mod functions;
 pub mod index;
 pub mod long;
 pub mod lwt;
+pub mod maintenance;
 pub mod purge;
 pub mod row;
 pub mod select;
@@ -680,6 +681,14 @@ impl Engine {
         match &parsed.statement {
             Statement::Select(s) => {
                 select::execute(self, keyspace, s, &binds, opts).map(Outcome::Rows)
+            }
+            st if maintenance::targets(st, keyspace).is_some() => {
+                let ins = maintenance::targets(st, keyspace).expect("checked");
+                let ctx = eval::Ctx {
+                    binds: &binds,
+                    max_value_bytes: self.limits.max_value_bytes,
+                };
+                maintenance::run(self, ins, &ctx)
             }
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
                 let ts = write::statement_timestamp(session, opts);

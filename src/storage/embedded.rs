@@ -111,6 +111,25 @@ impl EmbeddedStore {
         })
     }
 
+    /// Makes `data_dir` (new or empty) a data directory holding exactly the backup in `from`.
+    pub fn restore(from: &Path, data_dir: &Path) -> Result<super::backup::Manifest> {
+        let manifest = super::backup::read_manifest(from)?;
+        super::backup::require_empty_dir(data_dir)?;
+        let store = EmbeddedStore::open(data_dir, SyncMode::None)?;
+        for (name, ks) in [("meta", &store.meta), ("data", &store.data)] {
+            let want = manifest.spaces.get(name).ok_or_else(|| {
+                StorageError::Corrupt(format!("the manifest lists no {name} space"))
+            })?;
+            let mut ingest = ks.start_ingestion()?;
+            super::backup::read_space(&from.join(format!("{name}.kv")), want, &mut |k, v| {
+                ingest.write(k, v).map_err(StorageError::from)
+            })?;
+            ingest.finish()?;
+        }
+        store.flush()?;
+        Ok(manifest)
+    }
+
     fn space(&self, space: Space) -> &Keyspace {
         match space {
             Space::Data => &self.data,
@@ -209,6 +228,27 @@ impl Store for EmbeddedStore {
         self.data.rotate_memtable_and_wait()?;
         self.data.major_compact()?;
         Ok(())
+    }
+
+    fn backup(&self, dir: &Path, progress: &dyn Fn(u64)) -> Result<super::backup::Manifest> {
+        use fjall::Readable;
+        super::backup::require_empty_dir(dir)?;
+        // One cross-keyspace snapshot: both spaces as of the same instant.
+        let snapshot = self.db.snapshot();
+        let mut spaces = std::collections::BTreeMap::new();
+        let mut done = 0u64;
+        for (name, ks) in [("meta", &self.meta), ("data", &self.data)] {
+            let items = snapshot.iter(ks).map(|g| {
+                let (k, v) = g.into_inner()?;
+                Ok((k.to_vec(), v.to_vec()))
+            });
+            let file = dir.join(format!("{name}.kv"));
+            let sum = super::backup::write_space(&file, items, &|n| progress(done + n))?;
+            done += sum.entries;
+            spaces.insert(name.to_string(), sum);
+        }
+        drop(snapshot);
+        super::backup::write_manifest(dir, spaces)
     }
 }
 
