@@ -90,8 +90,11 @@
 //! Elements inside composite values use the ascending encoding of their type; the whole key is
 //! complemented for a descending column.
 
+mod calendar;
 mod codec;
 mod compare;
+mod duration;
+mod json;
 mod key;
 mod literal;
 mod text;
@@ -101,18 +104,19 @@ mod vint;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use calendar::{civil_from_days, days_from_civil, month_length};
+pub use calendar::{parse_date, parse_time, parse_timestamp};
 pub use codec::{
     collection_elements, encode_list, encode_map, encode_set, encode_tuple, encode_udt,
     encode_vector, map_entries, tuple_components, vector_elements, ElementIter, MapEntry,
 };
 pub use compare::compare;
+pub use duration::{encode_duration, parse_duration, DurationValue};
+pub use json::{from_json, to_json};
 pub use key::{decode_composite_key, decode_key, encode_composite_key, encode_key};
-pub(crate) use literal::{civil_from_days, days_from_civil, decimal_bytes, month_length};
-pub use literal::{
-    encode_duration, literal_to_bytes, parse_date, parse_decimal, parse_duration, parse_inet,
-    parse_time, parse_timestamp, parse_uuid, DurationValue,
-};
-pub use text::{from_json, to_cql_literal, to_json};
+pub(crate) use literal::decimal_bytes;
+pub use literal::{literal_to_bytes, parse_decimal, parse_inet, parse_uuid};
+pub use text::to_cql_literal;
 pub use validate::validate;
 pub use vint::decode_duration;
 

@@ -1,0 +1,188 @@
+//! SELECT: planning (which partitions, which clustering slices, what to filter), routing to
+//! physical partitions, reading, projecting and paging.
+
+use super::bind::BoundValues;
+use super::complex;
+use super::eval::{eval, Ctx, Val};
+use super::row::{self, RowData, KIND_HEADER, KIND_ROW};
+use super::write::{in_values, key_values, table_token};
+use super::{invalid, resolve_table, Engine, QueryOptions, Result, ResultColumn, Rows};
+use crate::cql::ast::{Operator, Relation, RelationLhs, Select, Selection, SelectorExpr, Term};
+use crate::cql::types::CqlType;
+use crate::cql::value;
+use crate::partition::token::{partition_key_bytes, split_composite, Token, MAX_TOKEN, MIN_TOKEN};
+use crate::schema::{ColumnKind, TableDef};
+use crate::storage::{prefix_successor, Space};
+use bytes::{BufMut, Bytes, BytesMut};
+use std::cmp::Ordering;
+use std::ops::Bound;
+use std::sync::Arc;
+
+// The submodules are seams of one statement path: each sees this module's imports and its
+// siblings' items through `use super::*` (the globs below), so moving code between them needs
+// no import changes.
+mod cells;
+mod filters;
+mod limits;
+mod output;
+mod paging;
+mod partition_rows;
+mod plan;
+mod read;
+mod routing;
+mod selection;
+mod slices;
+
+pub(crate) use self::cells::column_value;
+use self::cells::*;
+pub(crate) use self::filters::contains;
+pub(crate) use self::filters::contains_operand;
+pub(crate) use self::filters::contains_type;
+pub(crate) use self::filters::field_value;
+pub(crate) use self::filters::map_value;
+pub(crate) use self::filters::tuple_values;
+use self::filters::*;
+use self::limits::*;
+use self::output::*;
+pub use self::paging::paging_state_roundtrip;
+use self::paging::*;
+use self::partition_rows::*;
+use self::plan::*;
+use self::read::*;
+use self::routing::*;
+pub use self::selection::result_columns;
+use self::selection::*;
+pub(crate) use self::slices::clustering_slices;
+pub(crate) use self::slices::max_lo;
+pub(crate) use self::slices::min_hi;
+
+/// A range of storage keys.
+pub(crate) type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
+pub fn execute(
+    engine: &Engine,
+    keyspace: Option<&str>,
+    sel: &Select,
+    binds: &BoundValues,
+    opts: &QueryOptions,
+) -> Result<Rows> {
+    let schema = engine.schema();
+    let t = resolve_table(&schema, keyspace, &sel.table)?;
+    if sel.json && t.virtual_table {
+        return Err(invalid("SELECT JSON is not supported on system tables"));
+    }
+    let ctx = Ctx {
+        binds,
+        max_value_bytes: engine.limits.max_value_bytes,
+    };
+    let proj = plan_projection(t, Some(&ctx), sel)?;
+    let group_cols = group_by_columns(t, sel)?;
+    let aggregating =
+        !group_cols.is_empty() || proj.iter().any(|(p, _, _)| matches!(p, Proj::Agg(..)));
+    // Without GROUP BY an aggregate query answers one row: it is not paged.
+    let count_only = aggregating && group_cols.is_empty();
+    let columns = Arc::new(result_columns(t, sel)?);
+    let mut plan = plan(t, sel, &ctx)?;
+    if t.virtual_table {
+        plan.filters = all_filters(t, sel, &ctx)?;
+    }
+    let per_partition = per_partition_limit(t, sel, &proj, &ctx)?;
+    if !t.virtual_table {
+        opts.ctx.trace(|| routing(engine, t, &plan.target));
+    }
+    let paging = match &opts.paging_state {
+        Some(b) if !count_only => Some(PagingState::decode(b)?),
+        _ => None,
+    };
+    let page_rows = match opts.page_size {
+        Some(n) if n > 0 && !count_only => n as usize,
+        _ => usize::MAX,
+    };
+    let remaining = match (&paging, plan.limit) {
+        (Some(p), Some(_)) => p.remaining.map(|r| r as usize),
+        (_, l) => l,
+    };
+    let mut out = Output {
+        rows: Rows::new(columns),
+        proj: &proj,
+        table: t,
+        page_rows,
+        page_bytes: if page_rows == usize::MAX {
+            usize::MAX
+        } else {
+            engine.limits.max_page_bytes
+        },
+        remaining,
+        now: super::now_millis(),
+        agg: aggregating.then(|| Aggregation::new(&proj, t, group_cols)),
+        resume_inclusive: false,
+        json: sel.json,
+        aggregating,
+        per_partition,
+        cur_pk: None,
+        cur_count: 0,
+        map: engine.maps.get(t.storage_id),
+        meter: Vec::new(),
+        error: Default::default(),
+    };
+    if let (Some(_), Some(p)) = (out.per_partition, &paging) {
+        // Resuming inside a partition: the rows it already returned count against its limit.
+        if let Ok(dk) = row::decode_key(&p.last_key, &[]) {
+            out.cur_pk = Some(dk.pk);
+            out.cur_count = p.partition_rows as usize;
+        }
+    }
+    if t.virtual_table {
+        opts.ctx.add_charge(crate::partition::ru::FIXED_RU);
+        read_virtual(engine, &schema, t, &plan, &mut out, paging)?;
+    } else {
+        let budget = admit_read(engine, &schema, t, &plan, out.map.as_deref(), opts)?;
+        let res = read_stored(engine, t, &plan, &mut out, paging);
+        let (rows, bytes) = out
+            .meter
+            .iter()
+            .fold((0, 0), |(r, b), (_, r2, b2)| (r + r2, b + b2));
+        opts.ctx
+            .add_charge(crate::partition::ru::read_cost(rows, bytes));
+        if opts.serial {
+            // A SERIAL read is a Paxos round: charged a read plus a (minimal) write.
+            let extra = crate::partition::ru::write_key_cost(0, 0);
+            opts.ctx.add_charge(extra);
+            if let (Some(b), Some((p, _, _))) = (&budget, out.meter.first()) {
+                p.stats.consumed.add(extra);
+                if opts.ctx.debits_budget() {
+                    b.charge(&engine.limits.throughput, p, extra);
+                }
+            }
+        }
+        crate::partition::ru::charge_partitions(&out.meter);
+        // A single-partition read counts towards that logical partition's heat.
+        if let (Target::Partitions(keys), [(p, rows, bytes)]) = (&plan.target, &out.meter[..]) {
+            if let [k] = &keys[..] {
+                p.stats.hot.record(
+                    table_token(t, k),
+                    k,
+                    crate::partition::ru::read_cost(*rows, *bytes),
+                );
+            }
+        }
+        if let Some(budget) = budget.as_ref().filter(|_| opts.ctx.debits_budget()) {
+            for (p, rows, bytes) in &out.meter {
+                budget.charge(
+                    &engine.limits.throughput,
+                    p,
+                    crate::partition::ru::read_cost(*rows, *bytes),
+                );
+            }
+        }
+        res?;
+    }
+    if let Some(e) = out.error.take() {
+        return Err(e);
+    }
+    if out.agg.is_some() && out.rows.paging_state.is_none() && out.remaining != Some(0) {
+        // The last group (or, without GROUP BY, the one result row) ends with the rows.
+        let _ = out.flush_group();
+    }
+    Ok(out.rows)
+}

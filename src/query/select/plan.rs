@@ -1,0 +1,478 @@
+//! Planning a SELECT: where to read (named partitions, a token range, an index), which
+//! clustering slices, what to filter, GROUP BY columns, and whether an index serves the query.
+
+use super::*;
+
+/// GROUP BY columns: a prefix of the primary key (partition key columns, then clustering columns,
+/// in order).
+pub(super) fn group_by_columns(t: &TableDef, sel: &Select) -> Result<Vec<usize>> {
+    let key_order: Vec<usize> = t
+        .partition_key
+        .iter()
+        .chain(&t.clustering)
+        .copied()
+        .collect();
+    let mut out = Vec::with_capacity(sel.group_by.len());
+    for (n, name) in sel.group_by.iter().enumerate() {
+        let i = column_index(t, name)?;
+        if key_order.get(n) != Some(&i) {
+            return Err(invalid(
+                "Group by currently only support groups of columns following their declared order in the PRIMARY KEY",
+            ));
+        }
+        out.push(i);
+    }
+    if !out.is_empty() && out.len() < t.partition_key.len() {
+        return Err(invalid(format!(
+            "Group by is not supported on only a part of the partition key (missing {})",
+            t.partition_key[out.len()..]
+                .iter()
+                .map(|&i| t.columns[i].name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(out)
+}
+
+/// Where to read: named partitions, or a token range (lo exclusive, hi inclusive).
+pub(super) enum Target {
+    Partitions(Vec<Bytes>),
+    Range(i128, i128),
+    /// Several token ranges (lo exclusive, hi inclusive), sorted and disjoint: the ranges of the
+    /// key prefixes a query gives on a hierarchical (MultiHash) table.
+    Ranges(Vec<(i128, i128)>),
+    /// The rows a secondary index lists for one value, within a token range.
+    Index {
+        index: crate::schema::IndexDef,
+        ty: CqlType,
+        value: Bytes,
+        lo: i128,
+        hi: i128,
+    },
+}
+
+pub(super) struct Plan {
+    pub(super) target: Target,
+    /// Key range of rows inside a partition (relative to the partition prefix + KIND_ROW).
+    pub(super) slices: Vec<KeyRange>,
+    pub(super) filters: Vec<Filter>,
+    pub(super) limit: Option<usize>,
+    pub(super) reversed: bool,
+    /// Whether a partition with no matching row yields its static-only row: Cassandra does so
+    /// only when the query selects whole partitions (no restriction on clustering or regular
+    /// columns) or is DISTINCT.
+    pub(super) static_rows: bool,
+}
+
+/// Cassandra's `queriesFullPartitions` (or DISTINCT): no relation names a clustering column or
+/// a regular (non-static) column.
+pub(super) fn selects_whole_partitions(t: &TableDef, sel: &Select) -> bool {
+    if sel.distinct {
+        return true;
+    }
+    !sel.where_clause.iter().any(|r| match &r.lhs {
+        RelationLhs::Tuple(_) => true,
+        RelationLhs::Column(c) | RelationLhs::Element(c, _) => t
+            .column(c)
+            .is_some_and(|c| matches!(c.kind, ColumnKind::Clustering | ColumnKind::Regular)),
+        RelationLhs::Token(_) => false,
+    })
+}
+
+pub(super) fn eval_one(term: &Term, ty: &CqlType, name: &str, ctx: &Ctx) -> Result<Bytes> {
+    match eval(term, ty, name, ctx)? {
+        Val::Value(b) => Ok(b),
+        Val::Null => Err(invalid(format!(
+            "Invalid null value in condition for column {name}"
+        ))),
+        Val::Unset => Err(invalid(format!("Invalid unset value for column {name}"))),
+    }
+}
+
+pub(super) fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
+    crate::query::select_rules::check(t, sel)?;
+    let mut filters = Vec::new();
+    let mut need_filtering = false;
+    let mut token_lo: i128 = MIN_TOKEN as i128 - 1;
+    let mut token_hi: i128 = MAX_TOKEN as i128;
+    let mut has_token = false;
+    let mut tuple_filters: Vec<Filter> = Vec::new();
+    let mut entry_filters: Vec<Filter> = Vec::new();
+    // Validate every relation first.
+    for r in &sel.where_clause {
+        match &r.lhs {
+            RelationLhs::Column(c) => {
+                column_index(t, c)?;
+            }
+            RelationLhs::Token(cols) => {
+                let pk: Vec<&str> = t.pk_columns().map(|c| c.name.as_str()).collect();
+                if cols.iter().map(String::as_str).collect::<Vec<_>>() != pk {
+                    return Err(invalid(format!(
+                        "The token function arguments must be in the partition key order: {}",
+                        pk.join(", ")
+                    )));
+                }
+                has_token = true;
+                let v = match &r.rhs {
+                    // token(k1, k2) > token(?, ?): the token of a partition key given as terms
+                    Term::Function { name, args, .. } if name == "token" => {
+                        let pk_cols: Vec<_> = t.pk_columns().collect();
+                        if args.len() != pk_cols.len() {
+                            return Err(invalid(format!(
+                                "Invalid number of arguments in call to function system.token: {} required but {} provided",
+                                pk_cols.len(),
+                                args.len()
+                            )));
+                        }
+                        let mut parts = Vec::with_capacity(args.len());
+                        for (a, c) in args.iter().zip(&pk_cols) {
+                            parts.push(eval_one(a, &c.ty, &c.name, ctx)?);
+                        }
+                        let refs: Vec<&[u8]> = parts.iter().map(|p| &p[..]).collect();
+                        let pk = partition_key_bytes(&refs);
+                        Bytes::copy_from_slice(&table_token(t, &pk).to_be_bytes())
+                    }
+                    other => eval_one(other, &CqlType::Bigint, "partition key token", ctx)?,
+                };
+                let tok = i64::from_be_bytes(
+                    v[..]
+                        .try_into()
+                        .map_err(|_| invalid("Invalid token value"))?,
+                ) as i128;
+                match r.op {
+                    Operator::Gt => token_lo = token_lo.max(tok),
+                    Operator::Ge => token_lo = token_lo.max(tok - 1),
+                    Operator::Le => {
+                        // Cassandra: a range ending at the minimum token runs to the end of the ring.
+                        if tok != MIN_TOKEN as i128 {
+                            token_hi = token_hi.min(tok)
+                        }
+                    }
+                    Operator::Lt => token_hi = token_hi.min(tok - 1),
+                    Operator::Eq => {
+                        token_lo = token_lo.max(tok - 1);
+                        token_hi = token_hi.min(tok);
+                    }
+                    _ => {
+                        return Err(invalid(format!(
+                            "Unsupported operator {} on token()",
+                            r.op.as_str()
+                        )))
+                    }
+                }
+            }
+            RelationLhs::Tuple(cols) => tuple_filters.push(tuple_filter(t, cols, r, ctx)?),
+            RelationLhs::Element(c, key) => entry_filters.push(entry_filter(t, c, key, r, ctx)?),
+        }
+    }
+    // Partition key: all components by = / IN.
+    let pk_vals = key_values(t, &sel.where_clause, ctx, &t.partition_key)?;
+    let pk_given = pk_vals.iter().filter(|v| v.is_some()).count();
+    let target = if pk_given == t.partition_key.len() {
+        if has_token {
+            return Err(invalid(
+                "Columns of the partition key cannot be restricted by both token() and = or IN",
+            ));
+        }
+        let mut keys = Vec::new();
+        let cols: Vec<Vec<Bytes>> = pk_vals.into_iter().map(|v| v.unwrap_or_default()).collect();
+        let mut combos: Vec<Vec<Bytes>> = vec![Vec::new()];
+        for vals in &cols {
+            combos = combos
+                .into_iter()
+                .flat_map(|p| {
+                    vals.iter().map(move |v| {
+                        let mut p = p.clone();
+                        p.push(v.clone());
+                        p
+                    })
+                })
+                .collect();
+        }
+        // Cassandra reads IN partitions in partition key order (by each component's comparator),
+        // without duplicates.
+        let pk_types: Vec<&CqlType> = t.pk_columns().map(|c| &c.ty).collect();
+        combos.sort_by(|a, b| {
+            a.iter()
+                .zip(b)
+                .zip(&pk_types)
+                .map(|((x, y), ty)| value::compare(ty, x, y))
+                .find(|o| o.is_ne())
+                .unwrap_or(Ordering::Equal)
+        });
+        for parts in combos {
+            let refs: Vec<&[u8]> = parts.iter().map(|b| &b[..]).collect();
+            let k = Bytes::from(partition_key_bytes(&refs));
+            crate::query::write::check_partition_key(&k)?;
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        Target::Partitions(keys)
+    } else if let Some(ranges) = multihash_prefix_ranges(t, &pk_vals, token_lo, token_hi) {
+        // A prefix of a hierarchical key: only the token ranges holding it are read; the given
+        // levels are re-checked per row (hashes of different prefixes can share a range).
+        Target::Ranges(ranges)
+    } else {
+        if pk_given > 0 {
+            if !sel.allow_filtering {
+                let miss: Vec<&str> = t
+                    .pk_columns()
+                    .zip(&pk_vals)
+                    .filter(|(_, v)| v.is_none())
+                    .map(|(c, _)| c.name.as_str())
+                    .collect();
+                return Err(invalid(format!(
+                    "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING (partition key parts {} are not restricted)",
+                    miss.join(", ")
+                )));
+            }
+            need_filtering = true;
+        }
+        Target::Range(token_lo, token_hi)
+    };
+    // Clustering: = / IN on a prefix, then at most one slice column.
+    let single_partition = matches!(target, Target::Partitions(_));
+    let mut prefix_vals: Vec<Vec<Bytes>> = Vec::new();
+    let mut slice_col: Option<(usize, Vec<(Operator, Bytes)>)> = None;
+    for (pos, &ci) in t.clustering.iter().enumerate() {
+        let col = &t.columns[ci];
+        let rels: Vec<&Relation> = sel
+            .where_clause
+            .iter()
+            .filter(|r| matches!(&r.lhs, RelationLhs::Column(c) if *c == col.name))
+            .collect();
+        if rels.is_empty() {
+            break;
+        }
+        let eq = rels
+            .iter()
+            .find(|r| matches!(r.op, Operator::Eq | Operator::In));
+        if let Some(r) = eq {
+            if slice_col.is_some() {
+                break;
+            }
+            let vals = if r.op == Operator::Eq {
+                vec![eval_one(&r.rhs, &col.ty, &col.name, ctx)?]
+            } else {
+                in_values(&r.rhs, &col.ty, &col.name, ctx)?
+                    .into_iter()
+                    .filter_map(|v| v.bytes().cloned())
+                    .collect()
+            };
+            prefix_vals.push(vals);
+            let _ = pos;
+        } else {
+            let mut bounds = Vec::new();
+            for r in rels {
+                if !matches!(
+                    r.op,
+                    Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge
+                ) {
+                    continue;
+                }
+                bounds.push((r.op, eval_one(&r.rhs, &col.ty, &col.name, ctx)?));
+            }
+            slice_col = Some((ci, bounds));
+            break;
+        }
+    }
+    let used_ck = prefix_vals.len() + usize::from(slice_col.is_some());
+    // Everything not used for key access becomes a filter.
+    for r in &sel.where_clause {
+        let RelationLhs::Column(name) = &r.lhs else {
+            continue;
+        };
+        let ci = column_index(t, name)?;
+        let col = &t.columns[ci];
+        let used = match col.kind {
+            ColumnKind::PartitionKey => matches!(target, Target::Partitions(_)),
+            ColumnKind::Clustering => col.position < used_ck && single_partition,
+            _ => false,
+        };
+        if used {
+            continue;
+        }
+        match col.kind {
+            ColumnKind::Clustering if !single_partition => {}
+            // A slice of a partition key column reads every partition (Cassandra: ALLOW
+            // FILTERING); = / IN of hierarchical key levels are read through token ranges.
+            ColumnKind::PartitionKey => {
+                if !matches!(r.op, Operator::Eq | Operator::In) {
+                    need_filtering = true;
+                }
+            }
+            _ => need_filtering = true,
+        }
+        if col.kind == ColumnKind::Clustering && col.position >= used_ck {
+            need_filtering = true;
+        }
+        let values = match r.op {
+            Operator::In => in_values(&r.rhs, &col.ty, name, ctx)?
+                .into_iter()
+                .filter_map(|v| v.bytes().cloned())
+                .collect(),
+            Operator::Eq
+            | Operator::Ne
+            | Operator::Lt
+            | Operator::Le
+            | Operator::Gt
+            | Operator::Ge => {
+                vec![eval_one(&r.rhs, &col.ty, name, ctx)?]
+            }
+            Operator::Contains | Operator::ContainsKey => {
+                vec![eval_one(&r.rhs, &contains_type(col, r.op)?, name, ctx)?]
+            }
+            other => {
+                return Err(invalid(format!(
+                    "Operator {} is not supported yet",
+                    other.as_str()
+                )))
+            }
+        };
+        filters.push(Filter {
+            col: ci,
+            op: r.op,
+            values,
+            tuple: None,
+            entry: false,
+        });
+    }
+    if !single_partition && (used_ck > 0 || !tuple_filters.is_empty()) {
+        need_filtering = true;
+    }
+    if let Some(f) = tuple_filters.first() {
+        // A multi-column restriction must follow the clustering columns restricted before it.
+        let first = t.columns[f.col].position;
+        if first > used_ck {
+            need_filtering = true;
+        }
+    }
+    filters.extend(tuple_filters);
+    if !entry_filters.is_empty() {
+        need_filtering = true;
+    }
+    filters.extend(entry_filters);
+    let (target, need_filtering) = use_index(
+        t,
+        target,
+        &filters,
+        need_filtering,
+        single_partition,
+        used_ck + pk_given,
+        sel.allow_filtering,
+    );
+    if need_filtering && !sel.allow_filtering {
+        return Err(invalid(FILTERING_MSG));
+    }
+    let slices = if single_partition {
+        clustering_slices(t, &prefix_vals, slice_col.as_ref())
+    } else {
+        vec![(Bound::Unbounded, Bound::Unbounded)]
+    };
+    let limit = limit_value(sel.limit.as_ref(), "[limit]", "LIMIT", ctx)?;
+    let mut reversed = false;
+    if let Some((first, dir)) = sel.order_by.first() {
+        let ci = column_index(t, first)?;
+        let col = &t.columns[ci];
+        if col.kind != ColumnKind::Clustering {
+            return Err(invalid(format!(
+                "Order by is currently only supported on the clustered columns of the PRIMARY KEY, got {first}"
+            )));
+        }
+        if !single_partition {
+            return Err(invalid(
+                "ORDER BY is only supported when the partition key is restricted by an EQ or an IN.",
+            ));
+        }
+        reversed = (*dir == crate::cql::ast::Order::Desc) != col.desc;
+    }
+    Ok(Plan {
+        target,
+        slices,
+        filters,
+        limit,
+        reversed,
+        static_rows: selects_whole_partitions(t, sel),
+    })
+}
+
+/// A secondary index on a column restricted by `=` serves the query: a scan becomes an index
+/// lookup, and within one partition the restriction needs no ALLOW FILTERING. Returns the target
+/// and whether the query still filters.
+pub(super) fn use_index(
+    t: &TableDef,
+    target: Target,
+    filters: &[Filter],
+    need_filtering: bool,
+    single_partition: bool,
+    key_restrictions: usize,
+    allow_filtering: bool,
+) -> (Target, bool) {
+    use crate::schema::IndexKind;
+    if !need_filtering || t.indexes.is_empty() {
+        return (target, need_filtering);
+    }
+    // The index that answers a filter: `=` on a value index, CONTAINS on a values index,
+    // CONTAINS KEY on a keys index.
+    let index_for = |f: &Filter| -> Option<&crate::schema::IndexDef> {
+        if f.tuple.is_some() {
+            return None;
+        }
+        t.indexes.iter().find(|x| {
+            x.column == t.columns[f.col].name
+                && match f.op {
+                    Operator::Eq if f.entry => x.kind == IndexKind::Entries,
+                    Operator::Eq => matches!(x.kind, IndexKind::Value | IndexKind::Full),
+                    Operator::Contains => x.kind == IndexKind::Values,
+                    Operator::ContainsKey => x.kind == IndexKind::Keys,
+                    _ => false,
+                }
+        })
+    };
+    let indexed = |f: &Filter| index_for(f).is_some();
+    if single_partition {
+        // Filtering only on indexed columns is what the index is for.
+        let still = filters
+            .iter()
+            .any(|f| !indexed(f) && t.columns[f.col].kind != ColumnKind::PartitionKey);
+        return (target, still);
+    }
+    let Target::Range(lo, hi) = target else {
+        return (target, need_filtering);
+    };
+    let Some(f) = filters.iter().find(|f| indexed(f)) else {
+        return (Target::Range(lo, hi), need_filtering);
+    };
+    let others = filters.len() > 1 || key_restrictions > 0;
+    if others && !allow_filtering {
+        return (Target::Range(lo, hi), need_filtering);
+    }
+    let col = &t.columns[f.col];
+    if col.kind == ColumnKind::Static {
+        // Index entries are kept for rows only, and a static value belongs to the partition:
+        // the query is answered by a scan that checks each partition's static value (every row
+        // of a matching partition, or its static-only row), with the index's permission.
+        return (Target::Range(lo, hi), others);
+    }
+    let index = index_for(f).expect("checked above").clone();
+    let ty = crate::query::index::indexed_type(&index, &col.ty);
+    (
+        Target::Index {
+            index,
+            ty,
+            value: if f.entry {
+                Bytes::from(value::encode_tuple(&[
+                    Some(&f.values[0]),
+                    Some(&f.values[1]),
+                ]))
+            } else {
+                f.values[0].clone()
+            },
+            lo,
+            hi,
+        },
+        others,
+    )
+}

@@ -1,0 +1,458 @@
+//! Reading: admission on the physical partitions' throughput budgets, then the readers for
+//! virtual (system) tables, stored tables (named partitions and token ranges) and index lookups.
+
+use super::*;
+
+/// Admits a read on the throughput budgets of the physical partitions it targets; returns
+/// the table's budget.
+pub(super) fn admit_read(
+    engine: &Engine,
+    schema: &crate::schema::Schema,
+    t: &TableDef,
+    plan: &Plan,
+    map: Option<&crate::partition::map::PartitionMap>,
+    opts: &QueryOptions,
+) -> Result<Option<crate::partition::throttle::TableBudget>> {
+    use crate::partition::throttle;
+    let Some(map) = map else {
+        return Ok(None);
+    };
+    let budget = throttle::table_budget(&engine.maps, schema, t, map, &engine.limits.throughput);
+    let mut parts: Vec<&crate::partition::map::PhysicalPartition> = Vec::new();
+    match &plan.target {
+        Target::Partitions(keys) => {
+            for k in keys {
+                let p = map.route(table_token(t, k));
+                if !parts.iter().any(|q| q.id == p.id) {
+                    parts.push(p);
+                }
+            }
+        }
+        Target::Range(lo, hi) | Target::Index { lo, hi, .. } => parts.extend(
+            map.parts
+                .iter()
+                .filter(|p| (p.end as i128) > *lo && (p.start as i128) < *hi)
+                .map(|p| &**p),
+        ),
+        Target::Ranges(ranges) => parts.extend(
+            map.parts
+                .iter()
+                .filter(|p| {
+                    ranges
+                        .iter()
+                        .any(|&(lo, hi)| (p.end as i128) > lo && (p.start as i128) < hi)
+                })
+                .map(|p| &**p),
+        ),
+    }
+    let mut gates: Vec<_> = parts.iter().map(|p| budget.gate(p)).collect();
+    // Shared pools: one bucket may serve several partitions; ask it once.
+    gates.dedup_by(|a, b| std::ptr::eq(a.bucket, b.bucket));
+    let access = if opts.serial {
+        // A SERIAL read runs a Paxos round (it writes), so it is admitted as a write.
+        throttle::Access::Write("CAS")
+    } else {
+        throttle::Access::Read
+    };
+    let how = throttle::admit(
+        &engine.limits.throughput,
+        access,
+        &gates,
+        opts.ctx.held_since(),
+    )?;
+    opts.ctx.admitted(how);
+    Ok(Some(budget))
+}
+
+pub(super) fn read_virtual(
+    engine: &Engine,
+    schema: &crate::schema::Schema,
+    t: &TableDef,
+    plan: &Plan,
+    out: &mut Output,
+    paging: Option<PagingState>,
+) -> Result<()> {
+    let rows = if t.keyspace == "system_traces" {
+        engine
+            .traces
+            .rows(t, engine.node.listen.ip(), engine.node.listen.port())
+    } else {
+        crate::partition::views::rows(
+            &engine.maps,
+            &*engine.store,
+            schema,
+            t,
+            &engine.limits.throughput,
+        )
+        .or_else(|| crate::schema::system::virtual_rows(schema, &engine.node, t))
+        .unwrap_or_default()
+    };
+    let start = paging.map_or(0, |p| p.partition as usize);
+    let mut idx = 0usize;
+    for r in rows.iter() {
+        let get = |i: usize| r.get(i).and_then(|c| c.as_deref());
+        let ok = plan
+            .filters
+            .iter()
+            .all(|f| f.matches(&t.columns[f.col].ty, get(f.col)));
+        if !ok {
+            continue;
+        }
+        idx += 1;
+        if idx <= start {
+            continue;
+        }
+        if out.agg.is_some() {
+            out.aggregate_cells(&get);
+            continue;
+        }
+        for (p, _, _) in out.proj {
+            match p {
+                Proj::Column(i) => out.rows.push_cell(get(*i)),
+                Proj::ToJson(inner, ty) => {
+                    let json = match &**inner {
+                        Proj::Column(i) => get(*i).map(|b| value::to_json(ty, b)),
+                        _ => None,
+                    }
+                    .unwrap_or_else(|| "null".into());
+                    out.rows.push_cell(Some(json.as_bytes()));
+                }
+                Proj::Expr(e) => {
+                    let none = RowData::default();
+                    let rc = RowCtx {
+                        t,
+                        pk_parts: &[],
+                        ck: &[],
+                        row: &none,
+                        statics: &none,
+                        now: out.now,
+                        err: &out.error,
+                        values: Some(r),
+                    };
+                    let v = eval_sexpr(e, &rc);
+                    out.rows.push_cell(v.as_deref());
+                }
+                _ => out.rows.push_cell(None),
+            }
+        }
+        out.rows.count += 1;
+        let limit_hit = out.remaining.as_mut().map(|r| {
+            *r -= 1;
+            *r == 0
+        });
+        if limit_hit == Some(true) {
+            return Ok(());
+        }
+        if out.rows.count as usize >= out.page_rows {
+            out.rows.paging_state = Some(out.page_state(idx as u32, Vec::new()));
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// Reads rows of a stored table, routed through the physical partition map.
+pub(super) fn read_stored(
+    engine: &Engine,
+    t: &TableDef,
+    plan: &Plan,
+    out: &mut Output,
+    paging: Option<PagingState>,
+) -> Result<()> {
+    let ck_types: Vec<(&CqlType, bool)> = t.clustering_columns().map(|c| (&c.ty, c.desc)).collect();
+    let sid = t.storage_id;
+    match &plan.target {
+        Target::Partitions(keys) => {
+            let mut reader = PartitionRows::new(t, plan);
+            let start = paging.as_ref().map_or(0, |p| p.partition as usize);
+            for (i, pk) in keys.iter().enumerate().skip(start) {
+                let token = table_token(t, pk);
+                // Route through the map (the physical partition owns this key's range).
+                let _owner = engine.maps.get(sid).map(|m| m.route(token).id);
+                let prefix = row::partition_prefix(sid, token, pk);
+                let resume = paging
+                    .as_ref()
+                    .filter(|p| p.partition as usize == i && !p.last_key.is_empty());
+                let header_key = header_key(prefix.clone());
+                // One seek: the header sorts just before the rows, so a forward read whose
+                // first slice starts at the first row scans from the header on and meets it
+                // first (or learns there is none). Others read the header on its own.
+                let mut header_pending = one_seek(plan, resume.is_some());
+                if !header_pending {
+                    reader.load(engine, &header_key, out.now, resume.is_some())?;
+                }
+                let mut rows_prefix = prefix;
+                rows_prefix.push(KIND_ROW);
+                let mut slices: Vec<&KeyRange> = plan.slices.iter().collect();
+                if plan.reversed {
+                    slices.reverse();
+                }
+                for (lo, hi) in slices {
+                    let abs = |b: &Bound<Vec<u8>>, is_hi: bool| -> Bound<Vec<u8>> {
+                        match b {
+                            Bound::Included(k) => Bound::Included([&rows_prefix[..], k].concat()),
+                            Bound::Excluded(k) => Bound::Excluded([&rows_prefix[..], k].concat()),
+                            Bound::Unbounded => {
+                                if is_hi {
+                                    Bound::Excluded(
+                                        prefix_successor(&rows_prefix)
+                                            .expect("row prefix has a successor"),
+                                    )
+                                } else {
+                                    Bound::Included(rows_prefix.clone())
+                                }
+                            }
+                        }
+                    };
+                    let mut lo = if header_pending {
+                        Bound::Included(header_key.clone())
+                    } else {
+                        abs(lo, false)
+                    };
+                    let mut hi = abs(hi, true);
+                    if let Some(p) = resume {
+                        if plan.reversed {
+                            hi = min_hi(hi, p.resume_bound());
+                        } else {
+                            lo = max_lo(lo, p.resume_bound());
+                        }
+                    }
+                    let iter =
+                        engine
+                            .store
+                            .scan(Space::Data, as_ref(&lo), as_ref(&hi), plan.reversed);
+                    for item in iter {
+                        let (k, v) = item?;
+                        if header_pending {
+                            header_pending = false;
+                            let found = k[..] == header_key[..];
+                            reader.start(found.then_some(&v), out.now, false)?;
+                            if found {
+                                continue;
+                            }
+                        }
+                        out.scanned(token, k.len() + v.len());
+                        let dk = row::decode_key(&k, &ck_types)?;
+                        let ck = k.get(rows_prefix.len()..).unwrap_or(&[]);
+                        if let Flow::Stop(more) = reader.row(out, &dk, Some(ck), &v)? {
+                            if more {
+                                out.rows.paging_state = Some(out.page_state(i as u32, k.to_vec()));
+                            }
+                            return Ok(());
+                        }
+                    }
+                    if header_pending {
+                        // The first slice's scan met neither header nor row.
+                        header_pending = false;
+                        reader.start(None, out.now, false)?;
+                    }
+                }
+                if let Flow::Stop(more) = reader.statics(out, token, pk) {
+                    if more && i + 1 < keys.len() {
+                        out.rows.paging_state = Some(out.page_state(i as u32 + 1, Vec::new()));
+                    }
+                    return Ok(());
+                }
+            }
+            Ok(())
+        }
+        Target::Index {
+            index,
+            ty,
+            value,
+            lo,
+            hi,
+        } => read_index(engine, t, plan, out, paging, (index, ty, value), (*lo, *hi)),
+        Target::Range(lo, hi) => read_ranges(engine, t, plan, out, paging, &[(*lo, *hi)]),
+        Target::Ranges(ranges) => read_ranges(engine, t, plan, out, paging, ranges),
+    }
+}
+
+/// Reads token ranges (lo exclusive, hi inclusive), sorted and disjoint, through the physical
+/// partitions that overlap them, in token order.
+pub(super) fn read_ranges(
+    engine: &Engine,
+    t: &TableDef,
+    plan: &Plan,
+    out: &mut Output,
+    paging: Option<PagingState>,
+    ranges: &[(i128, i128)],
+) -> Result<()> {
+    let ck_types: Vec<(&CqlType, bool)> = t.clustering_columns().map(|c| (&c.ty, c.desc)).collect();
+    let sid = t.storage_id;
+    let Some(map) = engine.maps.get(sid) else {
+        return Ok(());
+    };
+    let resume = paging.as_ref().filter(|p| !p.last_key.is_empty());
+    // The partition being read: token, key and key prefix.
+    let mut cur: Option<(Token, Bytes, Vec<u8>)> = None;
+    let mut reader = PartitionRows::new(t, plan);
+    // Ends the partition being read: its static row if none of its rows passed. A page that
+    // fills up there resumes after all of the partition's keys.
+    let end_partition =
+        |reader: &PartitionRows, out: &mut Output, cur: &Option<(Token, Bytes, Vec<u8>)>| -> bool {
+            let Some((token, pk, prefix)) = cur else {
+                return false;
+            };
+            match reader.statics(out, *token, pk) {
+                Flow::Continue => false,
+                Flow::Stop(more) => {
+                    if more {
+                        let mut after = prefix.clone();
+                        after.push(KIND_ROW + 1);
+                        out.rows.paging_state = Some(out.page_state(0, after));
+                    }
+                    true
+                }
+            }
+        };
+    for &(lo, hi) in ranges {
+        if lo >= hi {
+            continue;
+        }
+        let lo_tok = lo.max(MIN_TOKEN as i128 - 1);
+        // (lo, hi] over the ring; the empty key's MIN token belongs to the first partition.
+        let parts: Vec<_> = map
+            .parts
+            .iter()
+            .filter(|p| (p.end as i128) > lo_tok && (p.start as i128) < hi)
+            .cloned()
+            .collect();
+        for p in parts {
+            let a = (p.start as i128).max(lo_tok); // exclusive
+            let b = (p.end as i128).min(hi); // inclusive
+            if a >= b {
+                continue;
+            }
+            let mut lo_key = sid.to_be_bytes().to_vec();
+            if a >= MIN_TOKEN as i128 {
+                lo_key.extend_from_slice(&row::token_bytes((a + 1) as i64));
+            }
+            let hi_key: Bound<Vec<u8>> = if b >= MAX_TOKEN as i128 {
+                Bound::Excluded((sid + 1).to_be_bytes().to_vec())
+            } else {
+                let mut k = sid.to_be_bytes().to_vec();
+                k.extend_from_slice(&row::token_bytes((b + 1) as i64));
+                Bound::Excluded(k)
+            };
+            let mut lo_b = Bound::Included(lo_key);
+            if let Some(p) = resume {
+                lo_b = max_lo(lo_b, p.resume_bound());
+            }
+            for item in engine
+                .store
+                .scan(Space::Data, as_ref(&lo_b), as_ref(&hi_key), false)
+            {
+                let (k, v) = item?;
+                let dk = row::decode_key(&k, &ck_types)?;
+                out.scanned(dk.token, k.len() + v.len());
+                if cur.as_ref().is_none_or(|(_, pk, _)| *pk != dk.pk) {
+                    if end_partition(&reader, out, &cur) {
+                        return Ok(());
+                    }
+                    let prefix = row::partition_prefix(sid, dk.token, &dk.pk);
+                    // Resuming inside this partition: an earlier page returned its rows.
+                    let resumed = resume.is_some_and(|p| p.last_key.starts_with(&prefix));
+                    if dk.kind != KIND_HEADER {
+                        // The header sorts before the rows, so a scan that reaches the
+                        // partition's first key without meeting one knows there is none; only
+                        // a scan resumed mid-partition started past it and fetches it.
+                        if resumed {
+                            reader.load(engine, &header_key(prefix.clone()), out.now, true)?;
+                        } else {
+                            reader.start(None, out.now, false)?;
+                        }
+                    }
+                    cur = Some((dk.token, dk.pk.clone(), prefix));
+                }
+                if dk.kind == KIND_HEADER {
+                    reader.start(Some(&v), out.now, false)?;
+                    continue;
+                }
+                let ck_start = cur.as_ref().map_or(0, |c| c.2.len() + 1);
+                let ck = k.get(ck_start..).unwrap_or(&[]);
+                if let Flow::Stop(more) = reader.row(out, &dk, Some(ck), &v)? {
+                    if more {
+                        out.rows.paging_state = Some(out.page_state(0, k.to_vec()));
+                    }
+                    return Ok(());
+                }
+            }
+        }
+    }
+    end_partition(&reader, out, &cur);
+    Ok(())
+}
+
+/// Reads the rows an index lists for one value, in token order, re-checking each row.
+pub(super) fn read_index(
+    engine: &Engine,
+    t: &TableDef,
+    plan: &Plan,
+    out: &mut Output,
+    paging: Option<PagingState>,
+    (index, ty, value): (&crate::schema::IndexDef, &CqlType, &Bytes),
+    (lo, hi): (i128, i128),
+) -> Result<()> {
+    if lo >= hi {
+        return Ok(());
+    }
+    let ck_types: Vec<(&CqlType, bool)> = t.clustering_columns().map(|c| (&c.ty, c.desc)).collect();
+    let prefix = crate::query::index::value_prefix(index, ty, value);
+    let mut lo_key = prefix.clone();
+    if lo >= MIN_TOKEN as i128 {
+        lo_key.extend_from_slice(&row::token_bytes((lo + 1) as i64));
+    }
+    let hi_key: Bound<Vec<u8>> = if hi >= MAX_TOKEN as i128 {
+        prefix_successor(&prefix)
+            .map(Bound::Excluded)
+            .unwrap_or(Bound::Unbounded)
+    } else {
+        let mut k = prefix.clone();
+        k.extend_from_slice(&row::token_bytes((hi + 1) as i64));
+        Bound::Excluded(k)
+    };
+    let mut lo_b = Bound::Included(lo_key);
+    if let Some(p) = paging.as_ref().filter(|p| !p.last_key.is_empty()) {
+        lo_b = max_lo(lo_b, p.resume_bound());
+    }
+    let mut cur_pk: Option<Bytes> = None;
+    let mut ck_start = 0;
+    let mut reader = PartitionRows::new(t, plan);
+    for item in engine
+        .store
+        .scan(Space::Data, as_ref(&lo_b), as_ref(&hi_key), false)
+    {
+        let (entry, _) = item?;
+        let Some(row_key) = crate::query::index::row_key_of_entry(t, index, ty, &entry) else {
+            continue;
+        };
+        let Some(v) = engine.store.get(Space::Data, &row_key)? else {
+            continue;
+        };
+        let dk = row::decode_key(&row_key, &ck_types)?;
+        out.scanned(dk.token, row_key.len() + v.len());
+        if cur_pk.as_ref() != Some(&dk.pk) {
+            cur_pk = Some(dk.pk.clone());
+            let hk = header_key(row::partition_prefix(t.storage_id, dk.token, &dk.pk));
+            ck_start = hk.len();
+            reader.load(engine, &hk, out.now, false)?;
+        }
+        let ck = row_key.get(ck_start..).unwrap_or(&[]);
+        if let Flow::Stop(more) = reader.row(out, &dk, Some(ck), &v)? {
+            if more {
+                out.rows.paging_state = Some(out.page_state(0, entry.to_vec()));
+            }
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(&k[..]),
+        Bound::Excluded(k) => Bound::Excluded(&k[..]),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}

@@ -1,0 +1,123 @@
+//! Admission and charging of writes: the throughput that applies to a table, admission on
+//! the budgets of the physical partitions a write touches, and the charge for the read of a
+//! conditional write.
+
+use super::*;
+
+/// The provisioned throughput that applies to a table (its own, else none).
+pub fn table_throughput(_schema: &Schema, t: &TableDef) -> Option<i64> {
+    t.options
+        .cosmosdb_provisioned_throughput
+        .or(t.options.cosmosdb_autoscale_max_throughput)
+}
+
+/// Splits a table's physical partitions until there are enough for its throughput
+/// (ceil(RU / 10,000)); called after ALTER TABLE.
+pub(super) fn ensure_throughput_layout(engine: &Engine, ks: &str, table: &str) -> Result<()> {
+    let schema = engine.schema();
+    let Some(t) = schema.keyspace(ks).and_then(|k| k.tables.get(table)) else {
+        return Ok(());
+    };
+    let n = crate::partition::map::partitions_for_throughput(table_throughput(&schema, t));
+    crate::partition::split::ensure_partitions(&engine.maps, &*engine.store, t.storage_id, n)?;
+    Ok(())
+}
+
+/// Admits a write on the throughput budgets of the physical partitions it touches (before
+/// anything is read or stored).
+/// `write_type` is the protocol's (`SIMPLE`, `BATCH`, ...), for a server-side retry timeout.
+pub(crate) fn admit_writes(
+    engine: &Engine,
+    muts: &[Mutation],
+    write_type: &'static str,
+    rctx: Option<&crate::query::RequestCtx>,
+) -> Result<()> {
+    let (_, parts) = write_partitions(engine, muts);
+    let gates: Vec<_> = parts.iter().map(|(p, b)| b.gate(p)).collect();
+    let how = crate::partition::throttle::admit(
+        &engine.limits.throughput,
+        crate::partition::throttle::Access::Write(write_type),
+        &gates,
+        rctx.and_then(|c| c.held_since()),
+    )?;
+    if let Some(c) = rctx {
+        c.admitted(how);
+    }
+    Ok(())
+}
+
+/// Whether a request's consumption is debited from its budgets (requests without a context are
+/// internal and always are).
+pub(super) fn debits_budget(rctx: Option<&crate::query::RequestCtx>) -> bool {
+    rctx.is_none_or(|c| c.debits_budget())
+}
+
+/// Charges the read of a conditional write (`read`: stored keys and bytes read) to the request,
+/// the partition's consumption and heat, and its throughput budget.
+pub(crate) fn charge_read(
+    engine: &Engine,
+    rctx: Option<&crate::query::RequestCtx>,
+    t: &TableDef,
+    pk: &[u8],
+    read: (u64, u64),
+) {
+    let ru = crate::partition::ru::read_cost(read.0, read.1);
+    if let Some(c) = rctx {
+        c.add_charge(ru);
+    }
+    let Some(map) = engine.maps.get(t.storage_id) else {
+        return;
+    };
+    let token = table_token(t, pk);
+    let p = map.route(token);
+    p.stats.consumed.add(ru);
+    p.stats.hot.record(token, pk, ru);
+    let schema = engine.schema();
+    let budget = crate::partition::throttle::table_budget(
+        &engine.maps,
+        &schema,
+        t,
+        &map,
+        &engine.limits.throughput,
+    );
+    if debits_budget(rctx) {
+        budget.charge(&engine.limits.throughput, p, ru);
+    }
+}
+
+pub(super) type Budget = crate::partition::throttle::TableBudget;
+pub(super) type PartBudgets = Vec<(Arc<crate::partition::map::PhysicalPartition>, Budget)>;
+
+/// Each table's throughput budget and the physical partitions the mutations touch with theirs.
+pub(super) fn write_partitions(
+    engine: &Engine,
+    muts: &[Mutation],
+) -> (Vec<(u64, Budget)>, PartBudgets) {
+    let schema = engine.schema();
+    let mut budgets: Vec<(u64, Budget)> = Vec::new();
+    let mut parts: PartBudgets = Vec::new();
+    for m in muts {
+        let Some(map) = engine.maps.get(m.table.storage_id) else {
+            continue;
+        };
+        let budget = match budgets.iter().find(|(s, _)| *s == m.table.storage_id) {
+            Some((_, b)) => b.clone(),
+            None => {
+                let b = crate::partition::throttle::table_budget(
+                    &engine.maps,
+                    &schema,
+                    &m.table,
+                    &map,
+                    &engine.limits.throughput,
+                );
+                budgets.push((m.table.storage_id, b.clone()));
+                b
+            }
+        };
+        let p = map.route(table_token(&m.table, &m.pk));
+        if !parts.iter().any(|(q, _)| Arc::ptr_eq(q, p)) {
+            parts.push((Arc::clone(p), budget));
+        }
+    }
+    (budgets, parts)
+}

@@ -1,0 +1,125 @@
+//! Applying mutations: lock the partitions' stripes in order, merge with the stored rows
+//! (last-write-wins), commit as one atomic storage batch.
+
+use super::*;
+
+/// Applies mutations atomically: locks their partitions, merges with stored rows, commits.
+pub fn apply(engine: &Engine, muts: Vec<Mutation>) -> Result<()> {
+    apply_with(engine, muts, None, "SIMPLE")
+}
+
+/// `apply`, reporting warnings (logical partitions near their size limit) and the charge to the
+/// request; `write_type` is the protocol's, for a server-side retry timeout.
+pub fn apply_with(
+    engine: &Engine,
+    muts: Vec<Mutation>,
+    rctx: Option<&crate::query::RequestCtx>,
+    write_type: &'static str,
+) -> Result<()> {
+    if muts.is_empty() {
+        return Ok(());
+    }
+    admit_writes(engine, &muts, write_type, rctx)?;
+    let stripes = stripes_of(engine, &muts);
+    let _guards: Vec<_> = stripes.iter().map(|&i| engine.stripe(i).lock()).collect();
+    apply_locked(engine, muts, rctx)
+}
+
+/// The lock stripes of the partitions mutations touch, sorted and distinct (lock them in order).
+pub(crate) fn stripes_of(engine: &Engine, muts: &[Mutation]) -> Vec<usize> {
+    let mut stripes: Vec<usize> = muts
+        .iter()
+        .map(|m| engine.lock_stripe(m.table.storage_id, &m.pk))
+        .collect();
+    stripes.sort_unstable();
+    stripes.dedup();
+    stripes
+}
+
+/// `apply` with the stripes of every mutation's partition already held by the caller.
+pub(crate) fn apply_locked(
+    engine: &Engine,
+    muts: Vec<Mutation>,
+    rctx: Option<&crate::query::RequestCtx>,
+) -> Result<()> {
+    let budgets = write_partitions(engine, &muts).0;
+    let mut batch = WriteBatch::default();
+    // Several mutations of one batch may hit the same key: merge them in order. The stored
+    // version is kept for tables with secondary indexes, to update their entries.
+    struct Merged {
+        key: Vec<u8>,
+        table: Arc<TableDef>,
+        old: Option<RowData>,
+        row: RowData,
+        /// (token, stored bytes before) for size accounting.
+        token: Token,
+        old_len: usize,
+        pk: Bytes,
+    }
+    let mut merged: Vec<Merged> = Vec::with_capacity(muts.len());
+    for m in muts {
+        if let Some(x) = merged.iter_mut().find(|x| x.key == m.key) {
+            x.row.merge(m.update);
+            let pending = std::mem::take(&mut x.row.pending);
+            x.row
+                .apply_pending(pending, crate::query::now_millis())
+                .map_err(invalid)?;
+            continue;
+        }
+        let stored = engine.store.get(Space::Data, &m.key)?;
+        let token = table_token(&m.table, &m.pk);
+        let old_len = stored.as_ref().map_or(0, |b| m.key.len() + b.len());
+        let mut current = match stored {
+            Some(b) => RowData::decode(&b)?,
+            None => RowData::default(),
+        };
+        let old = (!m.table.indexes.is_empty()).then(|| current.clone());
+        current.merge(m.update);
+        let pending = std::mem::take(&mut current.pending);
+        current
+            .apply_pending(pending, crate::query::now_millis())
+            .map_err(invalid)?;
+        merged.push(Merged {
+            key: m.key,
+            table: m.table,
+            old,
+            row: current,
+            token,
+            old_len,
+            pk: m.pk,
+        });
+    }
+    let now = crate::query::now_millis();
+    let mut sizes = crate::partition::sizes::Accounting::default();
+    let limits = &engine.limits.partitions;
+    for m in merged {
+        if let Some(old) = &m.old {
+            crate::query::index::maintain(&m.table, &m.key, old, &m.row, now, &mut batch);
+        }
+        let mut buf = Vec::with_capacity(m.row.encoded_len());
+        m.row.encode(&mut buf);
+        sizes.key_change(
+            limits,
+            m.table.storage_id,
+            m.token,
+            &m.pk,
+            m.old_len,
+            m.key.len() + buf.len(),
+        )?;
+        batch.put(Space::Data, m.key, buf);
+    }
+    sizes.prepare(&*engine.store, limits, &mut batch, rctx)?;
+    let touched = sizes.commit(&engine.maps, || engine.store.commit(batch))?;
+    if let Some(c) = rctx {
+        c.add_charge(sizes.request_units());
+    }
+    for (sid, p, ru) in &touched {
+        engine.splitter.check(*sid, p);
+        if let Some((_, b)) = budgets.iter().find(|(s, _)| s == sid) {
+            if debits_budget(rctx) {
+                b.charge(&engine.limits.throughput, p, *ru);
+            }
+        }
+    }
+    Ok(())
+}

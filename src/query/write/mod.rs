@@ -1,0 +1,197 @@
+//! Writes (INSERT, UPDATE, DELETE, BATCH) and DDL.
+//!
+//! A write becomes a list of mutations (a storage key and the cells to merge into it). Applying
+//! them locks the logical partitions involved (striped locks, in order), reads the current rows,
+//! merges with last-write-wins, and commits everything as one atomic storage batch.
+
+use super::clustering::Restricted;
+use super::complex::{self, ElemParams};
+use super::eval::{eval, Ctx, Val};
+use super::row::{self, Cell, ComplexCell, Elem, Marker, Pending, RowData, KIND_HEADER, KIND_ROW};
+use super::{
+    invalid, resolve_keyspace, resolve_table, Engine, Outcome, QueryOptions, Result, Session,
+};
+use crate::cql::ast::{
+    Assignment, Batch, Delete, DeleteTarget, Insert, InsertValues, Operator, Relation, RelationLhs,
+    Statement, Term, Using,
+};
+use crate::cql::types::CqlType;
+use crate::cql::value;
+use crate::partition::token::{partition_key_bytes, token_of, Token};
+use crate::schema::{ddl, ColumnDef, ColumnKind, Schema, TableDef};
+use crate::storage::{Space, WriteBatch, MAX_KEY_BYTES as STORE_MAX_KEY_BYTES};
+use bytes::Bytes;
+use std::sync::Arc;
+
+use super::bind::BoundValues;
+
+// The submodules are seams of one statement path: each sees this module's imports and its
+// siblings' items through `use super::*` (the globs below), so moving code between them needs
+// no import changes.
+mod admission;
+mod apply;
+mod batch;
+mod ddl_exec;
+mod delete;
+mod dropped;
+mod insert;
+mod keys;
+mod params;
+mod update;
+
+pub(crate) use self::admission::admit_writes;
+pub(crate) use self::admission::charge_read;
+pub use self::admission::table_throughput;
+use self::admission::*;
+pub use self::apply::apply;
+pub(crate) use self::apply::apply_locked;
+pub use self::apply::apply_with;
+pub use self::batch::execute_batch;
+pub use self::batch::run_batch;
+pub use self::batch::BatchStmt;
+pub use self::ddl_exec::execute_ddl;
+use self::delete::*;
+pub use self::dropped::resume_purges;
+pub use self::dropped::spawn_purge;
+use self::dropped::*;
+use self::insert::*;
+pub(crate) use self::keys::check_partition_key;
+pub(crate) use self::keys::combinations;
+pub(crate) use self::keys::header_key;
+pub(crate) use self::keys::in_product_exceeded;
+pub use self::keys::in_values;
+pub(crate) use self::keys::key_value;
+pub use self::keys::key_values;
+pub(crate) use self::keys::row_key;
+pub use self::keys::split_list;
+pub use self::keys::table_token;
+pub use self::keys::MAX_IN_PRODUCT;
+use self::keys::*;
+use self::params::*;
+use self::update::*;
+
+/// Longest partition key or clustering value Cassandra accepts.
+pub const MAX_KEY_BYTES: usize = 65535;
+/// Longest TTL (20 years).
+pub const MAX_TTL: i64 = 630_720_000;
+
+pub fn statement_timestamp(session: &mut Session, opts: &QueryOptions) -> i64 {
+    opts.timestamp.unwrap_or_else(|| session.next_timestamp())
+}
+
+/// One write to one storage key.
+pub struct Mutation {
+    pub table: Arc<TableDef>,
+    pub pk: Bytes,
+    pub key: Vec<u8>,
+    pub update: RowData,
+}
+
+impl Mutation {
+    /// A write of `update` to the row of partition `pk` with clustering values `ck`.
+    fn row(table: &Arc<TableDef>, pk: &Bytes, ck: &[Bytes], update: RowData) -> Mutation {
+        Mutation {
+            table: Arc::clone(table),
+            key: row_key(table, pk, ck),
+            pk: pk.clone(),
+            update,
+        }
+    }
+
+    /// A write of `update` to the header of partition `pk` (static cells, partition deletion,
+    /// range tombstones).
+    fn header(table: &Arc<TableDef>, pk: &Bytes, update: RowData) -> Mutation {
+        Mutation {
+            table: Arc::clone(table),
+            key: header_key(table, pk),
+            pk: pk.clone(),
+            update,
+        }
+    }
+}
+
+pub(crate) fn mutations_for(
+    engine: &Engine,
+    schema: &Schema,
+    keyspace: Option<&str>,
+    st: &Statement,
+    ctx: &Ctx,
+    ts: i64,
+) -> Result<Vec<Mutation>> {
+    let muts = match st {
+        Statement::Insert(i) => {
+            let t = resolve_table(schema, keyspace, &i.table)?;
+            check_writable(t)?;
+            insert_mutations(engine, t, i, ctx, ts)
+        }
+        Statement::Update(u) => {
+            let t = resolve_table(schema, keyspace, &u.table)?;
+            check_writable(t)?;
+            update_mutations(t, u, ctx, ts)
+        }
+        Statement::Delete(d) => {
+            let t = resolve_table(schema, keyspace, &d.table)?;
+            check_writable(t)?;
+            delete_mutations(t, d, ctx, ts)
+        }
+        _ => Err(invalid(
+            "Only INSERT, UPDATE and DELETE statements are allowed in a BATCH",
+        )),
+    }?;
+    check_stored_keys(&muts)?;
+    Ok(muts)
+}
+
+pub(crate) fn check_writable(t: &TableDef) -> Result<()> {
+    if t.virtual_table {
+        return Err(invalid(format!(
+            "Modification on table {}.{} is not allowed: it is a system table",
+            t.keyspace, t.name
+        )));
+    }
+    Ok(())
+}
+
+/// The mutations of one INSERT/UPDATE/DELETE with its own bound values.
+pub fn statement_mutations(
+    engine: &Engine,
+    schema: &Schema,
+    keyspace: Option<&str>,
+    st: &Statement,
+    binds: &BoundValues,
+    ts: i64,
+) -> Result<Vec<Mutation>> {
+    let ctx = Ctx {
+        binds,
+        max_value_bytes: engine.limits.max_value_bytes,
+    };
+    mutations_for(engine, schema, keyspace, st, &ctx, ts)
+}
+
+pub fn execute_single(
+    engine: &Engine,
+    keyspace: Option<&str>,
+    st: &Statement,
+    binds: &BoundValues,
+    ts: i64,
+    rctx: &super::RequestCtx,
+) -> Result<Outcome> {
+    let schema = engine.schema();
+    let ctx = Ctx {
+        binds,
+        max_value_bytes: engine.limits.max_value_bytes,
+    };
+    if super::lwt::conditions(st).is_some() {
+        let item = super::lwt::Item {
+            st,
+            ctx: &ctx,
+            keyspace,
+        };
+        return super::lwt::execute(engine, &schema, &[item], ts, false, Some(rctx));
+    }
+    let muts = mutations_for(engine, &schema, keyspace, st, &ctx, ts)?;
+    let counter = muts.iter().any(|m| m.table.is_counter_table());
+    let write_type = if counter { "COUNTER" } else { "SIMPLE" };
+    apply_with(engine, muts, Some(rctx), write_type)?;
+    Ok(Outcome::Void)
+}
