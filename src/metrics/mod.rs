@@ -1,4 +1,5 @@
-//! The process's metrics registry: counters, gauges and latency histograms that any layer
+//! The process's metrics registry: counters, gauges, latency histograms and the recent splits
+//! (`splits.rs`), that any layer
 //! updates without importing upward (this module is a leaf: it imports nothing of the crate),
 //! read by the HTTP exporter (`server/http/exporter.rs`).
 //!
@@ -8,8 +9,10 @@
 //! how many it lists.
 
 mod histogram;
+mod splits;
 
 pub use histogram::{Histogram, BUCKET_BOUNDS_SECONDS};
+pub use splits::{RecentSplits, SplitEvent, RECENT_SPLITS};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 /// A monotonic counter.
@@ -120,6 +123,8 @@ pub struct Registry {
     pub connections_accepted: Counter,
     /// Physical partition splits committed.
     pub splits: Counter,
+    /// The latest of them.
+    pub recent_splits: RecentSplits,
     /// Compactions of the data key space that ran the purge filter.
     pub compactions: Counter,
     /// Entries the purge filter dropped or rewrote (tombstones, expired cells, shadowed rows).
@@ -154,6 +159,7 @@ impl Registry {
             connections_open: Gauge::new(),
             connections_accepted: Counter::new(),
             splits: Counter::new(),
+            recent_splits: RecentSplits::new(),
             compactions: Counter::new(),
             purged_entries: Counter::new(),
             swept_partitions: Counter::new(),

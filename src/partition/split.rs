@@ -151,6 +151,15 @@ pub fn split_one(
     }
     drop(guard);
     if let Some([l, r]) = &res {
+        crate::metrics::global()
+            .recent_splits
+            .record(crate::metrics::SplitEvent {
+                storage_id: sid,
+                parent: pid,
+                children: [l.id, r.id],
+                boundary,
+                at_ms: chrono::Utc::now().timestamp_millis(),
+            });
         tracing::info!(
             storage_id = sid,
             parent = pid,

@@ -6,6 +6,7 @@
 //! connections at once (more are closed at once). Pages are rendered on a blocking thread, so a
 //! scrape of many tables never holds a runtime thread that CQL requests need.
 
+mod dashboard;
 mod exporter;
 mod snapshot;
 
@@ -104,7 +105,17 @@ fn route(engine: &Engine, path: &str, limits: SeriesLimits) -> Reply {
             content_type: "text/plain; version=0.0.4; charset=utf-8",
             body: exporter::render(engine, limits).into_bytes(),
         },
-        _ => Reply::text("404 Not Found", "not found: try /metrics\n"),
+        "/" => Reply {
+            status: "200 OK",
+            content_type: "text/html; charset=utf-8",
+            body: dashboard::PAGE.as_bytes().to_vec(),
+        },
+        "/api/tables" => Reply {
+            status: "200 OK",
+            content_type: "application/json",
+            body: dashboard::api_tables(engine, limits).into_bytes(),
+        },
+        _ => Reply::text("404 Not Found", "not found: try / or /metrics\n"),
     }
 }
 

@@ -7,11 +7,18 @@ use crate::partition::throttle::{provisioned, table_budget};
 use crate::query::Engine;
 use std::sync::atomic::Ordering;
 
+/// Tokens as JSON strings: JavaScript numbers cannot hold every 64-bit integer.
+pub fn as_text<S: serde::Serializer>(v: &i64, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(v)
+}
+
 /// One physical partition.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct PartSnap {
     pub id: u64,
+    #[serde(serialize_with = "as_text")]
     pub token_start: i64,
+    #[serde(serialize_with = "as_text")]
     pub token_end: i64,
     pub bytes: i64,
     pub logical_partitions: i64,
@@ -30,6 +37,8 @@ pub struct PartSnap {
 /// One user table.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct TableSnap {
+    #[serde(skip)]
+    pub storage_id: u64,
     pub keyspace: String,
     pub table: String,
     /// Provisioned RU/s (for autoscale its maximum), and whether it is autoscale.
@@ -96,6 +105,7 @@ pub fn tables(engine: &Engine) -> Vec<TableSnap> {
                 })
                 .collect();
             out.push(TableSnap {
+                storage_id: t.storage_id,
                 keyspace: t.keyspace.clone(),
                 table: t.name.clone(),
                 provisioned_ru: prov.ru,
