@@ -76,6 +76,8 @@ pub struct Config {
     pub throughput: Throughput,
     pub batch: BatchLimits,
     pub protocol: Protocol,
+    pub http: Http,
+    pub log: Log,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -219,6 +221,28 @@ pub struct Protocol {
     pub request_charge: RequestCharge,
 }
 
+/// The HTTP listener: Prometheus `/metrics` and the dashboard.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Http {
+    pub enabled: bool,
+    /// Address the HTTP listener binds (port 0: any free port, named in the log).
+    pub listen: String,
+    /// Tables that get per-table series in `/metrics` (the busiest first); bounds the series.
+    pub metrics_max_tables: usize,
+    /// Physical partitions that get per-partition series in `/metrics` (the busiest first).
+    pub metrics_max_partitions: usize,
+}
+
+/// Logging beyond the level: the slow query log.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Log {
+    /// Statements that take longer than this are logged with their routing, rows and charge
+    /// (0: none).
+    pub slow_query_ms: u64,
+}
+
 /// Which clients get Cosmos DB's `RequestCharge` custom payload. A driver that does not read the
 /// payload flag misreads every response carrying one (cdrs-tokio 9 hangs), so by default only
 /// clients that show they read payloads get it.
@@ -263,7 +287,26 @@ impl Default for Config {
             throughput: Throughput::default(),
             batch: BatchLimits::default(),
             protocol: Protocol::default(),
+            http: Http::default(),
+            log: Log::default(),
         }
+    }
+}
+
+impl Default for Http {
+    fn default() -> Self {
+        Http {
+            enabled: true,
+            listen: "127.0.0.1:9180".into(),
+            metrics_max_tables: 100,
+            metrics_max_partitions: 1000,
+        }
+    }
+}
+
+impl Default for Log {
+    fn default() -> Self {
+        Log { slow_query_ms: 500 }
     }
 }
 

@@ -3,8 +3,10 @@
 //! Layers, data flowing one way: `protocol` -> `server` -> `cql` -> `schema` -> `query` ->
 //! `partition` -> `storage`. See docs/ARCHITECTURE.md.
 
+pub mod admin;
 pub mod config;
 pub mod cql;
+pub mod metrics;
 pub mod partition;
 pub mod protocol;
 pub mod query;

@@ -48,18 +48,33 @@ enum Command {
         #[arg(long)]
         print_config: bool,
     },
+    /// Make a new data directory holding exactly the state of a backup (`ringgate admin backup`).
+    Restore {
+        /// The backup directory.
+        #[arg(long)]
+        from: PathBuf,
+        /// The data directory to create (new or empty); start `ringgate serve --data-dir` on it.
+        #[arg(long)]
+        data_dir: PathBuf,
+    },
+    /// Look after a running server over CQL (nodetool-like); `ringgate admin --help`.
+    Admin(ringgate::admin::AdminArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
-    let Command::Serve {
-        listen,
-        data_dir,
-        config,
-        set,
-        log_level,
-        print_config,
-    } = cli.command;
+    let (listen, data_dir, config, set, log_level, print_config) = match cli.command {
+        Command::Serve {
+            listen,
+            data_dir,
+            config,
+            set,
+            log_level,
+            print_config,
+        } => (listen, data_dir, config, set, log_level, print_config),
+        Command::Restore { from, data_dir } => restore(&from, &data_dir),
+        Command::Admin(args) => std::process::exit(ringgate::admin::run(args)),
+    };
     let flags: Vec<(&'static str, &str, String)> = [
         ("--listen", "listen", listen),
         (
@@ -162,6 +177,28 @@ fn serve(cfg: Config) -> Result<(), String> {
             tracing::info!("shutting down: no new connections, finishing in-flight requests");
             let _ = tx.send(true);
         });
+        if cfg.http.enabled {
+            let http = tokio::net::TcpListener::bind(&cfg.http.listen)
+                .await
+                .map_err(|e| {
+                    format!(
+                        "cannot listen on {} (http.listen): {e}; choose another address or set http.enabled=false",
+                        cfg.http.listen
+                    )
+                })?;
+            let http_addr = http.local_addr().map_err(|e| e.to_string())?;
+            tracing::info!("metrics on http://{http_addr}/metrics, dashboard on http://{http_addr}/");
+            let limits = ringgate::server::http::SeriesLimits {
+                tables: cfg.http.metrics_max_tables,
+                partitions: cfg.http.metrics_max_partitions,
+            };
+            tokio::spawn(ringgate::server::http::run(
+                http,
+                Arc::clone(&engine),
+                limits,
+                rx.clone(),
+            ));
+        }
         let cfg = Arc::new(cfg);
         ringgate::server::run(listener, engine, cfg, rx).await?;
         store.flush().map_err(|e| e.to_string())?;
@@ -169,6 +206,25 @@ fn serve(cfg: Config) -> Result<(), String> {
         tracing::info!("storage flushed; bye");
         Ok(())
     })
+}
+
+/// `ringgate restore`: exits 0 when the data directory is ready, 1 with the reason if not.
+fn restore(from: &std::path::Path, data_dir: &std::path::Path) -> ! {
+    match EmbeddedStore::restore(from, data_dir) {
+        Ok(m) => {
+            let entries: u64 = m.spaces.values().map(|s| s.entries).sum();
+            println!(
+                "restored {entries} entries (backup taken at {} ms since the epoch) into {}",
+                m.created_at_ms,
+                data_dir.display()
+            );
+            std::process::exit(0)
+        }
+        Err(e) => {
+            eprintln!("ringgate restore: {e}");
+            std::process::exit(1)
+        }
+    }
 }
 
 async fn wait_for_signal() {

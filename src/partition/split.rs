@@ -147,9 +147,19 @@ pub fn split_one(
     let res = maps.replace_with_children(sid, &parent, boundary, (lb, lc), (tb - lb, tc - lc))?;
     if res.is_some() {
         parent.stats.retired.store(true, Ordering::SeqCst);
+        crate::metrics::global().splits.inc();
     }
     drop(guard);
     if let Some([l, r]) = &res {
+        crate::metrics::global()
+            .recent_splits
+            .record(crate::metrics::SplitEvent {
+                storage_id: sid,
+                parent: pid,
+                children: [l.id, r.id],
+                boundary,
+                at_ms: chrono::Utc::now().timestamp_millis(),
+            });
         tracing::info!(
             storage_id = sid,
             parent = pid,

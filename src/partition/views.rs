@@ -55,7 +55,7 @@ fn user_tables(schema: &Schema) -> Vec<&TableDef> {
 }
 
 /// The partition key as text: the CQL literal of each component, joined by ':'.
-fn key_text(t: &TableDef, pk: &[u8]) -> String {
+pub fn key_text(t: &TableDef, pk: &[u8]) -> String {
     let types: Vec<_> = t.partition_key.iter().map(|&i| &t.columns[i].ty).collect();
     if types.len() == 1 {
         return crate::cql::value::to_cql_literal(types[0], pk);

@@ -6,7 +6,7 @@
 //! Long: a SELECT that does not name every partition key column with `=` or `IN` (a scan of
 //! the ring, a token range, a hierarchical key prefix, a secondary index), a SELECT with ALLOW
 //! FILTERING, reads of `system_views` (some walk every table's size records), and CREATE INDEX
-//! (it indexes the table's existing rows). Everything else (writes, batches, other DDL,
+//! (it indexes the table's existing rows), and writes to `system_views.maintenance`. Everything else (writes, batches, other DDL,
 //! single-partition reads) is short.
 
 use crate::cql::ast::{Operator, Parsed, RelationLhs, Statement};
@@ -17,6 +17,8 @@ pub fn may_run_long(schema: &Schema, keyspace: Option<&str>, parsed: &Parsed) ->
     let sel = match &parsed.statement {
         Statement::Select(sel) => sel,
         Statement::CreateIndex { .. } => return true,
+        // Maintenance commands (compactions, backups) take as long as they take.
+        st if super::maintenance::targets(st, keyspace).is_some() => return true,
         _ => return false,
     };
     if sel.allow_filtering {

@@ -11,6 +11,7 @@ pub mod functions;
 pub mod index;
 pub mod long;
 pub mod lwt;
+pub mod maintenance;
 pub mod purge;
 pub mod row;
 pub mod select;
@@ -600,6 +601,14 @@ impl Engine {
         Ok(prepared)
     }
 
+    /// The prepared statement cache: (statements, estimated bytes), for the metrics.
+    pub fn prepared_cache_figures(&self) -> (usize, usize) {
+        self.prepared.iter().fold((0, 0), |(n, b), shard| {
+            let s = shard.read();
+            (n + s.map.len(), b + s.bytes)
+        })
+    }
+
     pub fn get_prepared(&self, id: &[u8]) -> Result<Arc<Prepared>> {
         let first = *id.first().unwrap_or(&0) as usize;
         self.prepared[first % PREPARED_SHARDS]
@@ -678,6 +687,14 @@ impl Engine {
         match &parsed.statement {
             Statement::Select(s) => {
                 select::execute(self, keyspace, s, &binds, opts).map(Outcome::Rows)
+            }
+            st if maintenance::targets(st, keyspace).is_some() => {
+                let ins = maintenance::targets(st, keyspace).expect("checked");
+                let ctx = eval::Ctx {
+                    binds: &binds,
+                    max_value_bytes: self.limits.max_value_bytes,
+                };
+                maintenance::run(self, ins, &ctx)
             }
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
                 let ts = write::statement_timestamp(session, opts);

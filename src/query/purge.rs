@@ -234,6 +234,7 @@ pub fn sweep_tombstones(engine: &Engine) -> super::Result<usize> {
     for key in engine.sweep_queue.take() {
         if sweep_partition(engine, &key)? {
             swept += 1;
+            crate::metrics::global().swept_partitions.inc();
         }
     }
     Ok(swept)

@@ -47,6 +47,16 @@ impl Tracer {
         }
     }
 
+    /// The activities recorded so far that start with `prefix` (the slow query log reads the
+    /// routing of a traced statement).
+    pub fn activities_starting(&self, prefix: &str) -> Vec<String> {
+        let ev = self.events.lock();
+        ev.iter()
+            .filter(|e| e.activity.starts_with(prefix))
+            .map(|e| e.activity.clone())
+            .collect()
+    }
+
     pub fn event(&self, activity: String) {
         let mut ev = self.events.lock();
         if ev.len() < MAX_EVENTS {
@@ -126,6 +136,12 @@ fn text(s: &str) -> Option<Bytes> {
 }
 
 impl TraceStore {
+    /// Sessions kept and the bytes they hold, for the metrics.
+    pub fn figures(&self) -> (usize, usize) {
+        let guard = self.sessions.lock();
+        (guard.0.len(), guard.1)
+    }
+
     pub fn record(&self, s: TraceSession) {
         let mut guard = self.sessions.lock();
         let (q, bytes) = &mut *guard;

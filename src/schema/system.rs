@@ -385,8 +385,38 @@ const SYSTEM_AUTH: &[Spec] = &[spec(
     ],
 )];
 
-/// Rows come from `partition::views`.
+/// The maintenance commands run by writing to `system_views.maintenance` (`query/maintenance.rs`):
+/// name, the columns it takes, what it does. Reading the table lists them.
+pub const MAINTENANCE_COMMANDS: &[(&str, &str, &str)] = &[
+    ("flush", "", "makes everything committed durable on disk"),
+    ("compact", "", "compacts table data now (drops expired and deleted data past gc_grace_seconds)"),
+    (
+        "garbage-collect",
+        "keyspace_name, table_name",
+        "removes the table's tombstones and the rows they shadow now (the tombstone sweeper)",
+    ),
+    (
+        "backup",
+        "target",
+        "writes a consistent backup of every table (one point in time) to the directory target, new or empty, on the server's machine",
+    ),
+];
+
+/// Rows come from `partition::views` (`maintenance`: `MAINTENANCE_COMMANDS`).
 const SYSTEM_VIEWS: &[Spec] = &[
+    spec(
+        "maintenance",
+        &["command"],
+        &[],
+        &[
+            ("command", "text"),
+            ("arguments", "text"),
+            ("description", "text"),
+            ("keyspace_name", "text"),
+            ("table_name", "text"),
+            ("target", "text"),
+        ],
+    ),
     spec(
         "physical_partitions",
         &["keyspace_name"],
@@ -765,6 +795,19 @@ pub fn virtual_rows(schema: &Schema, node: &NodeInfo, table: &TableDef) -> Optio
                         ("keyspace_name", text(&tb.keyspace)),
                         ("table_name", text(&tb.name)),
                         ("comment", text(&tb.options.comment)),
+                    ],
+                )
+            })
+            .collect(),
+        ("system_views", "maintenance") => MAINTENANCE_COMMANDS
+            .iter()
+            .map(|(name, args, what)| {
+                row(
+                    t,
+                    &[
+                        ("command", text(name)),
+                        ("arguments", text(args)),
+                        ("description", text(what)),
                     ],
                 )
             })

@@ -496,12 +496,13 @@ async fn dispatch(
             let peer = st.peer.ip();
             let keyspace_cell = Arc::clone(&st.keyspace);
             let unsent = Arc::clone(&st.unsent);
+            let started = std::time::Instant::now();
             tokio::spawn(async move {
                 // Not while the client leaves earlier answers unread (see out_budget.rs).
                 unsent.wait_for_room().await;
                 let call = Call {
                     shared,
-                    env,
+                    env: Arc::clone(&env),
                     session: sess,
                     version,
                     peer,
@@ -509,6 +510,7 @@ async fn dispatch(
                 let Some(mut produced) = call.run().await else {
                     return;
                 };
+                super::request_metrics::record(&env.request, &produced.response, started);
                 if !payloads {
                     produced.extras.custom_payload.clear();
                 }
@@ -665,6 +667,7 @@ fn execute(
     hold: &Hold,
 ) -> Produced {
     let engine = &shared.engine;
+    let began = std::time::Instant::now();
     let mut opts = match &env.request {
         Request::Query(q) => options(&q.params),
         Request::Execute(e) => options(&e.params),
@@ -774,6 +777,19 @@ fn execute(
         Err(e) => (Response::Error(convert::error(&e)), None),
     };
     let charge = opts.ctx.charge();
+    crate::metrics::global().charge_ru(charge);
+    super::slow_log::check(
+        engine,
+        shared.config.log.slow_query_ms,
+        super::slow_log::Finished {
+            env,
+            keyspace: session.keyspace.as_deref(),
+            began,
+            charge_ru: charge,
+            response: &response,
+            tracer: tracer.as_deref(),
+        },
+    );
     if let Some(t) = &tracer {
         let (request, text, consistency) = match &env.request {
             Request::Query(q) => (

@@ -5,9 +5,12 @@ mod auth_guard;
 mod connection;
 pub mod convert;
 mod handshake;
+pub mod http;
 mod out_budget;
 mod panic_guard;
 mod quickack;
+mod request_metrics;
+mod slow_log;
 
 use crate::config::Config;
 use crate::protocol::response::Event;
@@ -155,6 +158,24 @@ async fn wait_for_slot(conns: &Arc<Semaphore>) -> Option<OwnedSemaphorePermit> {
     }
 }
 
+/// Counts a connection in the metrics while it is open.
+struct OpenConnection;
+
+impl OpenConnection {
+    fn new() -> OpenConnection {
+        let m = crate::metrics::global();
+        m.connections_accepted.inc();
+        m.connections_open.add(1);
+        OpenConnection
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        crate::metrics::global().connections_open.add(-1);
+    }
+}
+
 async fn handle(
     sock: tokio::net::TcpStream,
     peer: SocketAddr,
@@ -164,6 +185,7 @@ async fn handle(
     pending: handshake::Pending,
 ) {
     tracing::debug!(%peer, "connection opened");
+    let _open = OpenConnection::new();
     match tls {
         Some(acceptor) => {
             let startup = Duration::from_millis(shared.config.limits.startup_timeout_ms);

@@ -43,6 +43,7 @@ impl Factory for PurgeSlot {
     }
 
     fn make_filter(&self, _ctx: &Context) -> Box<dyn CompactionFilter> {
+        crate::metrics::global().compactions.inc();
         Box::new(PurgeRun(self.0.read().as_ref().map(|f| f())))
     }
 }
@@ -61,8 +62,14 @@ impl CompactionFilter for PurgeRun {
         let value = item.value()?;
         Ok(match f(item.key(), &value) {
             Purge::Keep => Verdict::Keep,
-            Purge::Remove => Verdict::Remove,
-            Purge::Replace(v) => Verdict::ReplaceValue(v.into()),
+            Purge::Remove => {
+                crate::metrics::global().purged_entries.inc();
+                Verdict::Remove
+            }
+            Purge::Replace(v) => {
+                crate::metrics::global().purged_entries.inc();
+                Verdict::ReplaceValue(v.into())
+            }
         })
     }
 }
@@ -118,6 +125,31 @@ impl EmbeddedStore {
     pub fn with_min_free_bytes(mut self, dir: &Path, min_free_bytes: u64) -> EmbeddedStore {
         self.free_space = Arc::new(FreeSpaceGuard::new(dir.to_path_buf(), min_free_bytes));
         self
+    }
+
+    /// Makes `data_dir` (new or empty) a data directory holding exactly the backup in `from`.
+    pub fn restore(from: &Path, data_dir: &Path) -> Result<super::backup::Manifest> {
+        let manifest = super::backup::read_manifest(from)?;
+        super::backup::require_empty_dir(data_dir)?;
+        let store = EmbeddedStore::open(data_dir, SyncMode::None)?;
+        for (name, ks) in store.backup_spaces() {
+            let want = manifest.spaces.get(name).ok_or_else(|| {
+                StorageError::Corrupt(format!("the manifest lists no {name} space"))
+            })?;
+            let mut ingest = ks.start_ingestion()?;
+            super::backup::read_space(&from.join(format!("{name}.kv")), want, &mut |k, v| {
+                ingest.write(k, v).map_err(StorageError::from)
+            })?;
+            ingest.finish()?;
+        }
+        store.flush()?;
+        Ok(manifest)
+    }
+
+    /// The fjall keyspaces a backup holds, by file name: all of them (size records live in
+    /// `sizes`, next to nothing else, since they moved out of `meta`).
+    fn backup_spaces(&self) -> [(&'static str, &Keyspace); 3] {
+        [("meta", &self.meta), ("sizes", &self.sizes), ("data", &self.data)]
     }
 
     pub(super) fn space(&self, space: Space) -> &Keyspace {
@@ -222,6 +254,27 @@ impl Store for EmbeddedStore {
         self.data.rotate_memtable_and_wait()?;
         self.data.major_compact()?;
         Ok(())
+    }
+
+    fn backup(&self, dir: &Path, progress: &dyn Fn(u64)) -> Result<super::backup::Manifest> {
+        use fjall::Readable;
+        super::backup::require_empty_dir(dir)?;
+        // One cross-keyspace snapshot: both spaces as of the same instant.
+        let snapshot = self.db.snapshot();
+        let mut spaces = std::collections::BTreeMap::new();
+        let mut done = 0u64;
+        for (name, ks) in self.backup_spaces() {
+            let items = snapshot.iter(ks).map(|g| {
+                let (k, v) = g.into_inner()?;
+                Ok((k.to_vec(), v.to_vec()))
+            });
+            let file = dir.join(format!("{name}.kv"));
+            let sum = super::backup::write_space(&file, items, &|n| progress(done + n))?;
+            done += sum.entries;
+            spaces.insert(name.to_string(), sum);
+        }
+        drop(snapshot);
+        super::backup::write_manifest(dir, spaces)
     }
 }
 

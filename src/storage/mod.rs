@@ -9,6 +9,7 @@
 //! implementation may shard by physical partition.
 
 pub mod batch_log;
+pub mod backup;
 pub mod dir_lock;
 pub mod embedded;
 pub mod free_space;
@@ -215,6 +216,11 @@ pub trait Store: Send + Sync + 'static {
     /// Compacts table data now, applying the purge filter (maintenance and tests).
     fn compact(&self) -> Result<()> {
         Ok(())
+    }
+    /// Writes every key of both key spaces as of one instant into `dir` (new or empty), while
+    /// commits continue (`backup.rs`); `progress` gets the entries written so far.
+    fn backup(&self, _dir: &std::path::Path, _progress: &dyn Fn(u64)) -> Result<backup::Manifest> {
+        Err(StorageError::Io("this store cannot take backups".into()))
     }
 }
 

@@ -55,6 +55,8 @@ impl Server {
             // Driver tests load data into tables without throughput: account RU, never throttle
             // (the throttle is tested by tests/python/test_throughput.py).
             .args(["--set", "throughput.enforce=false"])
+            // Tests start servers in parallel: no HTTP listener on the shared default port.
+            .args(["--set", "http.enabled=false"])
             .args(&self.extra)
             .stdout(Stdio::from(log.try_clone().expect("log")))
             .stderr(Stdio::from(log))

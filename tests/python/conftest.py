@@ -4,7 +4,7 @@ Server processes
     server              session-scoped server with the default settings
     server_factory      start(**opts) -> RinggateServer; extra servers for auth/TLS/restart tests,
                         each with its own data dir and port, stopped at the end of the test
-    RinggateServer      .host .port .data_dir .log_path .proc
+    RinggateServer      .host .port .http_port (metrics, dashboard) .data_dir .log_path .proc
                         .stop() (SIGTERM, kill after 10 s) -> exit code
                         .kill9()                         -> SIGKILL, no clean shutdown
                         .restart(kill9=True)             same data dir and port, waits until ready
@@ -96,6 +96,8 @@ class RinggateServer:
         self.name = name or f"ringgate-{next(self._ids)}"
         self.host = host
         self.port = port or free_port(host)
+        # Servers run side by side: each gets its own HTTP (metrics/dashboard) port.
+        self.http_port = free_port(host)
         self.data_dir = self.workdir / "data"
         self.log_path = self.workdir / "server.log"
         self.set_args = [_format_setting(k, v) for k, v in (settings or {}).items()] + list(set_args)
@@ -116,6 +118,7 @@ class RinggateServer:
 
     def command(self):
         cmd = [str(self.binary), "serve", "--listen", self.address, "--data-dir", str(self.data_dir)]
+        cmd += ["--set", f"http.listen={self.host}:{self.http_port}"]
         if self.config_path is not None:
             cmd += ["--config", str(self.config_path)]
         for s in self.set_args:

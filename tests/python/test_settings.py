@@ -69,7 +69,7 @@ def start_and_wait(ringgate_bin, cwd, *args):
 
 def test_log_is_plain_and_names_the_absolute_data_dir(ringgate_bin, tmp_path):
     proc, log = start_and_wait(ringgate_bin, tmp_path, "--listen", f"127.0.0.1:{free_port()}",
-                               "--data-dir", "rel/data")
+                               "--data-dir", "rel/data", "--set", "http.listen=127.0.0.1:0")
     try:
         text = log.read_text()
         assert f"data in {tmp_path.resolve()}/rel/data" in text, text
