@@ -25,7 +25,7 @@
 
 use crate::cql::types::CqlType;
 use crate::cql::value;
-use crate::partition::token::Token;
+use crate::tokens::Token;
 use bytes::{Buf, BufMut, Bytes};
 
 pub const KIND_HEADER: u8 = 0x01;

@@ -11,8 +11,8 @@ pub fn table_token(table: &TableDef, pk: &[u8]) -> Token {
         crate::schema::PartitionKeyKind::Hash => token_of(pk),
         crate::schema::PartitionKeyKind::MultiHash => {
             let n = table.partition_key.len();
-            match crate::partition::token::split_composite(pk, n) {
-                Some(parts) => crate::partition::token::multihash_token(&parts),
+            match crate::tokens::split_composite(pk, n) {
+                Some(parts) => crate::tokens::multihash_token(&parts),
                 None => token_of(pk),
             }
         }

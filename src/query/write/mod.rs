@@ -10,6 +10,7 @@ use super::eval::{eval, Ctx, Val};
 use super::row::{self, Cell, ComplexCell, Elem, Marker, Pending, RowData, KIND_HEADER, KIND_ROW};
 use super::{
     invalid, resolve_keyspace, resolve_table, Engine, Outcome, QueryOptions, Result, Session,
+    WriteType,
 };
 use crate::cql::ast::{
     Assignment, Batch, Delete, DeleteTarget, Insert, InsertValues, Operator, Relation, RelationLhs,
@@ -17,9 +18,9 @@ use crate::cql::ast::{
 };
 use crate::cql::types::CqlType;
 use crate::cql::value;
-use crate::partition::token::{partition_key_bytes, token_of, Token};
 use crate::schema::{ddl, ColumnDef, ColumnKind, Schema, TableDef};
 use crate::storage::{Space, WriteBatch, MAX_KEY_BYTES as STORE_MAX_KEY_BYTES};
+use crate::tokens::{partition_key_bytes, token_of, Token};
 use bytes::Bytes;
 use std::sync::Arc;
 
@@ -191,7 +192,11 @@ pub fn execute_single(
     }
     let muts = mutations_for(engine, &schema, keyspace, st, &ctx, ts)?;
     let counter = muts.iter().any(|m| m.table.is_counter_table());
-    let write_type = if counter { "COUNTER" } else { "SIMPLE" };
+    let write_type = if counter {
+        WriteType::Counter
+    } else {
+        WriteType::Simple
+    };
     apply_with(engine, muts, Some(rctx), write_type)?;
     Ok(Outcome::Void)
 }
