@@ -1,12 +1,13 @@
 //! ringgate: a Cassandra-compatible data gateway with Cosmos DB-style physical partitions.
 //!
 //! Layers, each importing only those below it: `server` (with `config`) -> `query` ->
-//! `partition` -> `schema` -> `storage` -> leaves (`cql`, `error`, `tokens`, `protocol`).
+//! `partition` -> `format` -> `schema` -> `storage` -> leaves (`cql`, `error`, `tokens`, `protocol`).
 //! See docs/ARCHITECTURE.md.
 
 pub mod config;
 pub mod cql;
 pub mod error;
+pub mod format;
 pub mod partition;
 pub mod protocol;
 pub mod query;

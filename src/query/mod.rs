@@ -12,11 +12,13 @@ pub mod index;
 pub mod long;
 pub mod lwt;
 pub mod purge;
-pub mod row;
 pub mod select;
 mod select_rules;
 pub mod trace;
 pub mod write;
+
+/// The table format (`crate::format`) under the name the query layer has always used.
+pub use crate::format as row;
 
 use crate::cql::ast::{self, Statement};
 use crate::cql::types::CqlType;
@@ -33,12 +35,6 @@ use std::sync::Arc;
 /// The error a client sees (`crate::error`), under the name the query layer has always used.
 pub use crate::error::ClientError as QueryError;
 pub use crate::error::WriteType;
-
-impl From<row::CorruptRow> for QueryError {
-    fn from(e: row::CorruptRow) -> Self {
-        QueryError::Server(e.to_string())
-    }
-}
 
 pub fn invalid(msg: impl Into<String>) -> QueryError {
     QueryError::Invalid(msg.into())

@@ -7,7 +7,7 @@
 use super::clustering::Restricted;
 use super::complex::{self, ElemParams};
 use super::eval::{eval, Ctx, Val};
-use super::row::{self, Cell, ComplexCell, Elem, Marker, Pending, RowData, KIND_HEADER, KIND_ROW};
+use super::row::{self, Cell, ComplexCell, Elem, Marker, Pending, RowData};
 use super::{
     invalid, resolve_keyspace, resolve_table, Engine, Outcome, QueryOptions, Result, Session,
     WriteType,
@@ -20,12 +20,14 @@ use crate::cql::types::CqlType;
 use crate::cql::value;
 use crate::schema::{ddl, ColumnDef, ColumnKind, Schema, TableDef};
 use crate::storage::{Space, WriteBatch, MAX_KEY_BYTES as STORE_MAX_KEY_BYTES};
-use crate::tokens::{partition_key_bytes, token_of, Token};
+use crate::tokens::{partition_key_bytes, Token};
 use bytes::Bytes;
 use std::sync::Arc;
 
 use super::bind::BoundValues;
 
+pub use crate::format::table_token;
+pub(crate) use crate::format::{header_key, row_key};
 // The submodules are seams of one statement path: each sees this module's imports and its
 // siblings' items through `use super::*` (the globs below), so moving code between them needs
 // no import changes.
@@ -58,14 +60,11 @@ use self::dropped::*;
 use self::insert::*;
 pub(crate) use self::keys::check_partition_key;
 pub(crate) use self::keys::combinations;
-pub(crate) use self::keys::header_key;
 pub(crate) use self::keys::in_product_exceeded;
 pub use self::keys::in_values;
 pub(crate) use self::keys::key_value;
 pub use self::keys::key_values;
-pub(crate) use self::keys::row_key;
 pub use self::keys::split_list;
-pub use self::keys::table_token;
 pub use self::keys::MAX_IN_PRODUCT;
 use self::keys::*;
 use self::params::*;
