@@ -1,11 +1,14 @@
 //! ringgate: a Cassandra-compatible data gateway with Cosmos DB-style physical partitions.
 //!
-//! Layers, data flowing one way: `protocol` -> `server` -> `cql` -> `schema` -> `query` ->
-//! `partition` -> `storage`. See docs/ARCHITECTURE.md.
+//! Layers, each importing only those below it: `server` (with `config`) -> `query` ->
+//! `partition` -> `format` -> `schema` -> `storage` -> leaves (`cql`, `error`, `tokens`, `protocol`).
+//! See docs/ARCHITECTURE.md.
 
 pub mod admin;
 pub mod config;
 pub mod cql;
+pub mod error;
+pub mod format;
 pub mod metrics;
 pub mod partition;
 pub mod protocol;
@@ -13,3 +16,4 @@ pub mod query;
 pub mod schema;
 pub mod server;
 pub mod storage;
+pub mod tokens;

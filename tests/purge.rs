@@ -56,7 +56,7 @@ fn run(e: &Engine, s: &mut Session, q: &str) {
 
 /// The size records of table `p.t` (bytes per logical partition), in token order.
 fn size_records(store: &dyn Store, e: &Engine) -> Vec<u64> {
-    use ringgate::partition::token::{MAX_TOKEN, MIN_TOKEN};
+    use ringgate::tokens::{MAX_TOKEN, MIN_TOKEN};
     let sid = e.schema().keyspaces["p"].tables["t"].storage_id;
     ringgate::partition::sizes::scan_range(store, sid, MIN_TOKEN, MAX_TOKEN)
         .map(|r| r.unwrap().bytes as u64)

@@ -4,7 +4,7 @@
 //! in the sketch). Counts decay with a half-life of `HALF_LIFE_SECS`, so the view shows recent
 //! consumption. Served as `system_views.hot_partitions`.
 
-use super::token::Token;
+use crate::tokens::Token;
 use parking_lot::Mutex;
 
 /// Entries kept per physical partition.

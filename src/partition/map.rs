@@ -4,8 +4,8 @@
 
 use super::sizes::PartStats;
 use super::throttle::{Provisioned, SharedPool};
-use super::token::{Token, MAX_TOKEN, MIN_TOKEN};
 use crate::storage::{Space, StorageError, Store, WriteBatch};
+use crate::tokens::{Token, MAX_TOKEN, MIN_TOKEN};
 use arc_swap::ArcSwap;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;

@@ -7,5 +7,4 @@ pub mod sizes;
 pub mod split;
 pub mod split_watch;
 pub mod throttle;
-pub mod token;
 pub mod views;

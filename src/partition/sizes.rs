@@ -21,9 +21,9 @@
 //! so the records catch up within seconds of a compaction.
 
 use super::map::{PartitionMap, PartitionMaps};
-use super::token::{Token, MAX_TOKEN, MIN_TOKEN};
-use crate::query::{QueryError, RequestCtx};
+use crate::error::ClientError as QueryError;
 use crate::storage::{Space, StorageError, Store, WriteBatch};
+use crate::tokens::{Token, MAX_TOKEN, MIN_TOKEN};
 use bytes::Bytes;
 use parking_lot::RwLock;
 use std::ops::Bound;
@@ -346,13 +346,14 @@ impl Accounting {
     }
 
     /// Reads the current sizes (the caller holds the partitions' write stripes), checks the
-    /// logical partition limit, warns past 90% of it, and adds the new size records to `batch`.
+    /// logical partition limit, warns past 90% of it (through `warn`: the request's client
+    /// warnings), and adds the new size records to `batch`.
     pub fn prepare(
         &mut self,
         store: &dyn Store,
         limits: &PartitionLimits,
         batch: &mut WriteBatch,
-        ctx: Option<&RequestCtx>,
+        warn: Option<&dyn Fn(String)>,
     ) -> Result<(), QueryError> {
         for c in &mut self.changes {
             let key = size_key(c.storage_id, c.token, &c.pk);
@@ -371,8 +372,8 @@ impl Accounting {
                 )));
             }
             if delta > 0 && c.new * 10 > max * 9 {
-                if let Some(ctx) = ctx {
-                    ctx.warn(format!(
+                if let Some(warn) = warn {
+                    warn(format!(
                         "Partition key is at {:.1}% of the maximum logical partition size of {} ({} of {} bytes)",
                         c.new as f64 * 100.0 / max as f64,
                         human(limits.logical_max_bytes),

@@ -16,8 +16,8 @@
 use super::map::{PartitionMaps, PhysicalPartition};
 use super::sizes::{scan_range, scan_range_after, size_key};
 use super::split_watch::CHUNK_RECORDS;
-use super::token::Token;
 use crate::storage::{StorageError, Store};
+use crate::tokens::Token;
 use parking_lot::RwLockWriteGuard;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{channel, Sender};
@@ -253,8 +253,8 @@ pub fn ensure_partitions(
 mod tests {
     use super::*;
     use crate::partition::sizes::{Accounting, PartitionLimits};
-    use crate::partition::token::MIN_TOKEN;
     use crate::storage::{EmbeddedStore, SyncMode, WriteBatch};
+    use crate::tokens::MIN_TOKEN;
     use bytes::Bytes;
     use std::sync::atomic::AtomicBool;
 

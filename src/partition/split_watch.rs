@@ -10,7 +10,7 @@
 //! has not yet reached is simply read by a later chunk (scans read the latest data, and no
 //! write runs during a chunk). After the last chunk, still under the lock, the counts are exact.
 
-use super::token::Token;
+use crate::tokens::Token;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 

@@ -35,7 +35,7 @@
 //! 100% of N.
 
 use super::map::{PhysicalPartition, RU_PER_PHYSICAL_PARTITION};
-use crate::query::QueryError;
+use crate::error::{ClientError as QueryError, WriteType};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -192,21 +192,13 @@ impl Bucket {
     }
 }
 
-/// Cosmos DB's 429 message, as the Cassandra API returns it inside Overloaded.
-pub fn overloaded(retry_after_ms: u64) -> QueryError {
-    let id = uuid::Uuid::new_v4();
-    QueryError::Overloaded(format!(
-        "Request rate is large: ActivityID={id}, RetryAfterMs={retry_after_ms}, Additional details='Response status code does not indicate success: TooManyRequests (429); Substatus: 3200; ActivityId: {id}; Reason: (Message: {{\"Errors\":[\"Request rate is large. More Request Units may be needed, so no changes were made. Please retry this request later. Learn more: http://aka.ms/cosmosdb-error-429\"]}});"
-    ))
-}
-
 /// What kind of request is admitted: a timeout under server-side retry answers WriteTimeout for
 /// writes (with the protocol's write type: `SIMPLE`, `BATCH`, `UNLOGGED_BATCH`, `COUNTER`,
 /// `CAS`) and ReadTimeout for reads, as Cosmos DB does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
     Read,
-    Write(&'static str),
+    Write(WriteType),
 }
 
 /// One budget a request is admitted on: a bucket, its RU/s, and whether it rejects.
@@ -260,7 +252,7 @@ pub fn admit(
     };
     if !limits.server_side_retry {
         b.throttled.fetch_add(1, Ordering::Relaxed);
-        return Err(overloaded(wait));
+        return Err(QueryError::overloaded(wait));
     }
     let held_ms = held_since.map_or(0, |t| t.elapsed().as_millis() as u64);
     let max_ms = limits.server_side_retry_max.as_millis() as u64;
@@ -377,8 +369,8 @@ impl SharedPool {
     /// The pool part a physical partition of a member table draws on (by its end token).
     pub fn part_for(&self, p: &PhysicalPartition) -> &PoolPart {
         let n = self.parts.len() as i128;
-        let span = super::token::MAX_TOKEN as i128 - super::token::MIN_TOKEN as i128 + 1;
-        let i = ((p.end as i128 - super::token::MIN_TOKEN as i128) * n / span).clamp(0, n - 1);
+        let span = crate::tokens::MAX_TOKEN as i128 - crate::tokens::MIN_TOKEN as i128 + 1;
+        let i = ((p.end as i128 - crate::tokens::MIN_TOKEN as i128) * n / span).clamp(0, n - 1);
         &self.parts[i as usize]
     }
 }
@@ -475,7 +467,7 @@ mod tests {
 
     #[test]
     fn shared_pool_parts_cover_the_ring() {
-        use super::super::token::{MAX_TOKEN, MIN_TOKEN};
+        use crate::tokens::{MAX_TOKEN, MIN_TOKEN};
         let prov = Provisioned {
             ru: 25_000,
             autoscale: false,
@@ -521,8 +513,13 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let long_ago = Instant::now() - Duration::from_millis(40);
-        match admit(&limits, Access::Write("CAS"), &[gate(true)], Some(long_ago)) {
-            Err(QueryError::WriteTimeout(m, "CAS")) => {
+        match admit(
+            &limits,
+            Access::Write(WriteType::Cas),
+            &[gate(true)],
+            Some(long_ago),
+        ) {
+            Err(QueryError::WriteTimeout(m, WriteType::Cas)) => {
                 assert!(m.contains("server-side retry"), "{m}")
             }
             other => panic!("{other:?}"),

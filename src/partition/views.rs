@@ -7,9 +7,9 @@
 use super::map::PartitionMaps;
 use super::sizes::scan_range;
 use super::throttle::{autoscale_current, provisioned, table_budget, Source, ThroughputLimits};
-use super::token::{split_composite, MAX_TOKEN, MIN_TOKEN};
 use crate::schema::{Schema, TableDef};
 use crate::storage::Store;
+use crate::tokens::{split_composite, MAX_TOKEN, MIN_TOKEN};
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
 

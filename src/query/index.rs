@@ -78,12 +78,10 @@ fn values_of(
                 return Vec::new();
             }
             match row::decode_key(row_key, &[]) {
-                Ok(dk) => {
-                    crate::partition::token::split_composite(&dk.pk, table.partition_key.len())
-                        .and_then(|parts| parts.get(col.position).map(|p| p.to_vec()))
-                        .into_iter()
-                        .collect()
-                }
+                Ok(dk) => crate::tokens::split_composite(&dk.pk, table.partition_key.len())
+                    .and_then(|parts| parts.get(col.position).map(|p| p.to_vec()))
+                    .into_iter()
+                    .collect(),
                 Err(_) => Vec::new(),
             }
         }

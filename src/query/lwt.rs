@@ -13,9 +13,9 @@ use super::{invalid, resolve_table, Engine, Outcome, Result, ResultColumn, Rows}
 use crate::cql::ast::{Condition, Conditions, Operator, RelationLhs, Statement, Term};
 use crate::cql::types::CqlType;
 use crate::cql::value;
-use crate::partition::token::split_composite;
 use crate::schema::{ColumnKind, Schema, TableDef};
 use crate::storage::Space;
+use crate::tokens::split_composite;
 use bytes::Bytes;
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -216,7 +216,7 @@ pub fn execute(
         return Err(invalid("A conditional write needs a statement"));
     };
     // Admitted on the partition's throughput budget before anything is read (charged read + write).
-    write::admit_writes(engine, &muts, "CAS", rctx)?;
+    write::admit_writes(engine, &muts, super::WriteType::Cas, rctx)?;
     let stripe = engine.lock_stripe(t.storage_id, &pk);
     let _guard = engine.stripe(stripe).lock();
     let mut read = (0u64, 0u64); // (stored keys found, bytes) for the read charge

@@ -13,108 +13,29 @@ pub mod long;
 pub mod lwt;
 pub mod maintenance;
 pub mod purge;
-pub mod row;
 pub mod select;
 mod select_rules;
 pub mod trace;
 pub mod write;
+
+/// The table format (`crate::format`) under the name the query layer has always used.
+pub use crate::format as row;
 
 use crate::cql::ast::{self, Statement};
 use crate::cql::types::CqlType;
 use crate::partition::map::PartitionMaps;
 use crate::schema::ddl::SchemaChange;
 use crate::schema::system::NodeInfo;
-use crate::schema::{Catalog, Schema, SchemaError, TableDef};
+use crate::schema::{Catalog, Schema, TableDef};
 use crate::storage::{Store, WriteBatch};
 use bytes::{Bytes, BytesMut};
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Errors a client sees; each maps to one CQL error code.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum QueryError {
-    #[error("{0}")]
-    Syntax(String),
-    #[error("{0}")]
-    Invalid(String),
-    #[error("{message}")]
-    AlreadyExists {
-        message: String,
-        keyspace: String,
-        table: String,
-    },
-    #[error("{0}")]
-    Config(String),
-    #[error("Prepared query with ID {} not found (either the query was not prepared on this host (maybe the host has been restarted?) or you have prepared too many queries and it has been evicted from the internal cache)", hex(.0))]
-    Unprepared(Bytes),
-    #[error("{0}")]
-    Unauthorized(String),
-    #[error("{0}")]
-    Server(String),
-    /// Over the provisioned throughput (Cosmos DB's 429 as Overloaded).
-    #[error("{0}")]
-    Overloaded(String),
-    /// A write held by server-side retry past its limit (WriteTimeout 0x1100), with its
-    /// protocol write type.
-    #[error("{0}")]
-    WriteTimeout(String, &'static str),
-    /// A read held by server-side retry past its limit (ReadTimeout 0x1200).
-    #[error("{0}")]
-    ReadTimeout(String),
-    /// Over an enforced budget with server-side retry: nothing was read or written; the caller
-    /// (the connection) runs the request again after `retry_after_ms` (`RequestCtx::held_since`).
-    /// A caller that cannot wait answers it as Overloaded.
-    #[error("Request rate is large: RetryAfterMs={retry_after_ms}")]
-    Held { retry_after_ms: u64 },
-    /// 0x1400: a (system) function failed, e.g. an integer division by zero.
-    #[error("{message}")]
-    FunctionFailure {
-        message: String,
-        function: String,
-        arg_types: Vec<String>,
-    },
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-impl From<SchemaError> for QueryError {
-    fn from(e: SchemaError) -> Self {
-        match e {
-            SchemaError::Invalid(m) => QueryError::Invalid(m),
-            SchemaError::AlreadyExists {
-                message,
-                keyspace,
-                table,
-            } => QueryError::AlreadyExists {
-                message,
-                keyspace,
-                table,
-            },
-            SchemaError::Config(m) => QueryError::Config(m),
-            SchemaError::Syntax(m) => QueryError::Syntax(m),
-            SchemaError::Server(m) => QueryError::Server(m),
-        }
-    }
-}
-
-impl From<crate::storage::StorageError> for QueryError {
-    fn from(e: crate::storage::StorageError) -> Self {
-        match e {
-            // The request's key is refused; the store is fine.
-            crate::storage::StorageError::KeyTooLong(_) => QueryError::Invalid(e.to_string()),
-            _ => QueryError::Server(e.to_string()),
-        }
-    }
-}
-
-impl From<row::CorruptRow> for QueryError {
-    fn from(e: row::CorruptRow) -> Self {
-        QueryError::Server(e.to_string())
-    }
-}
+/// The error a client sees (`crate::error`), under the name the query layer has always used.
+pub use crate::error::ClientError as QueryError;
+pub use crate::error::WriteType;
 
 pub fn invalid(msg: impl Into<String>) -> QueryError {
     QueryError::Invalid(msg.into())
@@ -776,7 +697,7 @@ pub fn resolve_table<'a>(
     let ks = name.keyspace.as_deref().or(keyspace).ok_or_else(|| {
         invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename")
     })?;
-    Ok(schema.require_table(ks, &name.name)?)
+    schema.require_table(ks, &name.name)
 }
 
 pub fn resolve_keyspace<'a>(

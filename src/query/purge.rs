@@ -313,7 +313,7 @@ struct Part<'a> {
     /// `[storage id][token][escaped partition key]`: the start of all its keys.
     prefix: &'a [u8],
     pk: Bytes,
-    token: crate::partition::token::Token,
+    token: crate::tokens::Token,
 }
 
 impl Part<'_> {

@@ -16,29 +16,9 @@ use uuid::Uuid;
 
 pub use catalog::Catalog;
 
-/// Errors a client sees from schema operations; the variants map onto CQL error codes.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum SchemaError {
-    /// 0x2200
-    #[error("{0}")]
-    Invalid(String),
-    /// 0x2400, with the keyspace and table (empty for a keyspace) that exist.
-    #[error("{message}")]
-    AlreadyExists {
-        message: String,
-        keyspace: String,
-        table: String,
-    },
-    /// 0x2300
-    #[error("{0}")]
-    Config(String),
-    /// 0x2000 (Cassandra reports unknown properties as syntax errors)
-    #[error("{0}")]
-    Syntax(String),
-    /// 0x0000
-    #[error("{0}")]
-    Server(String),
-}
+/// The error a client sees (`crate::error`), under the name the schema layer uses: schema
+/// operations fail with Invalid, AlreadyExists, Config, Syntax or Server.
+pub use crate::error::ClientError as SchemaError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -5,7 +5,7 @@
 
 use super::{ColumnDef, ColumnKind, KeyspaceDef, Schema, TableDef, TableOptions};
 use crate::cql::types::CqlType;
-use crate::partition::token::Token;
+use crate::tokens::Token;
 use bytes::Bytes;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};

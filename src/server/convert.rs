@@ -192,10 +192,7 @@ pub fn prepared(p: &Prepared, version: u8) -> ResultBody {
 }
 
 pub fn error(e: &QueryError) -> ErrorResponse {
-    use crate::protocol::response::error_code as c;
     match e {
-        QueryError::Syntax(m) => ErrorResponse::syntax(m.clone()),
-        QueryError::Invalid(m) => ErrorResponse::invalid(m.clone()),
         QueryError::AlreadyExists {
             message,
             keyspace,
@@ -207,15 +204,11 @@ pub fn error(e: &QueryError) -> ErrorResponse {
                 table: table.clone(),
             },
         ),
-        QueryError::Config(m) => ErrorResponse::new(c::CONFIG, m.clone()),
         QueryError::Unprepared(id) => ErrorResponse::unprepared(e.to_string(), id.clone()),
-        QueryError::Unauthorized(m) => ErrorResponse::new(c::UNAUTHORIZED, m.clone()),
-        QueryError::Server(m) => ErrorResponse::server(m.clone()),
-        QueryError::Overloaded(m) => ErrorResponse::new(c::OVERLOADED, m.clone()),
         // The connection waits and retries held requests; should one reach here, it is a 429.
         QueryError::Held { retry_after_ms } => ErrorResponse::new(
-            c::OVERLOADED,
-            crate::partition::throttle::overloaded(*retry_after_ms).to_string(),
+            e.code(),
+            QueryError::overloaded(*retry_after_ms).to_string(),
         ),
         // Consistency ONE, no replica answered in time.
         QueryError::WriteTimeout(m, write_type) => ErrorResponse::with_extra(
@@ -224,7 +217,7 @@ pub fn error(e: &QueryError) -> ErrorResponse {
                 cl: 0x0001,
                 received: 0,
                 block_for: 1,
-                write_type: (*write_type).into(),
+                write_type: write_type.as_str().into(),
                 contentions: None,
             },
         ),
@@ -249,5 +242,12 @@ pub fn error(e: &QueryError) -> ErrorResponse {
                 arg_types: arg_types.clone(),
             },
         ),
+        // The code and the text are all these carry.
+        QueryError::Syntax(_)
+        | QueryError::Invalid(_)
+        | QueryError::Config(_)
+        | QueryError::Unauthorized(_)
+        | QueryError::Server(_)
+        | QueryError::Overloaded { .. } => ErrorResponse::new(e.code(), e.to_string()),
     }
 }

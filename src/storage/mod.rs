@@ -117,6 +117,17 @@ impl From<fjall::Error> for StorageError {
 
 pub type Result<T> = std::result::Result<T, StorageError>;
 
+/// What a client sees of a storage failure: a refused key is the request's fault (Invalid);
+/// anything else is the server's.
+impl From<StorageError> for crate::error::ClientError {
+    fn from(e: StorageError) -> Self {
+        match e {
+            StorageError::KeyTooLong(_) => crate::error::ClientError::Invalid(e.to_string()),
+            _ => crate::error::ClientError::Server(e.to_string()),
+        }
+    }
+}
+
 /// Which key space an operation addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Space {

@@ -10,9 +10,9 @@ use super::{invalid, resolve_table, Engine, QueryOptions, Result, ResultColumn, 
 use crate::cql::ast::{Operator, Relation, RelationLhs, Select, Selection, SelectorExpr, Term};
 use crate::cql::types::CqlType;
 use crate::cql::value;
-use crate::partition::token::{partition_key_bytes, split_composite, Token, MAX_TOKEN, MIN_TOKEN};
 use crate::schema::{ColumnKind, TableDef};
 use crate::storage::{prefix_successor, Space};
+use crate::tokens::{partition_key_bytes, split_composite, Token, MAX_TOKEN, MIN_TOKEN};
 use bytes::{BufMut, Bytes, BytesMut};
 use std::cmp::Ordering;
 use std::ops::Bound;

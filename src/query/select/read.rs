@@ -50,7 +50,7 @@ pub(super) fn admit_read(
     gates.dedup_by(|a, b| std::ptr::eq(a.bucket, b.bucket));
     let access = if opts.serial {
         // A SERIAL read runs a Paxos round (it writes), so it is admitted as a write.
-        throttle::Access::Write("CAS")
+        throttle::Access::Write(crate::query::WriteType::Cas)
     } else {
         throttle::Access::Read
     };

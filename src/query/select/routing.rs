@@ -23,7 +23,7 @@ pub(super) fn multihash_prefix_ranges(
         crate::query::write::combinations(pk_vals[..given].iter().flatten())
             .iter()
             .map(|prefix| {
-                let (a, b) = crate::partition::token::multihash_prefix_range(prefix, pk_vals.len());
+                let (a, b) = crate::tokens::multihash_prefix_range(prefix, pk_vals.len());
                 ((a as i128).max(token_lo), (b as i128).min(token_hi))
             })
             .filter(|(a, b)| a < b)

@@ -29,7 +29,7 @@ pub(super) fn ensure_throughput_layout(engine: &Engine, ks: &str, table: &str) -
 pub(crate) fn admit_writes(
     engine: &Engine,
     muts: &[Mutation],
-    write_type: &'static str,
+    write_type: WriteType,
     rctx: Option<&crate::query::RequestCtx>,
 ) -> Result<()> {
     let (_, parts) = write_partitions(engine, muts);

@@ -5,7 +5,7 @@ use super::*;
 
 /// Applies mutations atomically: locks their partitions, merges with stored rows, commits.
 pub fn apply(engine: &Engine, muts: Vec<Mutation>) -> Result<()> {
-    apply_with(engine, muts, None, "SIMPLE")
+    apply_with(engine, muts, None, WriteType::Simple)
 }
 
 /// `apply`, reporting warnings (logical partitions near their size limit) and the charge to the
@@ -14,7 +14,7 @@ pub fn apply_with(
     engine: &Engine,
     muts: Vec<Mutation>,
     rctx: Option<&crate::query::RequestCtx>,
-    write_type: &'static str,
+    write_type: WriteType,
 ) -> Result<()> {
     if muts.is_empty() {
         return Ok(());
@@ -111,7 +111,12 @@ pub(crate) fn apply_locked(
         batch.put(Space::Data, m.key, buf);
         owners.resize(batch.ops.len(), (m.table.storage_id, m.token));
     }
-    sizes.prepare(&*engine.store, limits, &mut batch, rctx)?;
+    let warn = |m: String| {
+        if let Some(c) = rctx {
+            c.warn(m)
+        }
+    };
+    sizes.prepare(&*engine.store, limits, &mut batch, Some(&warn))?;
     let touched = sizes.commit(&engine.maps, || {
         let parts = super::by_partition::split(&engine.maps, batch, &owners);
         crate::storage::batch_log::commit_parts(&*engine.store, parts)

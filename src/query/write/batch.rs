@@ -143,9 +143,9 @@ pub fn run_batch(
     check_batch_size(engine, &all, rctx)?;
     batch_warnings(kind, &all, rctx);
     let write_type = match kind {
-        BatchKind::Logged => "BATCH",
-        BatchKind::Unlogged => "UNLOGGED_BATCH",
-        BatchKind::Counter => "COUNTER",
+        BatchKind::Logged => WriteType::Batch,
+        BatchKind::Unlogged => WriteType::UnloggedBatch,
+        BatchKind::Counter => WriteType::Counter,
     };
     apply_with(engine, all, Some(rctx), write_type)?;
     Ok(Outcome::Void)

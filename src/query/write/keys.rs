@@ -1,23 +1,8 @@
-//! Keys of a write: tokens, the `=` / `IN` values of key columns (with the IN cartesian
-//! product guardrail), the serialized partition keys, Cassandra's key checks, and the storage
-//! keys of rows and partition headers.
+//! Keys of a write: the `=` / `IN` values of key columns (with the IN cartesian product
+//! guardrail), the serialized partition keys, and Cassandra's key checks. The storage keys
+//! themselves are built by `crate::format`.
 
 use super::*;
-
-/// The token of a partition key (serialized as Cassandra hashes it): Murmur3 of the whole key,
-/// or for hierarchical (MultiHash) tables the concatenated per-level hashes.
-pub fn table_token(table: &TableDef, pk: &[u8]) -> Token {
-    match table.options.partition_key_kind {
-        crate::schema::PartitionKeyKind::Hash => token_of(pk),
-        crate::schema::PartitionKeyKind::MultiHash => {
-            let n = table.partition_key.len();
-            match crate::partition::token::split_composite(pk, n) {
-                Some(parts) => crate::partition::token::multihash_token(&parts),
-                None => token_of(pk),
-            }
-        }
-    }
-}
 
 /// Values of the partition key or clustering columns restricted by `=` / `IN` in a WHERE clause:
 /// one list of candidate values per column (None where a column is not restricted).
@@ -239,24 +224,4 @@ pub(super) fn check_stored_keys(muts: &[Mutation]) -> Result<()> {
         ))),
         None => Ok(()),
     }
-}
-
-pub(super) fn clustering_types(table: &TableDef) -> Vec<(&CqlType, bool)> {
-    table
-        .clustering_columns()
-        .map(|c| (&c.ty, c.desc))
-        .collect()
-}
-
-pub(crate) fn row_key(table: &TableDef, pk: &[u8], clustering: &[Bytes]) -> Vec<u8> {
-    let mut k = row::partition_prefix(table.storage_id, table_token(table, pk), pk);
-    k.push(KIND_ROW);
-    row::encode_clustering(&clustering_types(table), clustering, &mut k);
-    k
-}
-
-pub(crate) fn header_key(table: &TableDef, pk: &[u8]) -> Vec<u8> {
-    let mut k = row::partition_prefix(table.storage_id, table_token(table, pk), pk);
-    k.push(KIND_HEADER);
-    k
 }

@@ -7,9 +7,10 @@
 use super::clustering::Restricted;
 use super::complex::{self, ElemParams};
 use super::eval::{eval, Ctx, Val};
-use super::row::{self, Cell, ComplexCell, Elem, Marker, Pending, RowData, KIND_HEADER, KIND_ROW};
+use super::row::{self, Cell, ComplexCell, Elem, Marker, Pending, RowData};
 use super::{
     invalid, resolve_keyspace, resolve_table, Engine, Outcome, QueryOptions, Result, Session,
+    WriteType,
 };
 use crate::cql::ast::{
     Assignment, Batch, Conditions, Delete, DeleteTarget, Insert, InsertValues, Operator, Relation,
@@ -17,14 +18,16 @@ use crate::cql::ast::{
 };
 use crate::cql::types::CqlType;
 use crate::cql::value;
-use crate::partition::token::{partition_key_bytes, token_of, Token};
 use crate::schema::{ddl, ColumnDef, ColumnKind, Schema, TableDef};
 use crate::storage::{Space, WriteBatch, MAX_KEY_BYTES as STORE_MAX_KEY_BYTES};
+use crate::tokens::{partition_key_bytes, Token};
 use bytes::Bytes;
 use std::sync::Arc;
 
 use super::bind::BoundValues;
 
+pub use crate::format::table_token;
+pub(crate) use crate::format::{header_key, row_key};
 // The submodules are seams of one statement path: each sees this module's imports and its
 // siblings' items through `use super::*` (the globs below), so moving code between them needs
 // no import changes.
@@ -59,14 +62,11 @@ use self::dropped::*;
 use self::insert::*;
 pub(crate) use self::keys::check_partition_key;
 pub(crate) use self::keys::combinations;
-pub(crate) use self::keys::header_key;
 pub(crate) use self::keys::in_product_exceeded;
 pub use self::keys::in_values;
 pub(crate) use self::keys::key_value;
 pub use self::keys::key_values;
-pub(crate) use self::keys::row_key;
 pub use self::keys::split_list;
-pub use self::keys::table_token;
 pub use self::keys::MAX_IN_PRODUCT;
 use self::keys::*;
 use self::params::*;
@@ -199,7 +199,11 @@ pub fn execute_single(
     }
     let muts = mutations_for(engine, &schema, keyspace, st, None, &ctx, ts)?;
     let counter = muts.iter().any(|m| m.table.is_counter_table());
-    let write_type = if counter { "COUNTER" } else { "SIMPLE" };
+    let write_type = if counter {
+        WriteType::Counter
+    } else {
+        WriteType::Simple
+    };
     apply_with(engine, muts, Some(rctx), write_type)?;
     Ok(Outcome::Void)
 }

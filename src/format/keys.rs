@@ -1,0 +1,203 @@
+//! Data keys of tables: where every row and partition header of a table lives in the store.
+//!
+//! Key: `[storage id: u64 BE][token: u64 BE, sign bit flipped][partition key, escaped][kind]
+//! [clustering components, order-preserving]`. Sorting the keys byte-wise gives Cassandra's order:
+//! by token, then partition key bytes, then clustering order (ASC/DESC per column).
+//! Kind 0x01 is the partition header (static cells and partition deletion), 0x02 a row.
+//! The partition key is escaped (0x00 becomes 0x00 0xFF, terminated by 0x00 0x01) so that no
+//! partition's keys are a prefix of another's. Building these keys happens here only
+//! (`row_key`, `header_key`, `partition_prefix`).
+
+use super::CorruptRow;
+use crate::cql::types::CqlType;
+use crate::cql::value;
+use crate::schema::{PartitionKeyKind, TableDef};
+use crate::tokens::Token;
+use bytes::Bytes;
+
+pub const KIND_HEADER: u8 = 0x01;
+pub const KIND_ROW: u8 = 0x02;
+/// The token as an order-preserving unsigned big-endian value.
+pub fn token_bytes(t: Token) -> [u8; 8] {
+    ((t as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+pub fn token_from_bytes(b: [u8; 8]) -> Token {
+    (u64::from_be_bytes(b) ^ (1 << 63)) as i64
+}
+
+/// Appends `[storage id][token]` — the start of every key of a table at a token.
+pub fn token_prefix(storage_id: u64, token: Token, out: &mut Vec<u8>) {
+    out.extend_from_slice(&storage_id.to_be_bytes());
+    out.extend_from_slice(&token_bytes(token));
+}
+
+/// Appends the escaped partition key: 0x00 becomes 0x00 0xFF, terminated by 0x00 0x01.
+pub fn escape(bytes: &[u8], out: &mut Vec<u8>) {
+    for &b in bytes {
+        out.push(b);
+        if b == 0 {
+            out.push(0xff);
+        }
+    }
+    out.extend_from_slice(&[0, 1]);
+}
+
+fn unescape(input: &mut &[u8]) -> Result<Vec<u8>, CorruptRow> {
+    let mut out = Vec::with_capacity(input.len());
+    let mut i = 0;
+    loop {
+        match (input.get(i), input.get(i + 1)) {
+            (Some(0), Some(1)) => {
+                *input = &input[i + 2..];
+                return Ok(out);
+            }
+            (Some(0), Some(0xff)) => {
+                out.push(0);
+                i += 2;
+            }
+            (Some(0), _) | (None, _) => return Err(CorruptRow("partition key escape")),
+            (Some(&b), _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+}
+
+/// The key prefix of one partition: `[storage id][token][escaped key]`.
+pub fn partition_prefix(storage_id: u64, token: Token, pk: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(16 + pk.len() + 8);
+    token_prefix(storage_id, token, &mut k);
+    escape(pk, &mut k);
+    k
+}
+
+/// Appends the clustering part of a row key: the order-preserving parts of every column, then the
+/// suffixes that make the exact bytes recoverable (see `value::encode_composite_key`).
+pub fn encode_clustering(types: &[(&CqlType, bool)], values: &[Bytes], out: &mut Vec<u8>) {
+    let cols: Vec<(&CqlType, &[u8], bool)> = types
+        .iter()
+        .zip(values)
+        .map(|((ty, desc), v)| (*ty, &v[..], *desc))
+        .collect();
+    value::encode_composite_key(&cols, out);
+}
+
+/// Appends only the order part for a prefix of the clustering columns: every row whose first
+/// columns equal these values has a key starting with these bytes.
+pub fn encode_clustering_prefix<V: AsRef<[u8]>>(
+    types: &[(&CqlType, bool)],
+    values: &[V],
+    out: &mut Vec<u8>,
+) {
+    let cols: Vec<(&CqlType, &[u8], bool)> = types
+        .iter()
+        .zip(values)
+        .map(|((ty, desc), v)| (*ty, v.as_ref(), *desc))
+        .collect();
+    let start = out.len();
+    let order = value::encode_composite_key(&cols, out);
+    out.truncate(start + order);
+}
+
+/// The smallest key greater than every key starting with `k` (None: there is none).
+pub fn prefix_successor_or_empty(mut k: Vec<u8>) -> Option<Vec<u8>> {
+    while let Some(&last) = k.last() {
+        if last == 0xff {
+            k.pop();
+        } else {
+            *k.last_mut().expect("non-empty") += 1;
+            return Some(k);
+        }
+    }
+    None
+}
+
+/// A decoded row key.
+#[derive(Debug)]
+pub struct DecodedKey {
+    pub token: Token,
+    pub pk: Bytes,
+    pub kind: u8,
+    pub clustering: Vec<Bytes>,
+}
+
+pub fn decode_key(key: &[u8], clustering: &[(&CqlType, bool)]) -> Result<DecodedKey, CorruptRow> {
+    if key.len() < 17 {
+        return Err(CorruptRow("short key"));
+    }
+    let token = token_from_bytes(key[8..16].try_into().expect("8 bytes"));
+    let mut rest = &key[16..];
+    let pk = Bytes::from(unescape(&mut rest)?);
+    let (&kind, mut rest) = rest.split_first().ok_or(CorruptRow("missing kind"))?;
+    let mut values = Vec::with_capacity(clustering.len());
+    if kind == KIND_ROW && !clustering.is_empty() {
+        let vals = value::decode_composite_key(clustering, &mut rest)
+            .map_err(|_| CorruptRow("clustering value"))?;
+        values.extend(vals.into_iter().map(Bytes::from));
+    }
+    Ok(DecodedKey {
+        token,
+        pk,
+        kind,
+        clustering: values,
+    })
+}
+
+/// The token of a partition key (serialized as Cassandra hashes it): Murmur3 of the whole key,
+/// or for hierarchical (MultiHash) tables the concatenated per-level hashes.
+pub fn table_token(table: &TableDef, pk: &[u8]) -> Token {
+    match table.options.partition_key_kind {
+        PartitionKeyKind::Hash => crate::tokens::token_of(pk),
+        PartitionKeyKind::MultiHash => {
+            let n = table.partition_key.len();
+            match crate::tokens::split_composite(pk, n) {
+                Some(parts) => crate::tokens::multihash_token(&parts),
+                None => crate::tokens::token_of(pk),
+            }
+        }
+    }
+}
+
+/// The types and DESC flags of a table's clustering columns, in order (for the key codec).
+pub fn clustering_types(table: &TableDef) -> Vec<(&CqlType, bool)> {
+    table
+        .clustering_columns()
+        .map(|c| (&c.ty, c.desc))
+        .collect()
+}
+
+/// The storage key of row `clustering` of partition `pk`.
+pub fn row_key(table: &TableDef, pk: &[u8], clustering: &[Bytes]) -> Vec<u8> {
+    let mut k = partition_prefix(table.storage_id, table_token(table, pk), pk);
+    k.push(KIND_ROW);
+    encode_clustering(&clustering_types(table), clustering, &mut k);
+    k
+}
+
+/// The storage key of the header of partition `pk` (static cells, partition deletion).
+pub fn header_key(table: &TableDef, pk: &[u8]) -> Vec<u8> {
+    let mut k = partition_prefix(table.storage_id, table_token(table, pk), pk);
+    k.push(KIND_HEADER);
+    k
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_escape_round_trip() {
+        for pk in [&b""[..], b"a\0b", b"\0\0", b"\xff\x00\x01"] {
+            let mut k = partition_prefix(7, -3, pk);
+            k.push(KIND_HEADER);
+            let d = decode_key(&k, &[]).unwrap();
+            assert_eq!(&d.pk[..], pk);
+            assert_eq!(d.token, -3);
+            assert_eq!(d.kind, KIND_HEADER);
+        }
+        assert!(token_bytes(-1) < token_bytes(0));
+        assert!(token_bytes(i64::MIN) < token_bytes(i64::MAX));
+    }
+}
