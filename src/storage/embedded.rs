@@ -149,7 +149,11 @@ impl EmbeddedStore {
     /// The fjall keyspaces a backup holds, by file name: all of them (size records live in
     /// `sizes`, next to nothing else, since they moved out of `meta`).
     fn backup_spaces(&self) -> [(&'static str, &Keyspace); 3] {
-        [("meta", &self.meta), ("sizes", &self.sizes), ("data", &self.data)]
+        [
+            ("meta", &self.meta),
+            ("sizes", &self.sizes),
+            ("data", &self.data),
+        ]
     }
 
     pub(super) fn space(&self, space: Space) -> &Keyspace {

@@ -8,12 +8,12 @@
 //! the layers above commit touches one physical partition's key range (plus metadata), so an
 //! implementation may shard by physical partition.
 
-pub mod batch_log;
 pub mod backup;
+pub mod batch_log;
 pub mod dir_lock;
 pub mod embedded;
-pub mod free_space;
 mod embedded_handle;
+pub mod free_space;
 pub mod handle;
 
 use bytes::Bytes;

@@ -6,8 +6,8 @@
 //! are not in the partition's key range yet: they travel with their row's part.
 
 use crate::partition::map::PartitionMaps;
-use crate::partition::token::Token;
 use crate::storage::{Space, WriteBatch};
+use crate::tokens::Token;
 use std::collections::HashMap;
 
 /// (table storage id, physical partition id); ops of neither kind go to `OTHER`.

@@ -12,9 +12,9 @@
 use super::exporter::SeriesLimits;
 use super::snapshot::{tables, TableSnap};
 use crate::partition::sizes::scan_range;
-use crate::partition::token::{MAX_TOKEN, MIN_TOKEN};
 use crate::partition::views::key_text;
 use crate::query::Engine;
+use crate::tokens::{MAX_TOKEN, MIN_TOKEN};
 use serde::Serialize;
 
 pub const PAGE: &str = include_str!("dashboard.html");
