@@ -73,7 +73,11 @@ fn main() {
             print_config,
         } => (listen, data_dir, config, set, log_level, print_config),
         Command::Restore { from, data_dir } => restore(&from, &data_dir),
-        Command::Admin(args) => std::process::exit(ringgate::admin::run(args)),
+        Command::Admin(args) => match &args.command {
+            // Offline: works on files of this machine, like `ringgate restore`.
+            ringgate::admin::AdminCommand::Restore { from, data_dir } => restore(from, data_dir),
+            _ => std::process::exit(ringgate::admin::run(args)),
+        },
     };
     let flags: Vec<(&'static str, &str, String)> = [
         ("--listen", "listen", listen),

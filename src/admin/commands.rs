@@ -17,6 +17,12 @@ pub fn run(args: &AdminArgs) -> Result<String, String> {
         tls_ca: args.certfile.clone().filter(|_| args.ssl),
         timeout: Duration::from_secs(args.timeout_secs.max(1)),
     };
+    if let AdminCommand::Restore { .. } = args.command {
+        // Restore writes a data directory on this machine; `main` runs it before any connect.
+        return Err(
+            "restore runs offline: use `ringgate restore --from DIR --data-dir NEW`".into(),
+        );
+    }
     let mut c = Client::connect(&opts)?;
     let out = match &args.command {
         AdminCommand::Status => status(&mut c, &args.host)?,
@@ -50,6 +56,7 @@ pub fn run(args: &AdminArgs) -> Result<String, String> {
             let dir = std::path::absolute(to).map_err(|e| format!("{}: {e}", to.display()))?;
             maintenance(&mut c, "backup", &[("target", &dir.display().to_string())])?
         }
+        AdminCommand::Restore { .. } => unreachable!("answered before connecting"),
     };
     Ok(if args.json {
         out.json.to_string() + "\n"

@@ -61,6 +61,16 @@ pub enum AdminCommand {
         #[arg(long)]
         to: PathBuf,
     },
+    /// Make a new data directory holding exactly the state of a backup: offline, on this
+    /// machine, no server needed (the same as `ringgate restore`).
+    Restore {
+        /// The backup directory.
+        #[arg(long)]
+        from: PathBuf,
+        /// The data directory to create (new or empty); start `ringgate serve --data-dir` on it.
+        #[arg(long)]
+        data_dir: PathBuf,
+    },
 }
 
 /// Runs the command; the process exit code (0 ok, 1 failed, printed on stderr).

@@ -157,6 +157,7 @@ def test_online_backup_restores_exactly_its_point_in_time(ringgate_bin, server_f
 def test_restore_refuses_incomplete_or_damaged_backups(ringgate_bin, tmp_path):
     empty = tmp_path / "nothing"
     empty.mkdir()
-    r = subprocess.run([str(ringgate_bin), "restore", "--from", str(empty), "--data-dir", str(tmp_path / "d")],
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 1 and "manifest.json" in r.stderr, r.stderr
+    for command in (["restore"], ["admin", "restore"]):
+        r = subprocess.run([str(ringgate_bin), *command, "--from", str(empty), "--data-dir", str(tmp_path / "d")],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 1 and "manifest.json" in r.stderr, (command, r.stderr)
