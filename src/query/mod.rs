@@ -74,6 +74,11 @@ pub struct RequestCtx {
     /// Admitted over a budget that is not enforced: its consumption is not debited from it
     /// (`throttle::Admitted::OverUnenforced`).
     over_budget: std::sync::atomic::AtomicBool,
+    /// When the statement began and the slow query threshold (`log.slow_query_ms`): a read
+    /// that is already slow once it has read records its routing for the slow query log
+    /// (`note_if_slow`), so other statements pay one clock read, not a routing description.
+    slow_watch: Option<(std::time::Instant, std::time::Duration)>,
+    slow_routing: Mutex<Option<String>>,
 }
 
 impl Clone for RequestCtx {
@@ -86,6 +91,7 @@ impl Clone for RequestCtx {
         RequestCtx {
             tracer: self.tracer.clone(),
             held_since: self.held_since,
+            slow_watch: self.slow_watch,
             ..c
         }
     }
@@ -107,6 +113,22 @@ impl RequestCtx {
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |bits| {
                 Some((f64::from_bits(bits) + ru).to_bits())
             });
+    }
+    /// Watches for slowness: the statement began at `began`; slower than `threshold` is slow.
+    pub fn watch_slow(&mut self, began: std::time::Instant, threshold: std::time::Duration) {
+        self.slow_watch = Some((began, threshold));
+    }
+    /// Records the statement's routing when it is already slow (the text is only built then).
+    pub fn note_if_slow(&self, routing: impl FnOnce() -> String) {
+        if let Some((began, threshold)) = self.slow_watch {
+            if began.elapsed() >= threshold {
+                *self.slow_routing.lock() = Some(routing());
+            }
+        }
+    }
+    /// The routing `note_if_slow` recorded, if any.
+    pub fn slow_routing(&self) -> Option<String> {
+        self.slow_routing.lock().clone()
     }
     /// Starts tracing this request.
     pub fn start_trace(&mut self) -> Arc<trace::Tracer> {

@@ -697,6 +697,11 @@ fn execute(
     if let Some(since) = hold.since {
         opts.ctx.set_held_since(since);
     }
+    let slow_ms = shared.config.log.slow_query_ms;
+    if slow_ms > 0 {
+        opts.ctx
+            .watch_slow(began, std::time::Duration::from_millis(slow_ms));
+    }
     let result: Result<(ResultBody, Option<String>), crate::query::QueryError> = (|| {
         match &env.request {
             Request::Query(q) => {
@@ -788,6 +793,7 @@ fn execute(
             charge_ru: charge,
             response: &response,
             tracer: tracer.as_deref(),
+            routing: opts.ctx.slow_routing(),
         },
     );
     if let Some(t) = &tracer {

@@ -1,9 +1,10 @@
 //! The slow query log: a statement that took longer than `log.slow_query_ms` to execute (from
 //! the start of its last attempt to its response; time held by server-side retry is not
 //! counted) is logged once, at WARN, with its text (at most `MAX_STATEMENT_CHARS`), keyspace,
-//! duration, rows returned, RU charge and outcome, and, when the client traced it, its routing
-//! over the physical partitions (untraced statements do not record routing: building it for
-//! every request would cost every request). Counted in `ringgate_slow_queries_total`.
+//! duration, rows returned, RU charge and outcome, and, for reads, their routing over the
+//! physical partitions: from the trace when the client traced it, otherwise recorded by the
+//! read itself when it is already slow once it has read (`RequestCtx::note_if_slow`; building
+//! it for every request would cost every request). Counted in `ringgate_slow_queries_total`.
 
 use crate::protocol::request::{Request, RequestEnvelope};
 use crate::protocol::response::{Response, ResultBody};
@@ -21,6 +22,8 @@ pub struct Finished<'a> {
     pub charge_ru: f64,
     pub response: &'a Response,
     pub tracer: Option<&'a Tracer>,
+    /// The routing an untraced read recorded because it was already slow (`note_if_slow`).
+    pub routing: Option<String>,
 }
 
 /// Logs the statement if it was slower than `threshold_ms` (0: the log is off).
@@ -38,9 +41,10 @@ pub fn check(engine: &Engine, threshold_ms: u64, f: Finished) {
         Response::Error(e) => format!("error {:#06x}", e.code),
         _ => "ok".to_string(),
     };
-    let routing = match f.tracer {
-        Some(t) => t.activities_starting("Routing:").join("; "),
-        None => "not recorded (trace the statement to see it)".to_string(),
+    let routing = match (f.tracer, f.routing) {
+        (Some(t), _) => t.activities_starting("Routing:").join("; "),
+        (None, Some(r)) => r,
+        (None, None) => "not recorded (a write, or not a table read)".to_string(),
     };
     tracing::warn!(
         elapsed_ms = elapsed.as_millis() as u64,

@@ -149,4 +149,10 @@ def test_slow_queries_are_logged_once_with_routing_rows_and_charge(server_factor
     assert "rows=3000" in line and f"ru={charge(rs)}" in line, line
     assert "fan-out to all 1 physical partitions" in line, line
     assert scrape(srv).value("ringgate_slow_queries_total") > before.value("ringgate_slow_queries_total")
+    # Untraced: the read records its routing itself once it is slow.
+    start = srv.log_size()
+    untraced = f"SELECT k FROM {ks}.t WHERE v = 'x' LIMIT 5000 ALLOW FILTERING"
+    assert len(list(s.execute(untraced))) == 3000
+    lines = [l for l in srv.log_text(start).splitlines() if f"slow query: {untraced}" in l]
+    assert len(lines) == 1 and "fan-out to all 1 physical partitions" in lines[0], lines
     c.shutdown()

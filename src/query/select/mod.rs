@@ -176,6 +176,10 @@ pub fn execute(
             }
         }
         res?;
+        // Untraced statements: the slow query log's routing, built only for slow ones.
+        if !opts.ctx.is_traced() {
+            opts.ctx.note_if_slow(|| routing(engine, t, &plan.target));
+        }
     }
     if let Some(e) = out.error.take() {
         return Err(e);
