@@ -2,28 +2,22 @@
 //! login, QUERY with one page of up to `PAGE_ROWS` rows, RESULT decoding into JSON values.
 //! Blocking (std sockets, rustls for TLS): the CLI runs one statement at a time.
 
+use crate::protocol::frame::{flags, FrameHeader, Opcode, HEADER_LEN, RESPONSE_BIT};
+use crate::protocol::types::{
+    read_bytes, read_bytes_map, read_int, read_short, read_string, read_string_list, read_uuid,
+    write_bytes, write_consistency, write_long_string, write_string_map, DecodeResult,
+};
+use bytes::{Bytes, BytesMut};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
 const VERSION: u8 = 0x04;
-const RESPONSE: u8 = 0x80;
 /// Largest response body accepted.
 const MAX_BODY_BYTES: usize = 256 << 20;
 /// Rows asked for per statement (admin views are small; this bounds them).
 const PAGE_ROWS: i32 = 100_000;
-
-mod op {
-    pub const ERROR: u8 = 0x00;
-    pub const STARTUP: u8 = 0x01;
-    pub const READY: u8 = 0x02;
-    pub const AUTHENTICATE: u8 = 0x03;
-    pub const QUERY: u8 = 0x07;
-    pub const RESULT: u8 = 0x08;
-    pub const AUTH_RESPONSE: u8 = 0x0F;
-    pub const AUTH_SUCCESS: u8 = 0x10;
-}
 
 /// How to reach and log in to the server.
 pub struct ConnectOptions {
@@ -62,12 +56,12 @@ impl Client {
             None => Box::new(tcp),
         };
         let mut c = Client { stream };
-        let mut body = Vec::new();
-        put_string_map(&mut body, &[("CQL_VERSION", "3.0.0")]);
-        let (opcode, resp) = c.call(op::STARTUP, &body)?;
+        let mut body = BytesMut::new();
+        write_string_map(&mut body, &[("CQL_VERSION", "3.0.0")]).map_err(|e| e.to_string())?;
+        let (opcode, resp) = c.call(Opcode::Startup, &body)?;
         match opcode {
-            op::READY => Ok(c),
-            op::AUTHENTICATE => {
+            Opcode::Ready => Ok(c),
+            Opcode::Authenticate => {
                 let (Some(user), Some(pass)) = (&o.username, &o.password) else {
                     return Err(
                         "the server requires a login: give --username and --password".into(),
@@ -77,48 +71,63 @@ impl Client {
                 token.extend_from_slice(user.as_bytes());
                 token.push(0);
                 token.extend_from_slice(pass.as_bytes());
-                let mut body = Vec::new();
-                body.extend_from_slice(&(token.len() as i32).to_be_bytes());
-                body.extend_from_slice(&token);
-                match c.call(op::AUTH_RESPONSE, &body)? {
-                    (op::AUTH_SUCCESS, _) => Ok(c),
-                    (op::ERROR, b) => Err(error_text(&b)),
-                    (other, _) => Err(format!("unexpected response {other:#04x} to the login")),
+                let mut body = BytesMut::new();
+                write_bytes(&mut body, Some(&token)).map_err(|e| e.to_string())?;
+                match c.call(Opcode::AuthResponse, &body)? {
+                    (Opcode::AuthSuccess, _) => Ok(c),
+                    (Opcode::Error, b) => Err(error_text(b)),
+                    (other, _) => Err(format!(
+                        "unexpected response {:#04x} to the login",
+                        other.as_u8()
+                    )),
                 }
             }
-            op::ERROR => Err(error_text(&resp)),
-            other => Err(format!("unexpected response {other:#04x} to STARTUP")),
+            Opcode::Error => Err(error_text(resp)),
+            other => Err(format!(
+                "unexpected response {:#04x} to STARTUP",
+                other.as_u8()
+            )),
         }
     }
 
     /// Runs one statement (consistency ONE) and returns its first page.
     pub fn query(&mut self, cql: &str) -> Result<Table, String> {
-        let mut body = Vec::new();
-        body.extend_from_slice(&(cql.len() as i32).to_be_bytes());
-        body.extend_from_slice(cql.as_bytes());
-        body.extend_from_slice(&1u16.to_be_bytes()); // ONE
-        body.push(0x04); // page size follows
+        let mut body = BytesMut::new();
+        write_long_string(&mut body, cql).map_err(|e| e.to_string())?;
+        write_consistency(&mut body, 0x0001); // ONE
+        body.extend_from_slice(&[0x04]); // page size follows
         body.extend_from_slice(&PAGE_ROWS.to_be_bytes());
-        match self.call(op::QUERY, &body)? {
-            (op::RESULT, b) => decode_result(&b),
-            (op::ERROR, b) => Err(error_text(&b)),
-            (other, _) => Err(format!("unexpected response {other:#04x} to QUERY")),
+        match self.call(Opcode::Query, &body)? {
+            (Opcode::Result, b) => decode_result(b),
+            (Opcode::Error, b) => Err(error_text(b)),
+            (other, _) => Err(format!(
+                "unexpected response {:#04x} to QUERY",
+                other.as_u8()
+            )),
         }
     }
 
-    fn call(&mut self, opcode: u8, body: &[u8]) -> Result<(u8, Vec<u8>), String> {
-        let mut frame = vec![VERSION, 0, 0, 0, opcode];
-        frame.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    fn call(&mut self, opcode: Opcode, body: &[u8]) -> Result<(Opcode, Bytes), String> {
+        let mut frame = BytesMut::with_capacity(HEADER_LEN + body.len());
+        let header = FrameHeader {
+            version: VERSION,
+            is_response: false,
+            flags: 0,
+            stream: 0,
+            opcode,
+            body_len: body.len() as u32,
+        };
+        header.encode(&mut frame);
         frame.extend_from_slice(body);
         let io = |e: std::io::Error| format!("connection to the server failed: {e}");
         self.stream.write_all(&frame).map_err(io)?;
         self.stream.flush().map_err(io)?;
-        let mut head = [0u8; 9];
+        let mut head = [0u8; HEADER_LEN];
         self.stream.read_exact(&mut head).map_err(io)?;
-        if head[0] != (VERSION | RESPONSE) {
+        if head[0] != (VERSION | RESPONSE_BIT) {
             return Err(format!("unexpected protocol version byte {:#04x}", head[0]));
         }
-        if head[1] & 0x01 != 0 {
+        if head[1] & flags::COMPRESSION != 0 {
             return Err("the server compressed a response it was not asked to".into());
         }
         let len = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) as usize;
@@ -128,22 +137,21 @@ impl Client {
         let mut body = vec![0u8; len];
         self.stream.read_exact(&mut body).map_err(io)?;
         // Flags: a tracing id, warnings and a custom payload precede the body proper.
-        let mut r = Reader::new(&body);
-        if head[1] & 0x02 != 0 {
-            r.take(16)?;
-        }
-        if head[1] & 0x08 != 0 {
-            for _ in 0..r.short()? {
-                r.string()?;
+        let mut r = Bytes::from(body);
+        let skip = |r: &mut Bytes| -> DecodeResult<()> {
+            if head[1] & flags::TRACING != 0 {
+                read_uuid(r)?;
             }
-        }
-        if head[1] & 0x04 != 0 {
-            for _ in 0..r.short()? {
-                r.string()?;
-                r.bytes()?;
+            if head[1] & flags::WARNING != 0 {
+                read_string_list(r)?;
             }
-        }
-        Ok((head[4], r.rest().to_vec()))
+            if head[1] & flags::CUSTOM_PAYLOAD != 0 {
+                read_bytes_map(r)?;
+            }
+            Ok(())
+        };
+        d(skip(&mut r))?;
+        Ok((Opcode::from_u8(head[4]), r))
     }
 }
 
@@ -174,76 +182,22 @@ fn tls(tcp: TcpStream, host: &str, ca: &std::path::Path) -> Result<impl Read + W
     Ok(rustls::StreamOwned::new(conn, tcp))
 }
 
-fn put_string_map(out: &mut Vec<u8>, pairs: &[(&str, &str)]) {
-    out.extend_from_slice(&(pairs.len() as u16).to_be_bytes());
-    for (k, v) in pairs {
-        for s in [k, v] {
-            out.extend_from_slice(&(s.len() as u16).to_be_bytes());
-            out.extend_from_slice(s.as_bytes());
-        }
-    }
-}
-
-fn error_text(body: &[u8]) -> String {
-    let mut r = Reader::new(body);
-    match (r.int(), r.string()) {
+fn error_text(mut r: Bytes) -> String {
+    match (read_int(&mut r), read_string(&mut r)) {
         (Ok(code), Ok(msg)) => format!("server error {code:#06x}: {msg}"),
         _ => "malformed error response".into(),
     }
 }
 
-/// Reads the protocol's notations from a body; every read is bounds-checked.
-struct Reader<'a> {
-    buf: &'a [u8],
-}
-
-impl<'a> Reader<'a> {
-    fn new(buf: &'a [u8]) -> Reader<'a> {
-        Reader { buf }
-    }
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        if n > self.buf.len() {
-            return Err("truncated response".into());
-        }
-        let (head, rest) = self.buf.split_at(n);
-        self.buf = rest;
-        Ok(head)
-    }
-    fn short(&mut self) -> Result<u16, String> {
-        Ok(u16::from_be_bytes(
-            self.take(2)?.try_into().expect("2 bytes"),
-        ))
-    }
-    fn int(&mut self) -> Result<i32, String> {
-        Ok(i32::from_be_bytes(
-            self.take(4)?.try_into().expect("4 bytes"),
-        ))
-    }
-    fn string(&mut self) -> Result<String, String> {
-        let n = self.short()? as usize;
-        Ok(String::from_utf8_lossy(self.take(n)?).into_owned())
-    }
-    fn bytes(&mut self) -> Result<Option<&'a [u8]>, String> {
-        let n = self.int()?;
-        if n < 0 {
-            return Ok(None);
-        }
-        self.take(n as usize).map(Some)
-    }
-    fn rest(&self) -> &'a [u8] {
-        self.buf
-    }
-}
-
 /// A column type: its id (collections and other nested types are shown as hex).
-fn type_option(r: &mut Reader, depth: usize) -> Result<u16, String> {
+fn type_option(r: &mut Bytes, depth: usize) -> Result<u16, String> {
     if depth > 16 {
         return Err("type nested too deeply".into());
     }
-    let id = r.short()?;
+    let id = d(read_short(r))?;
     match id {
         0x0000 => {
-            r.string()?;
+            d(read_string(r))?;
         }
         0x0020 | 0x0022 => {
             type_option(r, depth + 1)?;
@@ -253,15 +207,15 @@ fn type_option(r: &mut Reader, depth: usize) -> Result<u16, String> {
             type_option(r, depth + 1)?;
         }
         0x0030 => {
-            r.string()?;
-            r.string()?;
-            for _ in 0..r.short()? {
-                r.string()?;
+            d(read_string(r))?;
+            d(read_string(r))?;
+            for _ in 0..d(read_short(r))? {
+                d(read_string(r))?;
                 type_option(r, depth + 1)?;
             }
         }
         0x0031 => {
-            for _ in 0..r.short()? {
+            for _ in 0..d(read_short(r))? {
                 type_option(r, depth + 1)?;
             }
         }
@@ -270,39 +224,43 @@ fn type_option(r: &mut Reader, depth: usize) -> Result<u16, String> {
     Ok(id)
 }
 
-fn decode_result(body: &[u8]) -> Result<Table, String> {
-    let mut r = Reader::new(body);
-    if r.int()? != 2 {
+/// A protocol decoding error as this client's error text.
+fn d<T>(r: DecodeResult<T>) -> Result<T, String> {
+    r.map_err(|e| format!("malformed response: {e}"))
+}
+
+fn decode_result(mut r: Bytes) -> Result<Table, String> {
+    if d(read_int(&mut r))? != 2 {
         return Ok(Table::default()); // void, set keyspace, schema change
     }
-    let flags = r.int()?;
-    let ncols = r.int()?.max(0) as usize;
+    let flags = d(read_int(&mut r))?;
+    let ncols = d(read_int(&mut r))?.max(0) as usize;
     if flags & 0x02 != 0 {
-        r.bytes()?;
+        d(read_bytes(&mut r))?;
     }
     if flags & 0x04 != 0 {
         return Err("the server sent rows without metadata".into());
     }
     if flags & 0x01 != 0 {
-        r.string()?;
-        r.string()?;
+        d(read_string(&mut r))?;
+        d(read_string(&mut r))?;
     }
     let mut columns = Vec::new();
     let mut types = Vec::new();
     for _ in 0..ncols {
         if flags & 0x01 == 0 {
-            r.string()?;
-            r.string()?;
+            d(read_string(&mut r))?;
+            d(read_string(&mut r))?;
         }
-        columns.push(r.string()?);
+        columns.push(d(read_string(&mut r))?);
         types.push(type_option(&mut r, 0)?);
     }
-    let nrows = r.int()?.max(0) as usize;
+    let nrows = d(read_int(&mut r))?.max(0) as usize;
     let mut rows = Vec::with_capacity(nrows.min(PAGE_ROWS as usize));
     for _ in 0..nrows {
         let mut row = Vec::with_capacity(ncols);
         for ty in &types {
-            row.push(r.bytes()?.map_or(Value::Null, |b| value(*ty, b)));
+            row.push(d(read_bytes(&mut r))?.map_or(Value::Null, |b| value(*ty, &b)));
         }
         rows.push(row);
     }
@@ -367,7 +325,10 @@ mod tests {
 
     #[test]
     fn truncated_results_are_errors() {
-        assert!(decode_result(&[0, 0, 0, 2, 0, 0]).is_err());
-        assert!(decode_result(&[0, 0, 0, 1]).unwrap().rows.is_empty());
+        assert!(decode_result(Bytes::from_static(&[0, 0, 0, 2, 0, 0])).is_err());
+        assert!(decode_result(Bytes::from_static(&[0, 0, 0, 1]))
+            .unwrap()
+            .rows
+            .is_empty());
     }
 }
