@@ -18,6 +18,13 @@
 //! compressed payload (an LZ4 block; stored as is when the uncompressed length is 0)
 //! 4 bytes: CRC32 of the compressed payload
 //! ```
+//! We read both LZ4 forms but always send the compressed one, even when it is a little larger
+//! than its input: the Python driver (3.x, up to 3.30 at least; Cassandra sends the stored form
+//! too, and its users see the same failure) sizes a stored segment with the uncompressed
+//! header's 3 bytes instead of 5, so when a socket read ends in such a segment's last two bytes
+//! it consumes a truncated segment and then reads payload bytes as a header ("CRC mismatch on
+//! header", the connection is closed). LZ4's worst case for [`MAX_LZ4_SEGMENT_PAYLOAD`] bytes
+//! still fits the 17-bit compressed length.
 //! CRC24 is Cassandra's (`Crc.crc24`: init 0x875060, polynomial 0x1974F0B, bytes fed least
 //! significant first); CRC32 is zlib's CRC32 primed with the bytes `fa 2d 55 ca`.
 //!
@@ -30,6 +37,9 @@ use super::frame::{decode_envelope, FrameError, FrameHeader};
 
 /// Largest payload of one segment (before compression for LZ4 segments).
 pub const MAX_SEGMENT_PAYLOAD: usize = (1 << 17) - 1;
+/// Largest payload of one LZ4 segment we send: LZ4's worst case for it (n + n / 255 + 16
+/// bytes = 130,573) fits the 17-bit compressed length, so it is always sent compressed.
+pub const MAX_LZ4_SEGMENT_PAYLOAD: usize = 127 * 1024;
 /// Header length of an uncompressed segment.
 pub const HEADER_LEN: usize = 6;
 /// Header length of an LZ4 segment.
@@ -101,15 +111,25 @@ pub enum SegmentError {
     Frame(#[from] FrameError),
 }
 
+/// The largest payload of one segment we send: [`MAX_LZ4_SEGMENT_PAYLOAD`] with `lz4`,
+/// otherwise [`MAX_SEGMENT_PAYLOAD`].
+pub fn max_payload(lz4: bool) -> usize {
+    if lz4 {
+        MAX_LZ4_SEGMENT_PAYLOAD
+    } else {
+        MAX_SEGMENT_PAYLOAD
+    }
+}
+
 /// Appends `payload` to `out` as segments: one self-contained segment if it fits in
-/// [`MAX_SEGMENT_PAYLOAD`] bytes, otherwise consecutive non-self-contained segments of at most
-/// that size. `payload` is one or more whole encoded envelopes; when it needs more than one
-/// segment it must be a single envelope (the spec's rule). Nothing is written for an empty
-/// payload. With `lz4`, each segment is LZ4 compressed, or stored raw (uncompressed length 0)
-/// when compression does not make it smaller.
+/// [`max_payload`] bytes, otherwise consecutive non-self-contained segments of at most that
+/// size. `payload` is one or more whole encoded envelopes; when it needs more than one segment
+/// it must be a single envelope (the spec's rule). Nothing is written for an empty payload.
+/// With `lz4`, each segment is LZ4 compressed (see the module doc for why never stored).
 pub fn encode_segments(payload: &[u8], out: &mut BytesMut, lz4: bool) {
-    let self_contained = payload.len() <= MAX_SEGMENT_PAYLOAD;
-    for chunk in payload.chunks(MAX_SEGMENT_PAYLOAD) {
+    let max = max_payload(lz4);
+    let self_contained = payload.len() <= max;
+    for chunk in payload.chunks(max) {
         if lz4 {
             encode_lz4_segment(chunk, self_contained, out);
         } else {
@@ -139,8 +159,10 @@ fn encode_lz4_segment(chunk: &[u8], self_contained: bool, out: &mut BytesMut) {
     let max = lz4_flex::block::get_maximum_output_size(chunk.len());
     out.resize(start + LZ4_HEADER_LEN + max, 0);
     let payload_at = start + LZ4_HEADER_LEN;
+    // A chunk of at most MAX_LZ4_SEGMENT_PAYLOAD bytes always compresses to a length that fits
+    // 17 bits; the stored form remains only as a fallback that cannot be reached.
     let compressed = match lz4_flex::block::compress_into(chunk, &mut out[payload_at..]) {
-        Ok(n) if n < chunk.len() => Some(n),
+        Ok(n) if n <= MAX_SEGMENT_PAYLOAD => Some(n),
         _ => None,
     };
     let (stored_len, uncompressed_len) = match compressed {
@@ -420,14 +442,8 @@ mod tests {
                 assert!(!seg.self_contained);
                 sizes.push(seg.payload.len());
             }
-            assert_eq!(
-                sizes,
-                vec![
-                    MAX_SEGMENT_PAYLOAD,
-                    MAX_SEGMENT_PAYLOAD,
-                    env.len() - 2 * MAX_SEGMENT_PAYLOAD
-                ]
-            );
+            let max = max_payload(lz4);
+            assert_eq!(sizes, vec![max, max, env.len() - 2 * max]);
             // Followed by a small self-contained one; fed byte by byte at the end.
             encode_segments(&envelope(10, 3), &mut wire, lz4);
             let mut dec = SegmentDecoder::new(lz4, 1 << 20);
@@ -447,24 +463,65 @@ mod tests {
     }
 
     #[test]
-    fn lz4_segments_compress_and_store_raw() {
-        // Compressible: stored compressed.
+    fn lz4_segments_are_always_sent_compressed() {
+        // Compressible: smaller on the wire.
         let env = envelope(1, 20_000);
         let mut wire = BytesMut::new();
         encode_segments(&env, &mut wire, true);
         assert!(wire.len() < env.len());
         let header = le(&wire[..5]);
         assert_eq!((header >> 17) & 0x1FFFF, env.len() as u64);
-        // Incompressible tiny payload: uncompressed length 0, payload stored as is.
+        // Incompressible tiny payload: compressed all the same (uncompressed length set).
         let mut wire = BytesMut::new();
         encode_segments(&hex(READY), &mut wire, true);
         let header = le(&wire[..5]);
-        assert_eq!(header & 0x1FFFF, 9);
-        assert_eq!((header >> 17) & 0x1FFFF, 0);
+        assert_eq!((header >> 17) & 0x1FFFF, 9);
         assert_ne!(header & (1 << 34), 0);
-        assert_eq!(&wire[8..17], &hex(READY)[..]);
         let seg = decode_segment(&mut wire, true).unwrap().unwrap();
         assert_eq!(&seg.payload[..], &hex(READY)[..]);
+    }
+
+    #[test]
+    fn incompressible_lz4_segments_fit_their_length_fields() {
+        // A pseudo-random envelope of several segments: every segment compressed, each
+        // compressed length within 17 bits, and the whole decodes back.
+        let mut env = envelope(3, 400_000);
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for b in env[9..].iter_mut() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *b = x as u8;
+        }
+        let mut wire = BytesMut::new();
+        encode_segments(&env, &mut wire, true);
+        let mut back = Vec::new();
+        let mut view = wire.clone();
+        while !view.is_empty() {
+            let header = le(&view[..5]);
+            let stored = (header & 0x1FFFF) as usize;
+            let uncompressed = ((header >> 17) & 0x1FFFF) as usize;
+            assert!(uncompressed > 0 && uncompressed <= MAX_LZ4_SEGMENT_PAYLOAD);
+            assert!(stored > uncompressed, "incompressible input grows a little");
+            let seg = decode_segment(&mut view, true).unwrap().unwrap();
+            assert!(!seg.self_contained);
+            back.extend_from_slice(&seg.payload);
+        }
+        assert_eq!(back, env);
+    }
+
+    #[test]
+    fn lz4_segments_stored_uncompressed_are_read() {
+        // Other peers (the Python driver, Cassandra) send the stored form: length 0 = as is.
+        let payload = hex(READY);
+        let header = payload.len() as u64 | (1 << 34);
+        let mut wire = BytesMut::new();
+        wire.extend_from_slice(&(header | (u64::from(crc24(header, 5)) << 40)).to_le_bytes());
+        wire.extend_from_slice(&payload);
+        wire.put_u32_le(crc32(&payload));
+        let seg = decode_segment(&mut wire, true).unwrap().unwrap();
+        assert_eq!(&seg.payload[..], &payload[..]);
+        assert!(seg.self_contained);
     }
 
     #[test]

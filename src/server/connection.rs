@@ -971,7 +971,8 @@ fn flush_segments(pending: &mut BytesMut, out: &mut BytesMut, segments: Option<b
         return;
     }
     let lz4 = segments.unwrap_or(false);
-    if pending.len() <= v5::MAX_SEGMENT_PAYLOAD {
+    let max = v5::max_payload(lz4);
+    if pending.len() <= max {
         v5::encode_segments(pending, out, lz4);
     } else {
         // Split at envelope boundaries: each group fits a segment, or is one large envelope.
@@ -985,11 +986,11 @@ fn flush_segments(pending: &mut BytesMut, out: &mut BytesMut, segments: Option<b
                 let len = u32::from_be_bytes(rest[take + 5..take + 9].try_into().expect("4 bytes"))
                     as usize;
                 let size = frame::HEADER_LEN + len;
-                if take > 0 && take + size > v5::MAX_SEGMENT_PAYLOAD {
+                if take > 0 && take + size > max {
                     break;
                 }
                 take += size;
-                if take >= v5::MAX_SEGMENT_PAYLOAD {
+                if take >= max {
                     break;
                 }
             }
