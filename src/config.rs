@@ -98,6 +98,11 @@ pub struct Limits {
     pub startup_timeout_ms: u64,
     /// With `auth.enabled`: a connection not logged in this long after its STARTUP is closed.
     pub auth_timeout_ms: u64,
+    /// A connection that sends nothing this long while none of its requests is running is
+    /// closed; 0 (the default, as Cassandra) never closes idle connections. Drivers keep pooled
+    /// connections alive with OPTIONS heartbeats (every 30 s by default), so a value above
+    /// that only closes clients that went silent.
+    pub idle_timeout_ms: u64,
     /// When fewer connection slots than this are free, each new connection closes the oldest
     /// connection still in its handshake (not yet ready for queries), so that clients that can
     /// log in are served even when silent sockets hold the other slots.
@@ -320,6 +325,7 @@ impl Default for Limits {
             max_page_bytes: ByteSize(8 << 20),
             startup_timeout_ms: 10_000,
             auth_timeout_ms: 10_000,
+            idle_timeout_ms: 0,
             reserved_connections: 32,
             max_unsent_bytes_per_connection: ByteSize(32 << 20),
             max_unsent_bytes: ByteSize(512 << 20),

@@ -106,6 +106,7 @@ pub async fn serve<S>(
     let max_body = shared.config.limits.max_frame_bytes.0 as usize;
     let mut handshake = HandshakeClock::new(pending, &shared.config.limits);
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    let idle_timeout_ms = shared.config.limits.idle_timeout_ms;
     'conn: loop {
         // Decode and dispatch every complete frame in the buffer.
         loop {
@@ -148,6 +149,15 @@ pub async fn serve<S>(
             why = handshake.expired() => {
                 tracing::debug!(%peer, why, "closing connection");
                 break;
+            }
+            () = idle_for(idle_timeout_ms) => {
+                // Idle only if no request is still running (a long scan sends nothing back
+                // to us while it runs) and every response was written (a slow reader is
+                // not idle); otherwise wait another period.
+                if in_flight.available_permits() == max_in_flight && st.unsent.is_drained() {
+                    tracing::debug!(%peer, "closing connection: idle for limits.idle_timeout_ms");
+                    break;
+                }
             }
         }
     }
@@ -918,6 +928,15 @@ fn spawn_event_forwarder(
             }
         }
     })
+}
+
+/// Completes after `timeout_ms` (re-armed by every read, since the reader's select drops it);
+/// never with 0.
+async fn idle_for(timeout_ms: u64) {
+    if timeout_ms == 0 {
+        std::future::pending::<()>().await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(timeout_ms)).await;
 }
 
 /// Writes responses, batching whatever is queued into one write.

@@ -77,6 +77,11 @@ impl OutBudget {
         }
     }
 
+    /// Whether every queued response byte has been written to the socket.
+    pub fn is_drained(&self) -> bool {
+        *self.bytes.lock() == 0
+    }
+
     /// `n` response bytes were queued for the writer.
     pub fn queued(&self, n: usize) {
         *self.bytes.lock() += n;

@@ -1,9 +1,11 @@
 """No client can hold the server's connection slots or guess passwords at speed:
 handshake and authentication timeouts, reserved room for clients that can log in
-(limits.startup_timeout_ms, limits.auth_timeout_ms, limits.reserved_connections), and
+(limits.startup_timeout_ms, limits.auth_timeout_ms, limits.reserved_connections), an opt-in
+idle timeout (limits.idle_timeout_ms), and
 closing a connection after repeated login failures."""
 
 import socket
+import time
 
 import pytest
 from cassandra.auth import PlainTextAuthProvider
@@ -95,3 +97,31 @@ def test_zero_timeouts_are_refused_at_startup(ringgate_bin, tmp_path, setting):
                        capture_output=True, text=True, timeout=30)
     assert r.returncode != 0
     assert setting in r.stdout + r.stderr
+
+
+def test_idle_timeout_closes_only_silent_connections(server_factory, cluster_factory):
+    """limits.idle_timeout_ms (off by default): a ready connection that sends nothing is
+    closed; one that sends heartbeats, and the Python driver with heartbeats, stay."""
+    srv = server_factory(settings={"limits.idle_timeout_ms": 1500})
+    with cqlwire.ready_connection(srv.host, srv.port) as silent, \
+            cqlwire.ready_connection(srv.host, srv.port) as beating:
+        deadline = time.monotonic() + 4
+        while time.monotonic() < deadline:  # OPTIONS every 0.5 s: never idle for 1.5 s
+            beating.options()
+            time.sleep(0.5)
+        silent.wait_closed(timeout=10)
+        assert beating.query("SELECT key FROM system.local").opcode == cqlwire.RESULT
+    c = cluster_factory(srv, idle_heartbeat_interval=0.5)
+    s = c.connect()
+    pool = next(iter(s._pools.values()))
+    conn = pool._connection
+    time.sleep(4)
+    assert s.execute("SELECT key FROM system.local").one().key == "local"
+    assert pool._connection is conn and not conn.is_defunct
+
+
+def test_without_idle_timeout_a_ready_connection_stays(server_factory):
+    srv = server_factory(settings={"limits.startup_timeout_ms": 300})
+    with cqlwire.ready_connection(srv.host, srv.port) as c:
+        time.sleep(2)
+        assert c.query("SELECT key FROM system.local").opcode == cqlwire.RESULT
