@@ -148,6 +148,11 @@ pub fn split_one(
     if res.is_some() {
         parent.stats.retired.store(true, Ordering::SeqCst);
         crate::metrics::global().splits.inc();
+        // The parent's range now belongs to its children: fence every handle on it, under its
+        // lock, so no commit through it can land after the new map took effect.
+        if let Some(parts) = store.partitions() {
+            parts.retire_partition(sid, pid)?;
+        }
     }
     drop(guard);
     if let Some([l, r]) = &res {

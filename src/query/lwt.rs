@@ -13,7 +13,9 @@ use super::{invalid, resolve_table, Engine, Outcome, Result, ResultColumn, Rows}
 use crate::cql::ast::{Condition, Conditions, Operator, RelationLhs, Statement, Term};
 use crate::cql::types::CqlType;
 use crate::cql::value;
+use crate::error::WriteType;
 use crate::schema::{ColumnKind, Schema, TableDef};
+use crate::storage::handle::Condition as StorageCondition;
 use crate::storage::Space;
 use crate::tokens::split_composite;
 use bytes::Bytes;
@@ -218,195 +220,226 @@ pub fn execute(
     // Admitted on the partition's throughput budget before anything is read (charged read + write).
     write::admit_writes(engine, &muts, super::WriteType::Cas, rctx)?;
     let stripe = engine.lock_stripe(t.storage_id, &pk);
-    let _guard = engine.stripe(stripe).lock();
-    let mut read = (0u64, 0u64); // (stored keys found, bytes) for the read charge
-    let now = super::now_millis();
-    let header_key = write::header_key(&t, &pk);
-    let mut header = match engine.store.get(Space::Data, &header_key)? {
-        Some(b) => {
-            read = (read.0 + 1, read.1 + (header_key.len() + b.len()) as u64);
-            RowData::decode(&b)?
-        }
-        None => RowData::default(),
-    };
-    if let Some((dts, _)) = header.deletion {
-        // Statics are shadowed by the partition deletion; rows below.
-        let ranges = std::mem::take(&mut header.ranges);
-        header.shadow_at(dts);
-        header.ranges = ranges;
-        header.deletion = Some((dts, 0));
-    }
-    // Non-frozen collections and UDTs are read (and returned) as whole values.
-    super::complex::materialize(&mut header, &t, None, now);
-    let ck_start = header_key.len();
-    let mut rows: Vec<(Vec<u8>, RowData)> = Vec::new();
-    for c in &checks {
-        if let Some(k) = &c.row_key {
-            if rows.iter().any(|(rk, _)| rk == k) {
-                continue;
+    let _guard = engine.write_lock(stripe);
+    for attempt in 0..write::MAX_ATTEMPTS {
+        let mut decided: Vec<StorageCondition> = Vec::new();
+        let mut read = (0u64, 0u64); // (stored keys found, bytes) for the read charge
+        let now = super::now_millis();
+        let header_key = write::header_key(&t, &pk);
+        let stored_header = engine.store.get(Space::Data, &header_key)?;
+        decided.push(unchanged(&header_key, &stored_header));
+        let mut header = match stored_header {
+            Some(b) => {
+                read = (read.0 + 1, read.1 + (header_key.len() + b.len()) as u64);
+                RowData::decode(&b)?
             }
-            let mut r = match engine.store.get(Space::Data, k)? {
-                Some(b) => {
-                    read = (read.0 + 1, read.1 + (k.len() + b.len()) as u64);
-                    RowData::decode(&b)?
-                }
-                None => RowData::default(),
-            };
-            if let Some((dts, _)) = header.deletion {
-                r.shadow_at(dts);
-            }
-            if let Some(dts) = header.range_deletion(k.get(ck_start..).unwrap_or(&[])) {
-                r.shadow_at(dts);
-            }
-            super::complex::materialize(&mut r, &t, None, now);
-            rows.push((k.clone(), r));
-        }
-    }
-    let empty = RowData::default();
-    let mut applied = true;
-    for c in &checks {
-        let row = c
-            .row_key
-            .as_ref()
-            .and_then(|k| rows.iter().find(|(rk, _)| rk == k))
-            .map(|(_, r)| r);
-        let exists = match row {
-            Some(r) => r.is_live(now),
-            None => header.cells.iter().any(|x| x.is_live(now)),
+            None => RowData::default(),
         };
-        let ok = match &c.conds {
-            Conditions::IfExists => exists,
-            Conditions::IfNotExists => !exists,
-            Conditions::Columns(cs) => {
-                let mut all = true;
-                for (cond, ce) in cs.iter().zip(&c.values) {
-                    let col = &t.columns[ce.col];
-                    let src = if col.kind == ColumnKind::Static {
-                        &header
-                    } else {
-                        row.unwrap_or(&empty)
-                    };
-                    let cur = src
-                        .cell(col.id)
-                        .filter(|x| x.is_live(now))
-                        .and_then(|x| x.value.as_deref());
-                    if !holds(&ce.ty, cond.op, ce.read(cur), &ce.vals) {
-                        all = false;
-                        break;
+        if let Some((dts, _)) = header.deletion {
+            // Statics are shadowed by the partition deletion; rows below.
+            let ranges = std::mem::take(&mut header.ranges);
+            header.shadow_at(dts);
+            header.ranges = ranges;
+            header.deletion = Some((dts, 0));
+        }
+        // Non-frozen collections and UDTs are read (and returned) as whole values.
+        super::complex::materialize(&mut header, &t, None, now);
+        let ck_start = header_key.len();
+        let mut rows: Vec<(Vec<u8>, RowData)> = Vec::new();
+        for c in &checks {
+            if let Some(k) = &c.row_key {
+                if rows.iter().any(|(rk, _)| rk == k) {
+                    continue;
+                }
+                let stored = engine.store.get(Space::Data, k)?;
+                decided.push(unchanged(k, &stored));
+                let mut r = match stored {
+                    Some(b) => {
+                        read = (read.0 + 1, read.1 + (k.len() + b.len()) as u64);
+                        RowData::decode(&b)?
                     }
+                    None => RowData::default(),
+                };
+                if let Some((dts, _)) = header.deletion {
+                    r.shadow_at(dts);
                 }
-                all
-            }
-        };
-        if !ok {
-            applied = false;
-            break;
-        }
-    }
-    let ks_table = (t.keyspace.clone(), t.name.clone());
-    let applied_col = ResultColumn {
-        keyspace: ks_table.0.clone(),
-        table: ks_table.1.clone(),
-        name: "[applied]".into(),
-        ty: CqlType::Boolean,
-    };
-    write::charge_read(engine, rctx, &t, &pk, read);
-    if applied {
-        write::apply_locked(engine, muts, rctx)?;
-        let mut out = Rows::new(Arc::new(vec![applied_col]));
-        out.push_cell(Some(&[1]));
-        out.count = 1;
-        return Ok(Outcome::Rows(out));
-    }
-    // Not applied: the current values of the rows the conditions read.
-    let cols: Vec<usize> = match cond_cols {
-        None => (0..t.columns.len()).collect(),
-        Some(c) => {
-            let mut v: Vec<usize> = Vec::new();
-            if is_batch {
-                v.extend(t.partition_key.iter().copied());
-                v.extend(t.clustering.iter().copied());
-            }
-            for i in c {
-                if !v.contains(&i) {
-                    v.push(i);
+                if let Some(dts) = header.range_deletion(k.get(ck_start..).unwrap_or(&[])) {
+                    r.shadow_at(dts);
                 }
+                super::complex::materialize(&mut r, &t, None, now);
+                rows.push((k.clone(), r));
             }
-            v
         }
-    };
-    let mut columns = vec![applied_col];
-    columns.extend(cols.iter().map(|&i| ResultColumn {
-        keyspace: ks_table.0.clone(),
-        table: ks_table.1.clone(),
-        name: t.columns[i].name.clone(),
-        ty: t.columns[i].ty.clone(),
-    }));
-    let mut out = Rows::new(Arc::new(columns));
-    let pk_parts: Vec<&[u8]> = if t.partition_key.len() == 1 {
-        vec![&pk[..]]
-    } else {
-        split_composite(&pk, t.partition_key.len()).unwrap_or_default()
-    };
-    let ck_types: Vec<(&CqlType, bool)> = t.clustering_columns().map(|c| (&c.ty, c.desc)).collect();
-    let statics_live = header.cells.iter().any(|x| x.is_live(now));
-    let mut emitted = false;
-    let mut seen: Vec<&Vec<u8>> = Vec::new();
-    for c in &checks {
-        let Some(k) = &c.row_key else { continue };
-        if seen.contains(&k) {
-            continue;
+        let empty = RowData::default();
+        let mut applied = true;
+        for c in &checks {
+            let row = c
+                .row_key
+                .as_ref()
+                .and_then(|k| rows.iter().find(|(rk, _)| rk == k))
+                .map(|(_, r)| r);
+            let exists = match row {
+                Some(r) => r.is_live(now),
+                None => header.cells.iter().any(|x| x.is_live(now)),
+            };
+            let ok = match &c.conds {
+                Conditions::IfExists => exists,
+                Conditions::IfNotExists => !exists,
+                Conditions::Columns(cs) => {
+                    let mut all = true;
+                    for (cond, ce) in cs.iter().zip(&c.values) {
+                        let col = &t.columns[ce.col];
+                        let src = if col.kind == ColumnKind::Static {
+                            &header
+                        } else {
+                            row.unwrap_or(&empty)
+                        };
+                        let cur = src
+                            .cell(col.id)
+                            .filter(|x| x.is_live(now))
+                            .and_then(|x| x.value.as_deref());
+                        if !holds(&ce.ty, cond.op, ce.read(cur), &ce.vals) {
+                            all = false;
+                            break;
+                        }
+                    }
+                    all
+                }
+            };
+            if !ok {
+                applied = false;
+                break;
+            }
         }
-        seen.push(k);
-        let Some((_, r)) = rows.iter().find(|(rk, _)| rk == k) else {
-            continue;
-        };
-        if !r.is_live(now) {
-            continue;
-        }
-        let dk = row::decode_key(k, &ck_types)?;
-        push_row(
-            &mut out,
-            &t,
-            &cols,
-            &pk_parts,
-            &dk.clustering,
-            r,
-            &header,
-            now,
-        );
-        emitted = true;
-    }
-    // A partition without the row still answers its static columns, but only when the
-    // conditions read some (Cassandra reads just the condition columns: without a static one
-    // its static row is empty and the answer is `[applied]` alone).
-    let reads_statics = cols
-        .iter()
-        .any(|&i| t.columns[i].kind == ColumnKind::Static);
-    if !emitted && statics_live && reads_statics {
-        push_row(
-            &mut out,
-            &t,
-            &cols,
-            &pk_parts,
-            &[],
-            &RowData::default(),
-            &header,
-            now,
-        );
-        emitted = true;
-    }
-    if !emitted {
-        out = Rows::new(Arc::new(vec![ResultColumn {
-            keyspace: ks_table.0,
-            table: ks_table.1,
+        let ks_table = (t.keyspace.clone(), t.name.clone());
+        let applied_col = ResultColumn {
+            keyspace: ks_table.0.clone(),
+            table: ks_table.1.clone(),
             name: "[applied]".into(),
             ty: CqlType::Boolean,
-        }]));
-        out.push_cell(Some(&[0]));
-        out.count = 1;
+        };
+        write::charge_read(engine, rctx, &t, &pk, read);
+        if applied {
+            // Committed on the condition that what was decided on is still there (see
+            // `write::apply`): a writer outside this process's locks makes it read again.
+            let token = write::table_token(&t, &pk);
+            let decided = decided
+                .into_iter()
+                .map(|c| (t.storage_id, token, c))
+                .collect();
+            match write::apply_once(engine, muts.clone(), rctx, decided)? {
+                Ok(()) => {}
+                Err(e) if e.is_retryable() => {
+                    write::conflict_backoff(attempt);
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            }
+            let mut out = Rows::new(Arc::new(vec![applied_col]));
+            out.push_cell(Some(&[1]));
+            out.count = 1;
+            return Ok(Outcome::Rows(out));
+        }
+        // Not applied: the current values of the rows the conditions read.
+        let cols: Vec<usize> = match cond_cols {
+            None => (0..t.columns.len()).collect(),
+            Some(c) => {
+                let mut v: Vec<usize> = Vec::new();
+                if is_batch {
+                    v.extend(t.partition_key.iter().copied());
+                    v.extend(t.clustering.iter().copied());
+                }
+                for i in c {
+                    if !v.contains(&i) {
+                        v.push(i);
+                    }
+                }
+                v
+            }
+        };
+        let mut columns = vec![applied_col];
+        columns.extend(cols.iter().map(|&i| ResultColumn {
+            keyspace: ks_table.0.clone(),
+            table: ks_table.1.clone(),
+            name: t.columns[i].name.clone(),
+            ty: t.columns[i].ty.clone(),
+        }));
+        let mut out = Rows::new(Arc::new(columns));
+        let pk_parts: Vec<&[u8]> = if t.partition_key.len() == 1 {
+            vec![&pk[..]]
+        } else {
+            split_composite(&pk, t.partition_key.len()).unwrap_or_default()
+        };
+        let ck_types: Vec<(&CqlType, bool)> =
+            t.clustering_columns().map(|c| (&c.ty, c.desc)).collect();
+        let statics_live = header.cells.iter().any(|x| x.is_live(now));
+        let mut emitted = false;
+        let mut seen: Vec<&Vec<u8>> = Vec::new();
+        for c in &checks {
+            let Some(k) = &c.row_key else { continue };
+            if seen.contains(&k) {
+                continue;
+            }
+            seen.push(k);
+            let Some((_, r)) = rows.iter().find(|(rk, _)| rk == k) else {
+                continue;
+            };
+            if !r.is_live(now) {
+                continue;
+            }
+            let dk = row::decode_key(k, &ck_types)?;
+            push_row(
+                &mut out,
+                &t,
+                &cols,
+                &pk_parts,
+                &dk.clustering,
+                r,
+                &header,
+                now,
+            );
+            emitted = true;
+        }
+        // A partition without the row still answers its static columns, but only when the
+        // conditions read some (Cassandra reads just the condition columns: without a static one
+        // its static row is empty and the answer is `[applied]` alone).
+        let reads_statics = cols
+            .iter()
+            .any(|&i| t.columns[i].kind == ColumnKind::Static);
+        if !emitted && statics_live && reads_statics {
+            push_row(
+                &mut out,
+                &t,
+                &cols,
+                &pk_parts,
+                &[],
+                &RowData::default(),
+                &header,
+                now,
+            );
+            emitted = true;
+        }
+        if !emitted {
+            out = Rows::new(Arc::new(vec![ResultColumn {
+                keyspace: ks_table.0,
+                table: ks_table.1,
+                name: "[applied]".into(),
+                ty: CqlType::Boolean,
+            }]));
+            out.push_cell(Some(&[0]));
+            out.count = 1;
+        }
+        return Ok(Outcome::Rows(out));
     }
-    Ok(Outcome::Rows(out))
+    Err(write::contended(WriteType::Cas))
+}
+
+/// The condition that a key still holds what a lightweight transaction read.
+fn unchanged(key: &[u8], read: &Option<Bytes>) -> StorageCondition {
+    StorageCondition::Unchanged {
+        key: Bytes::copy_from_slice(key),
+        read: read.clone(),
+    }
 }
 
 /// The error for a condition that needs a row when the statement names no full row key.

@@ -389,6 +389,8 @@ pub struct Engine {
     /// Queues storage-driven splits for the background splitter.
     pub splitter: crate::partition::split::Splitter,
     pub store: Arc<dyn Store>,
+    /// This process's handles on the physical partitions it writes (`partition::handles`).
+    pub handles: crate::partition::handles::Handles,
     pub node: NodeInfo,
     pub limits: EngineLimits,
     /// Recently finished traced requests (system_traces).
@@ -396,6 +398,8 @@ pub struct Engine {
     prepared: Vec<RwLock<PreparedShard>>,
     /// Write serialization per logical partition (striped): read-merge-write is atomic.
     locks: Vec<Mutex<()>>,
+    /// Test hook (`set_skip_write_locks_for_tests`).
+    skip_write_locks: std::sync::atomic::AtomicBool,
     /// Partitions whose expired partition/range tombstones await the sweeper (purge.rs).
     pub(crate) sweep_queue: Arc<purge::SweepQueue>,
 }
@@ -413,10 +417,13 @@ impl Engine {
             Arc::clone(&store),
             limits.partitions.physical_split_bytes,
         );
+        let handles = crate::partition::handles::Handles::start(Arc::clone(&store))
+            .map_err(|e| e.to_string())?;
         let engine = Engine {
             catalog,
             maps,
             splitter,
+            handles,
             store,
             node,
             limits,
@@ -425,6 +432,7 @@ impl Engine {
                 .map(|_| RwLock::new(PreparedShard::default()))
                 .collect(),
             locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            skip_write_locks: Default::default(),
             sweep_queue: Arc::default(),
         };
         engine.ensure_maps().map_err(|e| e.to_string())?;
@@ -475,6 +483,26 @@ impl Engine {
 
     pub(crate) fn stripe(&self, i: usize) -> &Mutex<()> {
         &self.locks[i]
+    }
+
+    /// Locks write stripe `i`, unless the test hook below turned the stripes off.
+    pub(crate) fn write_lock(&self, i: usize) -> Option<parking_lot::MutexGuard<'_, ()>> {
+        if self
+            .skip_write_locks
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return None;
+        }
+        Some(self.locks[i].lock())
+    }
+
+    /// Test hook: writes and lightweight transactions stop taking this process's lock
+    /// stripes, as writers in other processes over a shared backend would not share them;
+    /// only the conditional commits then keep read-merge-write exact (`tests/engine_races.rs`).
+    #[doc(hidden)]
+    pub fn set_skip_write_locks_for_tests(&self, skip: bool) {
+        self.skip_write_locks
+            .store(skip, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Whether a QUERY may run long (`long.rs`); only SELECT and CREATE texts are parsed for it.

@@ -2,8 +2,8 @@
 //! time, atomic as a whole, as Cassandra's batchlog makes LOGGED batches atomic.
 //!
 //! [`commit_parts`] first writes the whole write (every part's final keys and values) as one
-//! log entry in `meta`, then commits each part (one physical partition each), then deletes the
-//! entry. [`replay`] (at startup, before anything reads) commits every entry still present part
+//! log entry in `meta`, then commits each part (one physical partition each, through its
+//! handle), then deletes the entry. [`replay`] (at startup, before anything reads) commits every entry still present part
 //! by part and deletes it: the parts hold final values (rows already merged, size records
 //! already computed) and the writer held its partitions' locks until it finished, so applying
 //! a part twice writes the same bytes. A crash before the entry is written leaves nothing of
@@ -14,10 +14,12 @@
 //! 2 sizes][key length u32 BE][key][1 put | 0 delete][value length u32 BE][value]`. Its size is
 //! that of the write, which the batch size limits bound.
 
+use super::handle::{PartitionCommit, PartitionHandle};
 use super::{Op, Result, Space, StorageError, Store, WriteBatch};
 use bytes::{Buf, BufMut, Bytes};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::sync::OnceLock;
 
 const PREFIX: &[u8] = b"batchlog/";
@@ -46,31 +48,67 @@ fn next_key() -> Vec<u8> {
     [PREFIX, &id.to_be_bytes()].concat()
 }
 
-/// Commits `parts` (each one physical partition's writes): a single part directly, several
-/// through a batch log entry.
-pub fn commit_parts(store: &dyn Store, mut parts: Vec<WriteBatch>) -> Result<()> {
-    parts.retain(|p| !p.is_empty());
-    if parts.len() <= 1 {
-        return store.commit(parts.pop().unwrap_or_default());
-    }
-    let key = next_key();
-    let mut log = WriteBatch::default();
-    log.put(Space::Meta, key.clone(), encode(&parts));
-    store.commit(log)?;
-    apply(store, parts, key)
+/// One physical partition's part of a write, committed through its handle (or, on a store
+/// without handles, as a plain batch).
+pub struct Part {
+    pub handle: Option<Arc<dyn PartitionHandle>>,
+    pub commit: PartitionCommit,
 }
 
-fn apply(store: &dyn Store, parts: Vec<WriteBatch>, key: Vec<u8>) -> Result<()> {
-    for part in parts {
-        let pause_ms = pause_ms();
-        if pause_ms > 0 {
-            std::thread::sleep(std::time::Duration::from_millis(pause_ms));
+impl Part {
+    fn commit(self, store: &dyn Store) -> Result<()> {
+        match self.handle {
+            Some(h) => h.commit(self.commit),
+            None => store.commit(self.commit.to_batch()),
         }
-        store.commit(part)?;
     }
+}
+
+/// Commits `parts` (each one physical partition's writes): a single part directly, with its
+/// conditions; several through a batch log entry. The parts of a logged write commit without
+/// their conditions: once the first part is applied the write must finish (the entry replays
+/// it after a crash), so the writer must own every partition's lock; the caller holds them.
+pub fn commit_parts(store: &dyn Store, mut parts: Vec<Part>) -> Result<()> {
+    parts.retain(|p| !p.commit.is_empty());
+    if parts.len() <= 1 {
+        return match parts.pop() {
+            Some(p) => p.commit(store),
+            None => Ok(()),
+        };
+    }
+    let key = next_key();
+    let batches: Vec<WriteBatch> = parts.iter().map(|p| p.commit.to_batch()).collect();
+    let mut log = WriteBatch::default();
+    log.put(Space::Meta, key.clone(), encode(&batches));
+    store.commit(log)?;
+    for mut part in parts {
+        pause();
+        part.commit.conditions.clear();
+        part.commit(store)?;
+    }
+    finish(store, key)
+}
+
+fn pause() {
+    let pause_ms = pause_ms();
+    if pause_ms > 0 {
+        std::thread::sleep(std::time::Duration::from_millis(pause_ms));
+    }
+}
+
+fn finish(store: &dyn Store, key: Vec<u8>) -> Result<()> {
     let mut done = WriteBatch::default();
     done.delete(Space::Meta, key);
     store.commit(done)
+}
+
+/// Replays an entry: at startup, before any handle is opened (one process owns the store).
+fn apply(store: &dyn Store, parts: Vec<WriteBatch>, key: Vec<u8>) -> Result<()> {
+    for part in parts {
+        pause();
+        store.commit(part)?;
+    }
+    finish(store, key)
 }
 
 /// Finishes every logged write a crash interrupted; returns how many.

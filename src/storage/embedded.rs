@@ -22,7 +22,7 @@ pub struct EmbeddedStore {
     pub(super) db: Database,
     pub(super) data: Keyspace,
     pub(super) meta: Keyspace,
-    sizes: Keyspace,
+    pub(super) sizes: Keyspace,
     pub(super) sync: SyncMode,
     pub(super) group: Arc<GroupCommit>,
     purge: Arc<PurgeSlot>,
@@ -206,6 +206,10 @@ impl GroupCommit {
 }
 
 impl Store for EmbeddedStore {
+    fn partitions(&self) -> Option<&dyn super::handle::PartitionStore> {
+        Some(self)
+    }
+
     fn get(&self, space: Space, key: &[u8]) -> Result<Option<Bytes>> {
         if key.len() > MAX_KEY_BYTES {
             // No such key can be stored.

@@ -16,7 +16,13 @@
 //! against the row it names (`FOR UPDATE`), writes, and commits).
 //!
 //! Keys are [`Space::Data`](super::Space::Data) keys; every key a commit or a condition names
-//! must lie in the handle's [`KeyRange`], and reads are clamped to it.
+//! must lie in the handle's [`KeyRange`], and reads are clamped to it. A commit also carries
+//! the partition's size records ([`Space::Sizes`](super::Space::Sizes), keyed like its data, so
+//! range-checked the same way) and *local* records: data-space entries kept outside the row key
+//! range that belong to the partition through the token of the row they describe (secondary
+//! index entries, `[index id][value][token]...`). The storage layer cannot parse their keys, so
+//! the writer names the token and the handle checks that the partition owns it; a PostgreSQL
+//! backend stores that token in the record's row, as an index table's column.
 
 use super::{Result, ScanIter};
 use bytes::Bytes;
@@ -88,6 +94,9 @@ fn flip(t: i64) -> [u8; 8] {
 pub struct PartitionRef {
     pub storage_id: u64,
     pub partition_id: u64,
+    /// Token range `(start, end]` (a start of i64::MIN includes i64::MIN).
+    pub start: i64,
+    pub end: i64,
     pub range: KeyRange,
 }
 
@@ -96,9 +105,26 @@ impl PartitionRef {
         PartitionRef {
             storage_id,
             partition_id,
+            start,
+            end,
             range: KeyRange::of_tokens(storage_id, start, end),
         }
     }
+
+    /// Whether `token` is in the partition's range (the rule of [`KeyRange::of_tokens`]).
+    pub fn owns_token(&self, token: i64) -> bool {
+        (token > self.start || self.start == i64::MIN) && token <= self.end
+    }
+}
+
+/// A data-space record outside the row key range, owned through its row's token (see the
+/// module doc).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalWrite {
+    pub token: i64,
+    pub key: Bytes,
+    /// None deletes the key.
+    pub value: Option<Bytes>,
 }
 
 /// A condition a commit checks atomically with its writes.
@@ -134,6 +160,10 @@ pub struct PartitionCommit {
     pub conditions: Vec<Condition>,
     /// `(key, value)`; a None value deletes the key.
     pub writes: Vec<(Bytes, Option<Bytes>)>,
+    /// Size records (`Space::Sizes`), `(key, value)` as `writes`.
+    pub sizes: Vec<(Bytes, Option<Bytes>)>,
+    /// Records owned through a token (secondary-index entries).
+    pub local: Vec<LocalWrite>,
 }
 
 impl PartitionCommit {
@@ -148,6 +178,30 @@ impl PartitionCommit {
     pub fn require(&mut self, condition: Condition) -> &mut Self {
         self.conditions.push(condition);
         self
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.conditions.is_empty()
+            && self.writes.is_empty()
+            && self.sizes.is_empty()
+            && self.local.is_empty()
+    }
+
+    /// The writes as a plain storage batch (conditions left out): what the batch log records
+    /// and replays.
+    pub fn to_batch(&self) -> super::WriteBatch {
+        use super::Space;
+        let mut b = super::WriteBatch::default();
+        let all = (self.writes.iter().map(|(k, v)| (Space::Data, k, v)))
+            .chain(self.sizes.iter().map(|(k, v)| (Space::Sizes, k, v)))
+            .chain(self.local.iter().map(|l| (Space::Data, &l.key, &l.value)));
+        for (space, key, value) in all {
+            match value {
+                Some(v) => b.put(space, key.clone(), v.clone()),
+                None => b.delete(space, key.clone()),
+            }
+        }
+        b
     }
 }
 

@@ -221,6 +221,10 @@ pub trait Store: Send + Sync + 'static {
     fn commit(&self, batch: WriteBatch) -> Result<()>;
     /// Makes everything committed so far durable on disk (used at shutdown).
     fn flush(&self) -> Result<()>;
+    /// The per-partition contract (`handle.rs`), if this backend offers it.
+    fn partitions(&self) -> Option<&dyn handle::PartitionStore> {
+        None
+    }
     /// Installs the filter that background compactions apply to table data, so that data the
     /// layer above no longer needs (expired, deleted) leaves the disk. Default: none.
     fn set_purge_filter(&self, _filter: PurgeFilterFactory) {}

@@ -1,7 +1,18 @@
 //! Applying mutations: lock the partitions' stripes in order, merge with the stored rows
-//! (last-write-wins), commit as one atomic storage batch.
+//! (last-write-wins), commit through each physical partition's handle.
+//!
+//! Read-merge-write is exact through the commit's conditions, not only through the lock
+//! stripes (which stay as the fast path): every row read and merged is committed on the
+//! condition that it still holds what was read (`Condition::Unchanged`), so a writer that does
+//! not share this process's locks (another node over the same backend) makes the commit fail
+//! with `Conflict` instead of losing its update. A conflict is read again and merged again, up
+//! to `MAX_ATTEMPTS` times, then answered as Cassandra answers contention: a WriteTimeout.
 
 use super::*;
+use crate::error::WriteType;
+use crate::query::QueryError;
+use crate::storage::handle::Condition;
+use crate::storage::StorageError;
 
 /// Applies mutations atomically: locks their partitions, merges with stored rows, commits.
 pub fn apply(engine: &Engine, muts: Vec<Mutation>) -> Result<()> {
@@ -21,9 +32,12 @@ pub fn apply_with(
     }
     admit_writes(engine, &muts, write_type, rctx)?;
     let stripes = stripes_of(engine, &muts);
-    let _guards: Vec<_> = stripes.iter().map(|&i| engine.stripe(i).lock()).collect();
-    apply_locked(engine, muts, rctx)
+    let _guards: Vec<_> = stripes.iter().map(|&i| engine.write_lock(i)).collect();
+    apply_locked(engine, muts, rctx, write_type)
 }
+
+/// Attempts of a write whose conditional commit conflicts (each reads again).
+pub(crate) const MAX_ATTEMPTS: u32 = 8;
 
 /// The lock stripes of the partitions mutations touch, sorted and distinct (lock them in order).
 pub(crate) fn stripes_of(engine: &Engine, muts: &[Mutation]) -> Vec<usize> {
@@ -36,13 +50,51 @@ pub(crate) fn stripes_of(engine: &Engine, muts: &[Mutation]) -> Vec<usize> {
     stripes
 }
 
-/// `apply` with the stripes of every mutation's partition already held by the caller.
-pub(crate) fn apply_locked(
+/// `apply` with the stripes of every mutation's partition already held by the caller; retries
+/// a conditional commit that conflicts (see the module doc).
+fn apply_locked(
     engine: &Engine,
     muts: Vec<Mutation>,
     rctx: Option<&crate::query::RequestCtx>,
+    write_type: WriteType,
 ) -> Result<()> {
+    for attempt in 0..MAX_ATTEMPTS {
+        match apply_once(engine, muts.clone(), rctx, Vec::new())? {
+            Ok(()) => return Ok(()),
+            Err(e) if e.is_retryable() => {
+                tracing::debug!(attempt, error = %e, "write conflicted; reading again");
+                conflict_backoff(attempt);
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(contended(write_type))
+}
+
+/// Cassandra's answer to a write that lost to contention too often.
+pub(crate) fn contended(write_type: WriteType) -> QueryError {
+    QueryError::WriteTimeout(
+        format!("Operation timed out - received only 0 responses (the write conflicted with another writer {MAX_ATTEMPTS} times)"),
+        write_type,
+    )
+}
+
+/// Sleeps before attempt `attempt + 1` of a conflicted write (100 µs, doubling).
+pub(crate) fn conflict_backoff(attempt: u32) {
+    std::thread::sleep(std::time::Duration::from_micros(100 << attempt.min(10)));
+}
+
+/// One attempt, also committing on `extra` conditions (what a lightweight transaction decided
+/// on): Ok(Err(e)) is a storage failure of the commit itself, `Conflict` when a condition no
+/// longer held (nothing was written).
+pub(crate) fn apply_once(
+    engine: &Engine,
+    muts: Vec<Mutation>,
+    rctx: Option<&crate::query::RequestCtx>,
+    extra: Vec<(u64, Token, Condition)>,
+) -> Result<std::result::Result<(), StorageError>> {
     let budgets = write_partitions(engine, &muts).0;
+    let mut conditions = extra;
     let mut batch = WriteBatch::default();
     // Several mutations of one batch may hit the same key: merge them in order. The stored
     // version is kept for tables with secondary indexes, to update their entries.
@@ -68,6 +120,14 @@ pub(crate) fn apply_locked(
         }
         let stored = engine.store.get(Space::Data, &m.key)?;
         let token = table_token(&m.table, &m.pk);
+        conditions.push((
+            m.table.storage_id,
+            token,
+            Condition::Unchanged {
+                key: Bytes::copy_from_slice(&m.key),
+                read: stored.clone(),
+            },
+        ));
         let old_len = stored.as_ref().map_or(0, |b| m.key.len() + b.len());
         let mut current = match stored {
             Some(b) => RowData::decode(&b)?,
@@ -118,9 +178,14 @@ pub(crate) fn apply_locked(
     };
     sizes.prepare(&*engine.store, limits, &mut batch, Some(&warn))?;
     let touched = sizes.commit(&engine.maps, || {
-        let parts = super::by_partition::split(&engine.maps, batch, &owners);
+        let parts =
+            super::by_partition::split(&engine.maps, &engine.handles, batch, &owners, conditions)?;
         crate::storage::batch_log::commit_parts(&*engine.store, parts)
-    })?;
+    });
+    let touched = match touched {
+        Ok(t) => t,
+        Err(e) => return Ok(Err(e)),
+    };
     if let Some(c) = rctx {
         c.add_charge(sizes.request_units());
     }
@@ -132,5 +197,5 @@ pub(crate) fn apply_locked(
             }
         }
     }
-    Ok(())
+    Ok(Ok(()))
 }

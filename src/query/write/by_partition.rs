@@ -1,51 +1,91 @@
-//! Splits a write's storage batch into one batch per physical partition, so that each commit
-//! touches one partition (several are made atomic together by `storage::batch_log`).
+//! Splits a write's storage batch into one commit per physical partition, each for that
+//! partition's handle, so that every commit touches one partition (several are made atomic
+//! together by `storage::batch_log`).
 //!
-//! Row and index ops belong to the partition of the row they were written for (the caller
-//! says which, op by op); size records carry their table and token in their key. Index entries
-//! are not in the partition's key range yet: they travel with their row's part.
+//! Row ops belong to the partition of the row they were written for (the caller says which, op
+//! by op): the row's own keys (they start with the table's storage id) are range-checked data
+//! writes; its secondary-index entries (they start with the index's storage id) are *local*
+//! writes owned through the row's token. Size records carry their table and token in their key.
 
+use crate::partition::handles::Handles;
 use crate::partition::map::PartitionMaps;
-use crate::storage::{Space, WriteBatch};
+use crate::storage::batch_log::Part;
+use crate::storage::handle::{Condition, LocalWrite, PartitionCommit};
+use crate::storage::{Result, Space, StorageError, WriteBatch};
 use crate::tokens::Token;
 use std::collections::HashMap;
 
-/// (table storage id, physical partition id); ops of neither kind go to `OTHER`.
-type Group = (u64, u64);
-const OTHER: Group = (u64::MAX, u64::MAX);
-
 /// `owners[i]`: (storage id, token) of the row op `i` was written for; ops past its end are
-/// size records (or other records, kept together in a part of their own).
+/// size records. `conditions`: (storage id, token, condition) for the rows read and merged.
 pub(super) fn split(
     maps: &PartitionMaps,
+    handles: &Handles,
     batch: WriteBatch,
     owners: &[(u64, Token)],
-) -> Vec<WriteBatch> {
-    let mut index: HashMap<Group, usize> = HashMap::new();
-    let mut parts: Vec<WriteBatch> = Vec::new();
+    conditions: Vec<(u64, Token, Condition)>,
+) -> Result<Vec<Part>> {
+    let mut parts = Parts::default();
     for (i, op) in batch.ops.into_iter().enumerate() {
-        let group = match owners.get(i) {
-            Some(&(sid, token)) => partition_of(maps, sid, token),
-            None if op.space == Space::Sizes => match table_and_token(&op.key) {
-                Some((sid, token)) => partition_of(maps, sid, token),
-                None => OTHER,
-            },
-            None => OTHER,
+        let (sid, token) = match (owners.get(i), op.space) {
+            (Some(&owner), _) => owner,
+            (None, Space::Sizes) => table_and_token(&op.key).ok_or_else(|| odd(&op.key))?,
+            (None, _) => return Err(odd(&op.key)),
         };
-        let at = *index.entry(group).or_insert_with(|| {
-            parts.push(WriteBatch::default());
-            parts.len() - 1
-        });
-        parts[at].ops.push(op);
+        let c = parts.of(maps, handles, sid, token)?;
+        match op.space {
+            Space::Sizes => c.sizes.push((op.key, op.value)),
+            _ if op.key.starts_with(&sid.to_be_bytes()) => c.writes.push((op.key, op.value)),
+            _ => c.local.push(LocalWrite {
+                token,
+                key: op.key,
+                value: op.value,
+            }),
+        }
     }
-    parts
+    for (sid, token, cond) in conditions {
+        parts.of(maps, handles, sid, token)?.conditions.push(cond);
+    }
+    Ok(parts.list)
 }
 
-fn partition_of(maps: &PartitionMaps, sid: u64, token: Token) -> Group {
-    match maps.get(sid) {
-        Some(map) => (sid, map.route(token).id),
-        None => (sid, u64::MAX),
+#[derive(Default)]
+struct Parts {
+    at: HashMap<(u64, u64), usize>,
+    list: Vec<Part>,
+}
+
+impl Parts {
+    fn of(
+        &mut self,
+        maps: &PartitionMaps,
+        handles: &Handles,
+        sid: u64,
+        token: Token,
+    ) -> Result<&mut PartitionCommit> {
+        let map = maps
+            .get(sid)
+            .ok_or_else(|| StorageError::Corrupt(format!("no partition map for table {sid}")))?;
+        let p = map.route(token);
+        let at = match self.at.get(&(sid, p.id)) {
+            Some(&at) => at,
+            None => {
+                self.list.push(Part {
+                    handle: handles.get(sid, p)?,
+                    commit: PartitionCommit::default(),
+                });
+                self.at.insert((sid, p.id), self.list.len() - 1);
+                self.list.len() - 1
+            }
+        };
+        Ok(&mut self.list[at].commit)
     }
+}
+
+fn odd(key: &[u8]) -> StorageError {
+    StorageError::Corrupt(format!(
+        "write of {} key bytes belongs to no partition",
+        key.len()
+    ))
 }
 
 /// A size record key starts `[storage id u64 BE][token u64 BE, sign bit flipped]`.

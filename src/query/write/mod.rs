@@ -49,8 +49,8 @@ pub(crate) use self::admission::charge_read;
 pub use self::admission::table_throughput;
 use self::admission::*;
 pub use self::apply::apply;
-pub(crate) use self::apply::apply_locked;
 pub use self::apply::apply_with;
+pub(crate) use self::apply::{apply_once, conflict_backoff, contended, MAX_ATTEMPTS};
 pub use self::batch::execute_batch;
 pub use self::batch::run_batch;
 pub use self::batch::BatchStmt;
@@ -83,6 +83,7 @@ pub fn statement_timestamp(session: &mut Session, opts: &QueryOptions) -> i64 {
 }
 
 /// One write to one storage key.
+#[derive(Clone)]
 pub struct Mutation {
     pub table: Arc<TableDef>,
     pub pk: Bytes,
