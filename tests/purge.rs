@@ -55,10 +55,10 @@ fn run(e: &Engine, s: &mut Session, q: &str) {
 }
 
 /// The size records of table `p.t` (bytes per logical partition), in token order.
-fn size_records(store: &dyn Store, e: &Engine) -> Vec<u64> {
-    use ringgate::tokens::{MAX_TOKEN, MIN_TOKEN};
+fn size_records(_store: &dyn Store, e: &Engine) -> Vec<u64> {
     let sid = e.schema().keyspaces["p"].tables["t"].storage_id;
-    ringgate::partition::sizes::scan_range(store, sid, MIN_TOKEN, MAX_TOKEN)
+    let map = e.maps.get(sid).unwrap();
+    ringgate::partition::sizes::scan_table(&e.handles, sid, &map)
         .map(|r| r.unwrap().bytes as u64)
         .collect()
 }

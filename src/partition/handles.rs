@@ -6,48 +6,49 @@
 //! handles of any earlier process. A partition retired by a split (or a dropped table) answers
 //! `Fenced`: the handle is forgotten and the writer routes again through the current map.
 //!
-//! The cache holds at most one handle per partition opened since startup; retired ones are
-//! removed when a commit finds them fenced.
+//! Each partition's handle is kept in its live state (`PartStats::handle`, a [`HandleSlot`]),
+//! set once on first use: reads and writes take it without a lock or a table lookup (a point
+//! read costs what it did through the global store). A split's parent is dropped from the map
+//! with its handle; a handle fenced by a newer owner stays fenced (commits answer `Fenced`).
 
 use crate::partition::map::PhysicalPartition;
 use crate::storage::handle::{Epoch, PartitionHandle, PartitionRef};
-use crate::storage::{Space, StorageError, Store, WriteBatch};
-use parking_lot::Mutex;
-use std::collections::HashMap;
-use std::sync::Arc;
+use crate::storage::{StorageError, Store};
+use std::sync::{Arc, OnceLock};
 
 const EPOCH_KEY: &[u8] = b"node-epoch";
 
 pub struct Handles {
     store: Arc<dyn Store>,
     epoch: Epoch,
-    open: Mutex<HashMap<(u64, u64), Arc<dyn PartitionHandle>>>,
+}
+
+/// This process's handle on one physical partition, opened on first use.
+#[derive(Default)]
+pub struct HandleSlot(OnceLock<Arc<dyn PartitionHandle>>);
+
+impl std::fmt::Debug for HandleSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let epoch = self.0.get().map(|h| h.epoch());
+        f.debug_struct("HandleSlot").field("epoch", &epoch).finish()
+    }
 }
 
 impl Handles {
     /// Takes this process's owner epoch (the stored one plus one, made durable).
     pub fn start(store: Arc<dyn Store>) -> Result<Handles, StorageError> {
         let before =
-            match store.get(Space::Meta, EPOCH_KEY)? {
+            match store.metadata().meta_get(EPOCH_KEY)? {
                 Some(v) => u64::from_be_bytes(v[..].try_into().map_err(|_| {
                     StorageError::Corrupt("node-epoch record is not 8 bytes".into())
                 })?),
                 None => 0,
             };
         let epoch = before + 1;
-        let mut batch = WriteBatch::default();
-        batch.put(
-            Space::Meta,
-            EPOCH_KEY.to_vec(),
-            epoch.to_be_bytes().to_vec(),
-        );
-        store.commit(batch)?;
+        let value = epoch.to_be_bytes().to_vec().into();
+        (store.metadata()).meta_commit(vec![(EPOCH_KEY.into(), Some(value))])?;
         store.flush()?;
-        Ok(Handles {
-            store,
-            epoch,
-            open: Mutex::default(),
-        })
+        Ok(Handles { store, epoch })
     }
 
     pub fn epoch(&self) -> Epoch {
@@ -61,27 +62,34 @@ impl Handles {
         storage_id: u64,
         part: &PhysicalPartition,
     ) -> Result<Option<Arc<dyn PartitionHandle>>, StorageError> {
-        let Some(parts) = self.store.partitions() else {
+        if self.store.partitions().is_none() {
             return Ok(None);
-        };
-        let key = (storage_id, part.id);
-        if let Some(h) = self.open.lock().get(&key) {
-            return Ok(Some(Arc::clone(h)));
         }
-        let r = PartitionRef::new(storage_id, part.id, part.start, part.end);
-        let h = parts.open_partition(r, self.epoch)?;
-        self.open.lock().insert(key, Arc::clone(&h));
-        Ok(Some(h))
+        self.read(storage_id, part).map(|h| Some(Arc::clone(h)))
     }
 
-    /// Forgets a handle that was found fenced (its partition split or its table went away).
-    pub fn forget(&self, storage_id: u64, partition_id: u64) {
-        self.open.lock().remove(&(storage_id, partition_id));
+    /// The handle to read partition `part` of table `storage_id` through (opened on first use).
+    pub fn read<'p>(
+        &self,
+        storage_id: u64,
+        part: &'p PhysicalPartition,
+    ) -> Result<&'p Arc<dyn PartitionHandle>, StorageError> {
+        let slot = &part.stats.handle.0;
+        if let Some(h) = slot.get() {
+            return Ok(h);
+        }
+        let parts = self
+            .store
+            .partitions()
+            .ok_or_else(|| StorageError::Io("the store offers no per-partition handles".into()))?;
+        let r = PartitionRef::new(storage_id, part.id, part.start, part.end);
+        let h = parts.open_partition(r, self.epoch)?;
+        // A racing first use may have set it: either handle has this process's epoch.
+        Ok(slot.get_or_init(|| h))
     }
 
     /// Retires a partition (a split parent): every handle's later commit is `Fenced`.
     pub fn retire(&self, storage_id: u64, partition_id: u64) -> Result<(), StorageError> {
-        self.forget(storage_id, partition_id);
         match self.store.partitions() {
             Some(parts) => parts.retire_partition(storage_id, partition_id),
             None => Ok(()),

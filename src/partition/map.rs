@@ -120,11 +120,9 @@ impl PartitionMaps {
         let mut maps = HashMap::new();
         let prefix = b"pmap/";
         let end = crate::storage::prefix_successor(prefix).expect("prefix has a successor");
-        for item in store.scan(
-            Space::Meta,
+        for item in store.metadata().meta_scan(
             std::ops::Bound::Included(&prefix[..]),
             std::ops::Bound::Excluded(&end[..]),
-            false,
         ) {
             let (k, v) = item?;
             let id_bytes: [u8; 8] = k[prefix.len()..]
@@ -143,7 +141,7 @@ impl PartitionMaps {
             }
             maps.insert(u64::from_be_bytes(id_bytes), Arc::new(map));
         }
-        let next_id = match store.get(Space::Meta, NEXT_ID_KEY)? {
+        let next_id = match store.metadata().meta_get(NEXT_ID_KEY)? {
             Some(v) if v.len() == 8 => u64::from_be_bytes(v[..].try_into().expect("8 bytes")),
             _ => 1,
         };
@@ -313,7 +311,7 @@ impl PartitionMaps {
             map_key(storage_id),
             encode_arcs(&new_map.parts),
         );
-        self.store.commit(batch)?;
+        crate::storage::commit_meta(self.store.metadata(), batch)?;
         self.install(storage_id, Arc::new(new_map));
         Ok(Some([l, r]))
     }

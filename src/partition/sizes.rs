@@ -20,9 +20,11 @@
 //! tombstone sweeper (`query::purge`) recounts those partitions afterwards ([`Accounting::recount`]),
 //! so the records catch up within seconds of a compaction.
 
+use super::handles::Handles;
 use super::map::{PartitionMap, PartitionMaps};
 use crate::error::ClientError as QueryError;
-use crate::storage::{Space, StorageError, Store, WriteBatch};
+use crate::storage::PartitionHandle;
+use crate::storage::{Space, StorageError, WriteBatch};
 use crate::tokens::{Token, MAX_TOKEN, MIN_TOKEN};
 use bytes::Bytes;
 use parking_lot::RwLock;
@@ -71,13 +73,11 @@ pub struct PartStats {
     pub bucket: super::throttle::Bucket,
     /// The logical partitions consuming the most RU.
     pub hot: super::hot::HotKeys,
+    /// This process's handle on the partition (`handles.rs`).
+    pub handle: super::handles::HandleSlot,
     /// Writes' changes to records a split in progress has already counted.
     pub split_watch: super::split_watch::SplitWatch,
 }
-
-/// Where data directories written before the sizes space kept the records (in `Space::Meta`,
-/// this prefix before the same key); [`upgrade_legacy_records`] moves them at startup.
-const LEGACY_PREFIX: &[u8] = b"lsize/";
 
 fn token_bytes(t: Token) -> [u8; 8] {
     ((t as u64) ^ (1 << 63)).to_be_bytes()
@@ -125,20 +125,21 @@ fn decode(k: &[u8], v: &[u8]) -> Option<SizeRecord> {
     })
 }
 
-/// The records of a table whose token is in (start, end] (the first partition, starting at
-/// MIN_TOKEN, also owns the empty key's MIN_TOKEN), in token order.
+/// The records of partition `handle` (of table `storage_id`) whose token is in (start, end]
+/// (the first partition, starting at MIN_TOKEN, also owns the empty key's MIN_TOKEN), in token
+/// order.
 pub fn scan_range(
-    store: &dyn Store,
+    handle: &dyn PartitionHandle,
     storage_id: u64,
     start: Token,
     end: Token,
 ) -> impl Iterator<Item = Result<SizeRecord, StorageError>> {
-    scan_range_after(store, storage_id, start, end, None)
+    scan_range_after(handle, storage_id, start, end, None)
 }
 
 /// `scan_range`, resuming after the record whose key is `after` when given.
 pub fn scan_range_after(
-    store: &dyn Store,
+    handle: &dyn PartitionHandle,
     storage_id: u64,
     start: Token,
     end: Token,
@@ -162,71 +163,65 @@ pub fn scan_range_after(
         Some(k) if k >= &lo[..] => Bound::Excluded(k),
         _ => Bound::Included(&lo[..]),
     };
-    store
-        .scan(Space::Sizes, lower, Bound::Excluded(&hi[..]), false)
+    handle
+        .scan_sizes(lower, Bound::Excluded(&hi[..]))
         .filter_map(|item| match item {
             Ok((k, v)) => decode(&k, &v).map(Ok),
             Err(e) => Some(Err(e)),
         })
 }
 
-/// The recorded size of one logical partition (0: no record).
+/// Every record of a table, partition after partition through their handles, in token order.
+pub fn scan_table<'a>(
+    handles: &'a Handles,
+    storage_id: u64,
+    map: &'a PartitionMap,
+) -> impl Iterator<Item = Result<SizeRecord, StorageError>> + 'a {
+    map.parts.iter().flat_map(move |p| {
+        let records: Box<dyn Iterator<Item = _>> = match handles.read(storage_id, p) {
+            Ok(h) => Box::new(scan_range(&**h, storage_id, p.start, p.end)),
+            Err(e) => Box::new(std::iter::once(Err(e))),
+        };
+        records
+    })
+}
+
+/// The recorded size of one logical partition (0: no record), read through the handle of the
+/// physical partition that holds it.
 pub fn recorded(
-    store: &dyn Store,
+    handle: &dyn PartitionHandle,
     storage_id: u64,
     token: Token,
     pk: &[u8],
 ) -> Result<u64, StorageError> {
-    Ok(
-        match store.get(Space::Sizes, &size_key(storage_id, token, pk))? {
-            Some(v) if v.len() == 8 => u64::from_be_bytes(v[..].try_into().expect("8 bytes")),
-            _ => 0,
-        },
-    )
+    Ok(match handle.get_size(&size_key(storage_id, token, pk))? {
+        Some(v) if v.len() == 8 => u64::from_be_bytes(v[..].try_into().expect("8 bytes")),
+        _ => 0,
+    })
 }
 
-/// Moves size records of a data directory written before the sizes space (`lsize/` keys in
-/// `Space::Meta`) to `Space::Sizes`, at startup before anything reads them. Each batch of
-/// 1,000 records inserts the new keys and deletes the old ones atomically, so a crash at any
-/// point leaves every record in exactly one place and the next start finishes the move; once
-/// none is left this is one empty scan. Returns how many records moved.
-pub fn upgrade_legacy_records(store: &dyn Store) -> Result<usize, StorageError> {
-    const BATCH_RECORDS: usize = 1000;
-    let hi = crate::storage::prefix_successor(LEGACY_PREFIX).expect("prefix has no 0xff");
-    let mut moved = 0;
-    loop {
-        let mut batch = WriteBatch::default();
-        let legacy = store.scan(
-            Space::Meta,
-            Bound::Included(LEGACY_PREFIX),
-            Bound::Excluded(&hi[..]),
-            false,
-        );
-        for item in legacy.take(BATCH_RECORDS) {
-            let (k, v) = item?;
-            batch.put(Space::Sizes, k.slice(LEGACY_PREFIX.len()..), v);
-            batch.delete(Space::Meta, k);
-        }
-        let n = batch.ops.len() / 2;
-        store.commit(batch)?;
-        moved += n;
-        if n < BATCH_RECORDS {
-            return Ok(moved);
-        }
-    }
+/// `recorded`, routed through the table's current partition map.
+pub fn recorded_at(
+    maps: &PartitionMaps,
+    handles: &Handles,
+    storage_id: u64,
+    token: Token,
+    pk: &[u8],
+) -> Result<u64, StorageError> {
+    let map = maps
+        .get(storage_id)
+        .ok_or_else(|| StorageError::Corrupt(format!("no partition map for table {storage_id}")))?;
+    let handle = handles.read(storage_id, map.route(token))?;
+    recorded(&**handle, storage_id, token, pk)
 }
 
-/// Rebuilds every partition's counters from the size records (at startup), after moving
-/// records a previous version left in the metadata space.
-pub fn rebuild(store: &dyn Store, maps: &PartitionMaps) -> Result<(), StorageError> {
-    let moved = upgrade_legacy_records(store)?;
-    if moved > 0 {
-        tracing::info!("moved {moved} size records from the metadata space to the sizes space");
-    }
+/// Rebuilds every partition's counters from the size records (at startup).
+pub fn rebuild(handles: &Handles, maps: &PartitionMaps) -> Result<(), StorageError> {
     for (sid, map) in maps.all() {
         for p in &map.parts {
             let (mut bytes, mut logical) = (0i64, 0i64);
-            for r in scan_range(store, sid, p.start, p.end) {
+            let handle = handles.read(sid, p)?;
+            for r in scan_range(&**handle, sid, p.start, p.end) {
                 let r = r?;
                 bytes += r.bytes;
                 logical += 1;
@@ -236,13 +231,6 @@ pub fn rebuild(store: &dyn Store, maps: &PartitionMaps) -> Result<(), StorageErr
         }
     }
     Ok(())
-}
-
-/// Deletes the size records of a dropped or truncated table.
-pub fn purge(store: &dyn Store, storage_id: u64) -> Result<(), StorageError> {
-    let lo = table_prefix(storage_id);
-    let hi = table_prefix(storage_id.wrapping_add(1));
-    crate::storage::delete_range(store, Space::Sizes, &lo, &hi)
 }
 
 /// The size change of one logical partition in one write.
@@ -350,14 +338,14 @@ impl Accounting {
     /// warnings), and adds the new size records to `batch`.
     pub fn prepare(
         &mut self,
-        store: &dyn Store,
+        (maps, handles): (&PartitionMaps, &Handles),
         limits: &PartitionLimits,
         batch: &mut WriteBatch,
         warn: Option<&dyn Fn(String)>,
     ) -> Result<(), QueryError> {
         for c in &mut self.changes {
             let key = size_key(c.storage_id, c.token, &c.pk);
-            let old = recorded(store, c.storage_id, c.token, &c.pk)? as i64;
+            let old = recorded_at(maps, handles, c.storage_id, c.token, &c.pk)? as i64;
             let delta = c.new;
             c.old = old;
             c.new = (old + delta).max(0);
@@ -487,44 +475,5 @@ mod tests {
         assert_eq!(human(1 << 20), "1 MiB");
         assert_eq!(human(20 << 30), "20 GiB");
         assert_eq!(human(1000), "1000 bytes");
-    }
-
-    /// Legacy `lsize/` records move to the sizes space, also when an earlier start moved part
-    /// of them before it died (the state a crash between batches leaves).
-    #[test]
-    fn legacy_records_move_once_and_resume() {
-        let dir = std::env::temp_dir().join(format!("ringgate-lsize-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let store =
-            crate::storage::EmbeddedStore::open(&dir, crate::storage::SyncMode::None).unwrap();
-        const RECORDS: i64 = 2500;
-        let mut batch = WriteBatch::default();
-        for t in 0..RECORDS {
-            let k = size_key(9, t * 1000, b"pk");
-            let v = (t as u64 + 1).to_be_bytes().to_vec();
-            if t < 700 {
-                // Already moved by the interrupted start.
-                batch.put(Space::Sizes, k, v);
-            } else {
-                batch.put(Space::Meta, [LEGACY_PREFIX, &k].concat(), v);
-            }
-        }
-        batch.put(Space::Meta, &b"pmap-next-id"[..], &b"x"[..]);
-        store.commit(batch).unwrap();
-
-        assert_eq!(upgrade_legacy_records(&store).unwrap(), 1800);
-        assert_eq!(upgrade_legacy_records(&store).unwrap(), 0);
-        let records: Vec<_> = scan_range(&store, 9, MIN_TOKEN, MAX_TOKEN)
-            .map(|r| r.unwrap())
-            .collect();
-        assert_eq!(records.len(), RECORDS as usize);
-        for (t, r) in records.iter().enumerate() {
-            assert_eq!((r.token, r.bytes), (t as i64 * 1000, t as i64 + 1));
-        }
-        assert_eq!(recorded(&store, 9, 5000, b"pk").unwrap(), 6);
-        // Other metadata stays.
-        assert!(store.get(Space::Meta, b"pmap-next-id").unwrap().is_some());
-        drop(store);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -13,10 +13,11 @@
 //! Throughput-driven: raising a table's throughput above (partitions x 10,000 RU/s) splits the
 //! largest partitions (by data, else by token range) until there are ceil(RU / 10,000).
 
+use super::handles::Handles;
 use super::map::{PartitionMaps, PhysicalPartition};
 use super::sizes::{scan_range, scan_range_after, size_key};
 use super::split_watch::CHUNK_RECORDS;
-use crate::storage::{StorageError, Store};
+use crate::storage::StorageError;
 use crate::tokens::Token;
 use parking_lot::RwLockWriteGuard;
 use std::sync::atomic::Ordering;
@@ -30,7 +31,7 @@ pub struct Splitter {
 }
 
 impl Splitter {
-    pub fn start(maps: Arc<PartitionMaps>, store: Arc<dyn Store>, split_bytes: u64) -> Splitter {
+    pub fn start(maps: Arc<PartitionMaps>, handles: Arc<Handles>, split_bytes: u64) -> Splitter {
         let (tx, rx) = channel::<(u64, u64)>();
         std::thread::Builder::new()
             .name("partition-splitter".into())
@@ -38,7 +39,7 @@ impl Splitter {
                 while let Ok(first) = rx.recv() {
                     let mut queue = vec![first];
                     while let Some((sid, pid)) = queue.pop() {
-                        match split_one(&maps, &*store, sid, pid, Some(split_bytes)) {
+                        match split_one(&maps, &handles, sid, pid, Some(split_bytes)) {
                             Ok(Some(children)) => {
                                 for c in children {
                                     if c.stats.bytes.load(Ordering::SeqCst) as u64 > split_bytes {
@@ -89,7 +90,7 @@ impl Splitter {
 /// it holds fewer than two tokens). Returns the children.
 pub fn split_one(
     maps: &PartitionMaps,
-    store: &dyn Store,
+    handles: &Handles,
     sid: u64,
     pid: u64,
     threshold: Option<u64>,
@@ -107,8 +108,9 @@ pub fn split_one(
         }
     }
     // Bytes per token, in token order (no lock: the boundary only needs to be about right).
+    let handle = handles.read(sid, &parent)?;
     let mut per_token: Vec<(Token, i64)> = Vec::new();
-    for r in scan_range(store, sid, parent.start, parent.end) {
+    for r in scan_range(&**handle, sid, parent.start, parent.end) {
         let r = r?;
         match per_token.last_mut() {
             Some((t, b)) if *t == r.token => *b += r.bytes,
@@ -133,7 +135,7 @@ pub fn split_one(
         // One logical partition: it cannot be divided (it is bounded by the logical limit).
         return Ok(None);
     };
-    let (guard, locked_us) = match count_left(store, sid, &parent, boundary) {
+    let (guard, locked_us) = match count_left(&**handle, sid, &parent, boundary) {
         Ok(Some(x)) => x,
         other => {
             parent.stats.split_watch.stop();
@@ -150,9 +152,7 @@ pub fn split_one(
         crate::metrics::global().splits.inc();
         // The parent's range now belongs to its children: fence every handle on it, under its
         // lock, so no commit through it can land after the new map took effect.
-        if let Some(parts) = store.partitions() {
-            parts.retire_partition(sid, pid)?;
-        }
+        handles.retire(sid, pid)?;
     }
     drop(guard);
     if let Some([l, r]) = &res {
@@ -186,7 +186,7 @@ pub fn split_one(
 /// are counted, with the longest time it was held in one go (µs); None if the parent was
 /// split meanwhile.
 fn count_left<'a>(
-    store: &dyn Store,
+    handle: &dyn crate::storage::PartitionHandle,
     sid: u64,
     parent: &'a PhysicalPartition,
     boundary: Token,
@@ -206,7 +206,7 @@ fn count_left<'a>(
         }
         let (after, _) = watch.position();
         let (mut bytes, mut logical, mut last) = (0i64, 0i64, None);
-        for r in scan_range_after(store, sid, parent.start, boundary, after.as_deref())
+        for r in scan_range_after(handle, sid, parent.start, boundary, after.as_deref())
             .take(CHUNK_RECORDS)
         {
             let r = r?;
@@ -229,7 +229,7 @@ fn count_left<'a>(
 /// Splits a table's partitions until it has at least `n` (throughput-driven).
 pub fn ensure_partitions(
     maps: &PartitionMaps,
-    store: &dyn Store,
+    handles: &Handles,
     sid: u64,
     n: u64,
 ) -> Result<(), StorageError> {
@@ -249,7 +249,7 @@ pub fn ensure_partitions(
         }) else {
             return Ok(());
         };
-        split_one(maps, store, sid, p.id, None)?;
+        split_one(maps, handles, sid, p.id, None)?;
     }
     Ok(())
 }
@@ -258,21 +258,30 @@ pub fn ensure_partitions(
 mod tests {
     use super::*;
     use crate::partition::sizes::{Accounting, PartitionLimits};
-    use crate::storage::{EmbeddedStore, SyncMode, WriteBatch};
+    use crate::storage::{EmbeddedStore, Store, SyncMode, WriteBatch};
     use crate::tokens::MIN_TOKEN;
     use bytes::Bytes;
     use std::sync::atomic::AtomicBool;
 
     /// One write through the real accounting path: key of partition `i` goes old -> new bytes.
-    fn write(maps: &PartitionMaps, store: &dyn Store, sid: u64, i: u64, old: usize, new: usize) {
+    fn write(maps: &PartitionMaps, handles: &Handles, sid: u64, i: u64, old: usize, new: usize) {
         let limits = PartitionLimits::default();
         let token = MIN_TOKEN + 1 + (i as i64) * (1 << 40);
         let pk = Bytes::from(i.to_be_bytes().to_vec());
         let mut acc = Accounting::default();
         acc.key_change(&limits, sid, token, &pk, old, new).unwrap();
         let mut batch = WriteBatch::default();
-        acc.prepare(store, &limits, &mut batch, None).unwrap();
-        acc.commit(maps, || store.commit(batch)).unwrap();
+        acc.prepare((maps, handles), &limits, &mut batch, None)
+            .unwrap();
+        let commit = || {
+            let p = maps.get(sid).unwrap().route(token).clone();
+            let c = crate::storage::PartitionCommit {
+                sizes: batch.ops.into_iter().map(|op| (op.key, op.value)).collect(),
+                ..Default::default()
+            };
+            handles.read(sid, &p)?.commit(c)
+        };
+        acc.commit(maps, commit).unwrap();
     }
 
     /// Writes keep landing (on both sides of the boundary, on records the split has and has not
@@ -283,6 +292,7 @@ mod tests {
         let store: Arc<dyn Store> =
             Arc::new(EmbeddedStore::open(dir.path(), SyncMode::None).unwrap());
         let maps = Arc::new(PartitionMaps::open(Arc::clone(&store)).unwrap());
+        let handles = Arc::new(Handles::start(Arc::clone(&store)).unwrap());
         let sid = 7;
         let mut batch = WriteBatch::default();
         let map = maps.initial_layout(sid, None, &mut batch);
@@ -290,33 +300,35 @@ mod tests {
         maps.install(sid, Arc::clone(&map));
         let n = 3 * CHUNK_RECORDS as u64 + 100;
         for i in 0..n {
-            write(&maps, &*store, sid, i, 0, 100);
+            write(&maps, &handles, sid, i, 0, 100);
         }
         let stop = Arc::new(AtomicBool::new(false));
         let writer = std::thread::spawn({
-            let (maps, store, stop) = (Arc::clone(&maps), Arc::clone(&store), Arc::clone(&stop));
+            let (maps, handles, stop) =
+                (Arc::clone(&maps), Arc::clone(&handles), Arc::clone(&stop));
             move || {
                 let mut i = 0u64;
                 while !stop.load(Ordering::SeqCst) {
                     // Grow one partition, drop another's only key, create a new one.
-                    write(&maps, &*store, sid, (i * 7919) % n, 0, 10);
+                    write(&maps, &handles, sid, (i * 7919) % n, 0, 10);
                     if i < n / 2 {
-                        write(&maps, &*store, sid, i * 2 + 1, 100, 0);
+                        write(&maps, &handles, sid, i * 2 + 1, 100, 0);
                     }
-                    write(&maps, &*store, sid, n + i, 0, 30);
+                    write(&maps, &handles, sid, n + i, 0, 30);
                     i += 1;
                 }
             }
         });
         let pid = map.parts[0].id;
-        let children = split_one(&maps, &*store, sid, pid, None)
+        let children = split_one(&maps, &handles, sid, pid, None)
             .unwrap()
             .expect("split");
         stop.store(true, Ordering::SeqCst);
         writer.join().unwrap();
         for child in children {
             let (mut bytes, mut logical) = (0i64, 0i64);
-            for r in scan_range(&*store, sid, child.start, child.end) {
+            let handle = handles.read(sid, &child).unwrap();
+            for r in scan_range(&**handle, sid, child.start, child.end) {
                 bytes += r.unwrap().bytes;
                 logical += 1;
             }

@@ -4,12 +4,12 @@
 //! the most RU recently, from each physical partition's sketch, `hot.rs`) and
 //! `system.size_estimates`.
 
+use super::handles::Handles;
 use super::map::PartitionMaps;
-use super::sizes::scan_range;
+use super::sizes::scan_table;
 use super::throttle::{autoscale_current, provisioned, table_budget, Source, ThroughputLimits};
 use crate::schema::{Schema, TableDef};
-use crate::storage::Store;
-use crate::tokens::{split_composite, MAX_TOKEN, MIN_TOKEN};
+use crate::tokens::split_composite;
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
 
@@ -74,7 +74,7 @@ pub fn key_text(t: &TableDef, pk: &[u8]) -> String {
 /// The rows of a partition virtual table, or None if `table` is not one.
 pub fn rows(
     maps: &PartitionMaps,
-    store: &dyn Store,
+    handles: &Handles,
     schema: &Schema,
     table: &TableDef,
     limits: &ThroughputLimits,
@@ -233,11 +233,10 @@ pub fn rows(
                 let Some(map) = maps.get(ut.storage_id) else {
                     continue;
                 };
-                let mut all: Vec<(i64, i64, Vec<u8>)> =
-                    scan_range(store, ut.storage_id, MIN_TOKEN, MAX_TOKEN)
-                        .filter_map(|r| r.ok())
-                        .map(|r| (r.bytes, r.token, r.pk))
-                        .collect();
+                let mut all: Vec<(i64, i64, Vec<u8>)> = scan_table(handles, ut.storage_id, &map)
+                    .filter_map(|r| r.ok())
+                    .map(|r| (r.bytes, r.token, r.pk))
+                    .collect();
                 all.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
                 for (rank, (bytes, token, pk)) in all.into_iter().take(LARGEST_LOGICAL).enumerate()
                 {

@@ -12,6 +12,7 @@ use super::Engine;
 use crate::cql::types::CqlType;
 use crate::cql::value;
 use crate::schema::{ColumnKind, IndexDef, IndexKind, TableDef};
+use crate::storage::handle::{LocalWrite, PartitionCommit};
 use crate::storage::{Space, WriteBatch};
 use std::collections::BTreeSet;
 
@@ -142,7 +143,7 @@ pub fn maintain(
     now: i64,
     batch: &mut WriteBatch,
 ) {
-    if table.indexes.is_empty() || row_key.len() < 17 || !is_row_key(row_key) {
+    if table.indexes.is_empty() || row_key.len() < 17 || row_token(row_key).is_none() {
         return;
     }
     let (mut old, mut new) = (old.clone(), new.clone());
@@ -158,42 +159,50 @@ pub fn maintain(
     }
 }
 
-fn is_row_key(key: &[u8]) -> bool {
-    row::decode_key(key, &[])
-        .map(|d| d.kind == KIND_ROW)
-        .unwrap_or(false)
-}
-
-/// Writes the entries of every existing row of the table for a new index (bounded batches).
+/// Writes the entries of every existing row of the table for a new index: each physical
+/// partition's rows are read through its handle and their entries committed to it as local
+/// writes owned through the row's token, in commits of at most 1,000 entries.
 pub fn build(engine: &Engine, table: &TableDef, index: &IndexDef) -> super::Result<()> {
     const BATCH: usize = 1000;
     let mut single = table.clone();
     single.indexes = vec![index.clone()];
     let now = super::now_millis();
-    let lo = table.storage_id.to_be_bytes();
-    let hi = (table.storage_id + 1).to_be_bytes();
-    let mut batch = WriteBatch::default();
-    for item in engine.store.scan(
-        Space::Data,
-        std::ops::Bound::Included(&lo[..]),
-        std::ops::Bound::Excluded(&hi[..]),
-        false,
-    ) {
-        let (k, v) = item?;
-        if !is_row_key(&k) {
-            continue;
+    let Some(map) = engine.maps.get(table.storage_id) else {
+        return Ok(());
+    };
+    for p in &map.parts {
+        let handle = engine.handles.read(table.storage_id, p)?;
+        let mut commit = PartitionCommit::default();
+        let all = std::ops::Bound::Unbounded;
+        for item in handle.scan(all, all, false) {
+            let (k, v) = item?;
+            let Some(token) = row_token(&k) else {
+                continue;
+            };
+            let mut data = RowData::decode(&v)?;
+            super::complex::materialize(&mut data, table, None, now);
+            for e in entry_keys(&single, &k, &data, now) {
+                commit.local.push(LocalWrite {
+                    token,
+                    key: e.into(),
+                    value: Some(bytes::Bytes::new()),
+                });
+            }
+            if commit.local.len() >= BATCH {
+                handle.commit(std::mem::take(&mut commit))?;
+            }
         }
-        let mut data = RowData::decode(&v)?;
-        super::complex::materialize(&mut data, table, None, now);
-        for e in entry_keys(&single, &k, &data, now) {
-            batch.put(Space::Data, e, Vec::new());
-        }
-        if batch.ops.len() >= BATCH {
-            engine.store.commit(std::mem::take(&mut batch))?;
-        }
+        handle.commit(commit)?;
     }
-    engine.store.commit(batch)?;
     Ok(())
+}
+
+/// The token of a stored row's key (None for headers and other records).
+fn row_token(key: &[u8]) -> Option<crate::tokens::Token> {
+    row::decode_key(key, &[])
+        .ok()
+        .filter(|d| d.kind == KIND_ROW)
+        .map(|d| d.token)
 }
 
 /// The row key an index entry points to.

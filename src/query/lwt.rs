@@ -16,7 +16,6 @@ use crate::cql::value;
 use crate::error::WriteType;
 use crate::schema::{ColumnKind, Schema, TableDef};
 use crate::storage::handle::Condition as StorageCondition;
-use crate::storage::Space;
 use crate::tokens::split_composite;
 use bytes::Bytes;
 use std::cmp::Ordering;
@@ -226,7 +225,9 @@ pub fn execute(
         let mut read = (0u64, 0u64); // (stored keys found, bytes) for the read charge
         let now = super::now_millis();
         let header_key = write::header_key(&t, &pk);
-        let stored_header = engine.store.get(Space::Data, &header_key)?;
+        // Routed each attempt: a split may have moved the key to a child partition.
+        let handle = engine.handle_at(t.storage_id, write::table_token(&t, &pk))?;
+        let stored_header = handle.get(&header_key)?;
         decided.push(unchanged(&header_key, &stored_header));
         let mut header = match stored_header {
             Some(b) => {
@@ -251,7 +252,7 @@ pub fn execute(
                 if rows.iter().any(|(rk, _)| rk == k) {
                     continue;
                 }
-                let stored = engine.store.get(Space::Data, k)?;
+                let stored = handle.get(k)?;
                 decided.push(unchanged(k, &stored));
                 let mut r = match stored {
                     Some(b) => {

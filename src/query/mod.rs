@@ -390,7 +390,7 @@ pub struct Engine {
     pub splitter: crate::partition::split::Splitter,
     pub store: Arc<dyn Store>,
     /// This process's handles on the physical partitions it writes (`partition::handles`).
-    pub handles: crate::partition::handles::Handles,
+    pub handles: Arc<crate::partition::handles::Handles>,
     pub node: NodeInfo,
     pub limits: EngineLimits,
     /// Recently finished traced requests (system_traces).
@@ -412,13 +412,15 @@ impl Engine {
     ) -> std::result::Result<Engine, String> {
         let catalog = Catalog::open(Arc::clone(&store)).map_err(|e| e.to_string())?;
         let maps = Arc::new(PartitionMaps::open(Arc::clone(&store)).map_err(|e| e.to_string())?);
+        let handles = Arc::new(
+            crate::partition::handles::Handles::start(Arc::clone(&store))
+                .map_err(|e| e.to_string())?,
+        );
         let splitter = crate::partition::split::Splitter::start(
             Arc::clone(&maps),
-            Arc::clone(&store),
+            Arc::clone(&handles),
             limits.partitions.physical_split_bytes,
         );
-        let handles = crate::partition::handles::Handles::start(Arc::clone(&store))
-            .map_err(|e| e.to_string())?;
         let engine = Engine {
             catalog,
             maps,
@@ -437,15 +439,34 @@ impl Engine {
         };
         engine.ensure_maps().map_err(|e| e.to_string())?;
         // Logged writes a crash interrupted are finished before sizes are counted.
-        let replayed =
-            crate::storage::batch_log::replay(&*engine.store).map_err(|e| e.to_string())?;
+        let mut apply =
+            |part| write::by_partition::replay_part(&engine.maps, &engine.handles, part);
+        let replayed = crate::storage::batch_log::replay(&*engine.store, &mut apply)
+            .map_err(|e| e.to_string())?;
         if replayed > 0 {
             tracing::info!("replayed {replayed} batch log entries");
         }
-        crate::partition::sizes::rebuild(&*engine.store, &engine.maps)
+        crate::partition::sizes::rebuild(&engine.handles, &engine.maps)
             .map_err(|e| e.to_string())?;
         engine.splitter.check_all(&engine.maps);
         Ok(engine)
+    }
+
+    /// This process's handle on the physical partition of table `storage_id` that owns
+    /// `token`: every table-data read goes through one (`partition::handles`).
+    pub(crate) fn handle_at(
+        &self,
+        storage_id: u64,
+        token: crate::tokens::Token,
+    ) -> crate::storage::Result<Arc<dyn crate::storage::PartitionHandle>> {
+        let map = self.maps.get(storage_id).ok_or_else(|| {
+            crate::storage::StorageError::Corrupt(format!(
+                "no partition map for table {storage_id}"
+            ))
+        })?;
+        self.handles
+            .read(storage_id, map.route(token))
+            .map(Arc::clone)
     }
 
     /// Every user table has a partition map (repairs a crash between schema and map writes,
@@ -461,7 +482,7 @@ impl Engine {
                         write::table_throughput(&schema, t),
                         &mut batch,
                     );
-                    self.store.commit(batch)?;
+                    crate::storage::commit_meta(self.store.metadata(), batch)?;
                     self.maps.install(t.storage_id, map);
                 }
             }

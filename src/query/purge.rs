@@ -250,15 +250,17 @@ pub fn sweep_table(engine: &Engine, keyspace: &str, table: &str) -> super::Resul
         .get(keyspace)
         .and_then(|k| k.tables.get(table))
         .ok_or_else(|| super::invalid(format!("unconfigured table {table}")))?;
-    let (lo, hi) = (t.storage_id.to_be_bytes(), (t.storage_id + 1).to_be_bytes());
+    let Some(map) = engine.maps.get(t.storage_id) else {
+        return Ok(0);
+    };
     let mut swept = 0;
     let mut last_partition: Option<Vec<u8>> = None;
-    for item in engine.store.scan(
-        Space::Data,
-        Bound::Included(&lo),
-        Bound::Excluded(&hi),
-        false,
-    ) {
+    let mut scans = Vec::with_capacity(map.parts.len());
+    for p in &map.parts {
+        let handle = engine.handles.read(t.storage_id, p)?;
+        scans.push(handle.scan(Bound::Unbounded, Bound::Unbounded, false));
+    }
+    for item in scans.into_iter().flatten() {
         let (k, _) = item?;
         let Some((kind_at, _)) = kind_of(&k) else {
             continue;
@@ -295,6 +297,7 @@ fn sweep_partition(engine: &Engine, header_key: &[u8]) -> super::Result<bool> {
     };
     let dk = row::decode_key(header_key, &[])?;
     let p = Part {
+        handle: engine.handle_at(sid, dk.token)?,
         table,
         header_key,
         prefix: &header_key[..kind_at],
@@ -308,6 +311,8 @@ fn sweep_partition(engine: &Engine, header_key: &[u8]) -> super::Result<bool> {
 
 /// One logical partition being swept.
 struct Part<'a> {
+    /// The handle of the physical partition that holds it (reads; commits are routed again).
+    handle: Arc<dyn crate::storage::PartitionHandle>,
     table: &'a crate::schema::TableDef,
     header_key: &'a [u8],
     /// `[storage id][token][escaped partition key]`: the start of all its keys.
@@ -319,7 +324,7 @@ struct Part<'a> {
 impl Part<'_> {
     /// Its keys of `kind` (header or rows) after `from` (Unbounded: all), as a scan (a
     /// snapshot taken now).
-    fn scan(&self, engine: &Engine, kind: u8, from: Bound<&[u8]>) -> crate::storage::ScanIter {
+    fn scan(&self, kind: u8, from: Bound<&[u8]>) -> crate::storage::ScanIter {
         let mut lo = self.prefix.to_vec();
         lo.push(kind);
         let mut hi = self.prefix.to_vec();
@@ -328,9 +333,30 @@ impl Part<'_> {
             Bound::Unbounded => Bound::Included(&lo[..]),
             b => b,
         };
-        engine
-            .store
-            .scan(Space::Data, lo, Bound::Excluded(&hi), false)
+        self.handle.scan(lo, Bound::Excluded(&hi), false)
+    }
+
+    /// Commits one chunk (its rows, index entries and size record) to the partition, through
+    /// the handle of the physical partition that holds it now.
+    fn commit(
+        &self,
+        engine: &Engine,
+        sizes: crate::partition::sizes::Accounting,
+        batch: WriteBatch,
+    ) -> super::Result<()> {
+        let owner = (self.table.storage_id, self.token);
+        sizes.commit(&engine.maps, || {
+            let owners = vec![owner; batch.ops.len()];
+            let parts = super::write::by_partition::split(
+                &engine.maps,
+                &engine.handles,
+                batch,
+                &owners,
+                Vec::new(),
+            )?;
+            crate::storage::batch_log::commit_parts(&*engine.store, parts)
+        })?;
+        Ok(())
     }
 
     /// The partition's write lock (every write to it holds it).
@@ -349,7 +375,7 @@ fn purge_tombstones(engine: &Engine, p: &Part) -> super::Result<bool> {
     let gc = p.table.options.gc_grace_seconds;
     let (pdel, purged) = {
         let _guard = p.lock(engine);
-        let Some(hv) = engine.store.get(Space::Data, p.header_key)? else {
+        let Some(hv) = p.handle.get(p.header_key)? else {
             return Ok(false);
         };
         let header = RowData::decode(&hv)?;
@@ -372,7 +398,7 @@ fn purge_tombstones(engine: &Engine, p: &Part) -> super::Result<bool> {
     loop {
         let _guard = p.lock(engine);
         let from = resume.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-        let mut rows = p.scan(engine, KIND_ROW, from).peekable();
+        let mut rows = p.scan(KIND_ROW, from).peekable();
         let mut batch = WriteBatch::default();
         let mut sizes = crate::partition::sizes::Accounting::default();
         let (mut changed, mut scanned) = (0, 0);
@@ -402,7 +428,7 @@ fn purge_tombstones(engine: &Engine, p: &Part) -> super::Result<bool> {
         if last {
             // The header as it is now (writes may have come in between chunks): drop exactly
             // the tombstones found purgeable, keep anything newer.
-            if let Some(hv) = engine.store.get(Space::Data, p.header_key)? {
+            if let Some(hv) = p.handle.get(p.header_key)? {
                 let mut header = RowData::decode(&hv)?;
                 if header.deletion.is_some() && header.deletion == pdel {
                     header.deletion = None;
@@ -413,8 +439,8 @@ fn purge_tombstones(engine: &Engine, p: &Part) -> super::Result<bool> {
                 sizes.key_change(limits, sid, p.token, &p.pk, old_len, new_len)?;
             }
         }
-        sizes.prepare(&*engine.store, limits, &mut batch, None)?;
-        sizes.commit(&engine.maps, || engine.store.commit(batch))?;
+        sizes.prepare((&engine.maps, &engine.handles), limits, &mut batch, None)?;
+        p.commit(engine, sizes, batch)?;
         if last {
             return Ok(true);
         }
@@ -444,10 +470,10 @@ fn recount(engine: &Engine, p: &Part) -> super::Result<()> {
     let (scans, recorded) = {
         let _guard = p.lock(engine);
         let scans = [
-            p.scan(engine, KIND_HEADER, Bound::Unbounded),
-            p.scan(engine, KIND_ROW, Bound::Unbounded),
+            p.scan(KIND_HEADER, Bound::Unbounded),
+            p.scan(KIND_ROW, Bound::Unbounded),
         ];
-        let recorded = crate::partition::sizes::recorded(&*engine.store, sid, p.token, &p.pk)?;
+        let recorded = crate::partition::sizes::recorded(&*p.handle, sid, p.token, &p.pk)?;
         (scans, recorded)
     };
     let mut actual = 0u64;
@@ -464,9 +490,9 @@ fn recount(engine: &Engine, p: &Part) -> super::Result<()> {
     let mut sizes = crate::partition::sizes::Accounting::default();
     sizes.recount(sid, p.token, &p.pk, recorded, actual);
     let mut batch = WriteBatch::default();
-    sizes.prepare(&*engine.store, &engine.limits.partitions, &mut batch, None)?;
-    sizes.commit(&engine.maps, || engine.store.commit(batch))?;
-    Ok(())
+    let limits = &engine.limits.partitions;
+    sizes.prepare((&engine.maps, &engine.handles), limits, &mut batch, None)?;
+    p.commit(engine, sizes, batch)
 }
 
 fn is_empty(r: &RowData) -> bool {

@@ -26,7 +26,8 @@ impl Catalog {
     /// Loads the persisted schema (or starts empty) and adds the built-in system keyspaces.
     pub fn open(store: Arc<dyn Store>) -> Result<Catalog, SchemaError> {
         let mut schema = match store
-            .get(Space::Meta, SCHEMA_KEY)
+            .metadata()
+            .meta_get(SCHEMA_KEY)
             .map_err(|e| SchemaError::Server(e.to_string()))?
         {
             Some(doc) => decode(&doc)?,
@@ -65,8 +66,7 @@ impl Catalog {
         let out = f(&mut next, &mut batch)?;
         next.version = Uuid::new_v4();
         batch.put(Space::Meta, SCHEMA_KEY, encode(&next)?);
-        self.store
-            .commit(batch)
+        crate::storage::commit_meta(self.store.metadata(), batch)
             .map_err(|e| SchemaError::Server(e.to_string()))?;
         self.current.store(Arc::new(next));
         Ok(out)

@@ -917,16 +917,15 @@ fn column_rows<'a>(t: &'a TableDef, tb: &'a TableDef) -> impl Iterator<Item = VR
 
 /// This node's host id: created once and kept in the store's metadata.
 pub fn host_id(store: &dyn crate::storage::Store) -> crate::storage::Result<Uuid> {
-    use crate::storage::{Space, WriteBatch};
-    if let Some(b) = store.get(Space::Meta, b"host_id")? {
+    let meta = store.metadata();
+    if let Some(b) = meta.meta_get(b"host_id")? {
         if let Ok(u) = Uuid::from_slice(&b) {
             return Ok(u);
         }
     }
     let id = Uuid::new_v4();
-    let mut batch = WriteBatch::default();
-    batch.put(Space::Meta, &b"host_id"[..], id.as_bytes().to_vec());
-    store.commit(batch)?;
+    let key = bytes::Bytes::from_static(b"host_id");
+    meta.meta_commit(vec![(key, Some(id.as_bytes().to_vec().into()))])?;
     Ok(id)
 }
 

@@ -78,9 +78,11 @@ pub fn commit_parts(store: &dyn Store, mut parts: Vec<Part>) -> Result<()> {
     }
     let key = next_key();
     let batches: Vec<WriteBatch> = parts.iter().map(|p| p.commit.to_batch()).collect();
-    let mut log = WriteBatch::default();
-    log.put(Space::Meta, key.clone(), encode(&batches));
-    store.commit(log)?;
+    let entry = (
+        Bytes::from(key.clone()),
+        Some(Bytes::from(encode(&batches))),
+    );
+    store.metadata().meta_commit(vec![entry])?;
     for mut part in parts {
         pause();
         part.commit.conditions.clear();
@@ -97,34 +99,28 @@ fn pause() {
 }
 
 fn finish(store: &dyn Store, key: Vec<u8>) -> Result<()> {
-    let mut done = WriteBatch::default();
-    done.delete(Space::Meta, key);
-    store.commit(done)
+    store.metadata().meta_commit(vec![(key.into(), None)])
 }
 
-/// Replays an entry: at startup, before any handle is opened (one process owns the store).
-fn apply(store: &dyn Store, parts: Vec<WriteBatch>, key: Vec<u8>) -> Result<()> {
-    for part in parts {
-        pause();
-        store.commit(part)?;
-    }
-    finish(store, key)
-}
-
-/// Finishes every logged write a crash interrupted; returns how many.
-pub fn replay(store: &dyn Store) -> Result<usize> {
+/// Finishes every logged write a crash interrupted, at startup before anything reads; returns
+/// how many. `apply_part` commits one part (one physical partition's writes, as a plain batch)
+/// through that partition's handle: the caller routes it (storage cannot parse index keys).
+pub fn replay(
+    store: &dyn Store,
+    apply_part: &mut dyn FnMut(WriteBatch) -> Result<()>,
+) -> Result<usize> {
     let hi = super::prefix_successor(PREFIX).expect("prefix has no 0xff");
     let entries: Vec<_> = store
-        .scan(
-            Space::Meta,
-            Bound::Included(PREFIX),
-            Bound::Excluded(&hi[..]),
-            false,
-        )
+        .metadata()
+        .meta_scan(Bound::Included(PREFIX), Bound::Excluded(&hi[..]))
         .collect::<Result<_>>()?;
     let n = entries.len();
     for (key, value) in entries {
-        apply(store, decode(value)?, key.to_vec())?;
+        for part in decode(value)? {
+            pause();
+            apply_part(part)?;
+        }
+        finish(store, key.to_vec())?;
     }
     Ok(n)
 }
@@ -226,11 +222,12 @@ mod tests {
         let mut log = WriteBatch::default();
         log.put(Space::Meta, next_key(), encode(&parts));
         store.commit(log).unwrap();
-        assert_eq!(replay(&store).unwrap(), 1);
+        let mut apply = |part: WriteBatch| store.commit(part);
+        assert_eq!(replay(&store, &mut apply).unwrap(), 1);
         assert_eq!(store.get(Space::Data, b"a").unwrap().unwrap(), &b"1"[..]);
         assert!(store.get(Space::Data, b"gone").unwrap().is_none());
         assert!(store.get(Space::Sizes, b"b").unwrap().is_some());
-        assert_eq!(replay(&store).unwrap(), 0);
+        assert_eq!(replay(&store, &mut apply).unwrap(), 0);
         drop(store);
         let _ = std::fs::remove_dir_all(&dir);
     }

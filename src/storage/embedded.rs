@@ -107,7 +107,7 @@ impl EmbeddedStore {
         let data = db.keyspace("data", KeyspaceCreateOptions::default)?;
         let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
         let sizes = db.keyspace("sizes", KeyspaceCreateOptions::default)?;
-        Ok(EmbeddedStore {
+        let store = EmbeddedStore {
             db,
             data,
             meta,
@@ -117,7 +117,12 @@ impl EmbeddedStore {
             purge,
             free_space: Arc::new(FreeSpaceGuard::new(dir.to_path_buf(), 0)),
             owners: Default::default(),
-        })
+        };
+        let moved = super::legacy_sizes::move_records(&store)?;
+        if moved > 0 {
+            tracing::info!("moved {moved} size records from the metadata space to the sizes space");
+        }
+        Ok(store)
     }
 
     /// Refuses commits while the data directory has less than `min_free_bytes` available
@@ -206,6 +211,9 @@ impl GroupCommit {
 }
 
 impl Store for EmbeddedStore {
+    fn metadata(&self) -> &dyn super::handle::MetaStore {
+        self
+    }
     fn partitions(&self) -> Option<&dyn super::handle::PartitionStore> {
         Some(self)
     }

@@ -135,6 +135,23 @@ impl PartitionStore for EmbeddedStore {
         Ok(*self.part_state(storage_id, partition_id)?.epoch.read())
     }
 
+    fn drop_data(&self, storage_id: u64) -> Result<()> {
+        let lo = storage_id.to_be_bytes();
+        let hi = storage_id.wrapping_add(1).to_be_bytes();
+        for space in [Space::Data, Space::Sizes] {
+            super::delete_range(self, space, &lo, &hi)?;
+        }
+        let prefix = owner_key(storage_id, 0);
+        let prefix = &prefix[..prefix.len() - 8];
+        let end = super::prefix_successor(prefix).expect("owner prefix has no 0xff");
+        super::delete_range(self, Space::Meta, prefix, &end)?;
+        self.owners
+            .0
+            .lock()
+            .retain(|&(sid, _), _| sid != storage_id);
+        Ok(())
+    }
+
     fn retire_partition(&self, storage_id: u64, partition_id: u64) -> Result<()> {
         let state = self.part_state(storage_id, partition_id)?;
         let mut current = state.epoch.write();
@@ -203,9 +220,30 @@ impl PartitionHandle for EmbeddedHandle {
     }
 
     fn scan(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, reverse: bool) -> ScanIter {
-        let (lower, upper) = self.part.range.clamp(lower, upper);
-        let range = (clamp_lower(lower), clamp_upper(upper));
-        boxed_iter(self.data.range::<Vec<u8>, _>(range), reverse)
+        scan_within(&self.data, &self.part.range, (lower, upper), reverse)
+    }
+
+    fn scan_local(
+        &self,
+        prefix: &[u8],
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        reverse: bool,
+    ) -> ScanIter {
+        let own = KeyRange::of_prefixed_tokens(prefix, self.part.start, self.part.end);
+        scan_within(&self.data, &own, (lower, upper), reverse)
+    }
+
+    fn get_size(&self, key: &[u8]) -> Result<Option<Bytes>> {
+        check_range(&self.part, key)?;
+        if key.len() > MAX_KEY_BYTES {
+            return Ok(None);
+        }
+        Ok(self.sizes.get(key)?.map(Bytes::from))
+    }
+
+    fn scan_sizes(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> ScanIter {
+        scan_within(&self.sizes, &self.part.range, (lower, upper), false)
     }
 
     fn snapshot(&self) -> Arc<dyn PartitionSnapshot> {
@@ -271,6 +309,18 @@ impl PartitionHandle for EmbeddedHandle {
         drop(current);
         self.group.after_commit(&self.db, self.sync)
     }
+}
+
+/// The keys of `space` within `own` and `(lower, upper)`.
+fn scan_within(
+    space: &Keyspace,
+    own: &KeyRange,
+    (lower, upper): (Bound<&[u8]>, Bound<&[u8]>),
+    reverse: bool,
+) -> ScanIter {
+    let (lower, upper) = own.clamp(lower, upper);
+    let range = (clamp_lower(lower), clamp_upper(upper));
+    boxed_iter(space.range::<Vec<u8>, _>(range), reverse)
 }
 
 struct EmbeddedSnapshot {

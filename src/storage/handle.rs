@@ -48,14 +48,19 @@ impl KeyRange {
     /// partition's token range; a start of i64::MIN includes i64::MIN). Data keys begin `[storage id u64 BE][token u64 BE, sign bit
     /// flipped]`, so the range is `[sid ‖ flip(start + 1), sid ‖ flip(end) + 1)`.
     pub fn of_tokens(storage_id: u64, start: i64, end: i64) -> KeyRange {
-        let sid = storage_id.to_be_bytes();
-        let at = |t: i64| [&sid[..], &flip(t)[..]].concat();
+        KeyRange::of_prefixed_tokens(&storage_id.to_be_bytes(), start, end)
+    }
+
+    /// The keys `prefix ‖ [token u64 BE, sign bit flipped] ‖ ...` whose token is in
+    /// `(start, end]`, as [`KeyRange::of_tokens`] (which is this with the storage id as prefix).
+    pub fn of_prefixed_tokens(prefix: &[u8], start: i64, end: i64) -> KeyRange {
+        let at = |t: i64| [prefix, &flip(t)[..]].concat();
         let lo = match start {
             // The first partition also holds the keys at i64::MIN (the empty partition key's
             // token), as the partition maps assign them.
-            i64::MIN => sid.to_vec(),
+            i64::MIN => prefix.to_vec(),
             // (i64::MAX, ...] holds no token: an empty range.
-            i64::MAX => super::prefix_successor(&sid).unwrap_or_default(),
+            i64::MAX => super::prefix_successor(prefix).unwrap_or_default(),
             _ => at(start + 1),
         };
         let hi = super::prefix_successor(&at(end));
@@ -220,7 +225,21 @@ pub trait PartitionHandle: Send + Sync {
     fn get(&self, key: &[u8]) -> Result<Option<Bytes>>;
     /// Keys within the partition's range and `(lower, upper)`; each scan is consistent in itself.
     fn scan(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, reverse: bool) -> ScanIter;
+    /// Local records (see the module doc) keyed `prefix ‖ [token u64 BE, sign bit flipped] ‖
+    /// ...` whose token the partition owns, within `(lower, upper)`: one secondary-index
+    /// value's entries of this partition (`prefix` = `[index id][value]`) are one such range.
+    fn scan_local(
+        &self,
+        prefix: &[u8],
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        reverse: bool,
+    ) -> ScanIter;
     fn snapshot(&self) -> Arc<dyn PartitionSnapshot>;
+    /// A size record of the partition (`Space::Sizes`, keyed like its data).
+    fn get_size(&self, key: &[u8]) -> Result<Option<Bytes>>;
+    /// The partition's size records within `(lower, upper)`, ascending.
+    fn scan_sizes(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> ScanIter;
     /// Checks the epoch, the key range and every condition, and applies the writes, atomically
     /// and durably. Errors: `Fenced`, `Conflict`, `OutOfRange`, or the backend's own.
     fn commit(&self, commit: PartitionCommit) -> Result<()>;
@@ -234,6 +253,11 @@ pub trait PartitionStore: Send + Sync {
     fn open_partition(&self, part: PartitionRef, epoch: Epoch) -> Result<Arc<dyn PartitionHandle>>;
     /// The latest epoch that opened the partition (0: never opened).
     fn current_epoch(&self, storage_id: u64, partition_id: u64) -> Result<Epoch>;
+    /// Deletes every record of a table storage id that no longer exists (a dropped or
+    /// truncated table: its rows and size records; a dropped index: its entries) and its
+    /// partitions' owner records. Idempotent: an interrupted run is finished by calling it
+    /// again (the caller keeps a marker until it returns).
+    fn drop_data(&self, storage_id: u64) -> Result<()>;
     /// Fences the partition for good (its range now belongs to its split children, or its
     /// table is gone): every handle's commit fails with `Fenced` and it cannot be opened again.
     fn retire_partition(&self, storage_id: u64, partition_id: u64) -> Result<()>;

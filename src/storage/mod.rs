@@ -15,6 +15,7 @@ pub mod embedded;
 mod embedded_handle;
 pub mod free_space;
 pub mod handle;
+mod legacy_sizes;
 
 use bytes::Bytes;
 use std::ops::Bound;
@@ -221,6 +222,8 @@ pub trait Store: Send + Sync + 'static {
     fn commit(&self, batch: WriteBatch) -> Result<()>;
     /// Makes everything committed so far durable on disk (used at shutdown).
     fn flush(&self) -> Result<()>;
+    /// The metadata store (`handle.rs`): schema, partition maps, server records.
+    fn metadata(&self) -> &dyn handle::MetaStore;
     /// The per-partition contract (`handle.rs`), if this backend offers it.
     fn partitions(&self) -> Option<&dyn handle::PartitionStore> {
         None
@@ -249,6 +252,22 @@ pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
         }
     }
     None
+}
+
+/// Commits a batch of metadata writes through the metadata store (one atomic commit); a write
+/// to another key space is a caller's bug, refused whole.
+pub fn commit_meta(meta: &dyn handle::MetaStore, batch: WriteBatch) -> Result<()> {
+    let mut writes = Vec::with_capacity(batch.ops.len());
+    for op in batch.ops {
+        if op.space != Space::Meta {
+            return Err(StorageError::Corrupt(format!(
+                "a metadata commit holds a {:?}-space key",
+                op.space
+            )));
+        }
+        writes.push((op.key, op.value));
+    }
+    meta.meta_commit(writes)
 }
 
 /// Deletes every key of `space` in `[lo, hi)`, in batches of at most 1,000 keys (each batch

@@ -160,3 +160,49 @@ def test_map_entry_restrictions(session, keyspace):
     assert got == want
     p = session.prepare(f"SELECT id FROM {t} WHERE attrs[?] = ?")
     assert sorted(r.id for r in session.execute(p, ("k1", 2))) == want
+
+
+def test_index_is_local_to_each_physical_partition(session, keyspace):
+    """Entries live in the physical partition of their row (as Cassandra's are local to each
+    node): a query reads every partition's index in token order, the trace shows the fan-out,
+    the rows are those a filtering scan finds, paged across partitions; a token restriction
+    reads only the partitions it overlaps. Index builds over existing rows commit per partition."""
+    t = f"{keyspace}.local_ix"
+    session.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v int) "
+                    f"WITH cosmosdb_provisioned_throughput = 40000")
+    ins = session.prepare(f"INSERT INTO {t} (id, v) VALUES (?, ?)")
+    for i in range(400):
+        session.execute(ins, (i, i % 7))
+    parts = session.execute("SELECT partition_id, token_start, token_end FROM "
+                            "system_views.physical_partitions WHERE keyspace_name = %s "
+                            "AND table_name = 'local_ix'", (keyspace,)).all()
+    assert len(parts) >= 4
+    # built over existing rows, then maintained by writes
+    session.execute(f"CREATE INDEX local_ix_v ON {t} (v)")
+    session.execute(f"UPDATE {t} SET v = 3 WHERE id = 0")
+    want = sorted(r.id for r in session.execute(
+        f"SELECT id FROM {t} WHERE v = 3 ALLOW FILTERING"))
+    assert len(want) == 58
+    rs = session.execute(SimpleStatement(f"SELECT id FROM {t} WHERE v = 3", fetch_size=5),
+                         trace=True)
+    trace = rs.get_query_trace(max_wait_sec=5)
+    routing = [e.description for e in trace.events if e.description.startswith("Routing:")]
+    in_token_order = ", ".join(str(p.partition_id)
+                               for p in sorted(parts, key=lambda p: p.token_start))
+    assert routing == [f"Routing: fan-out to all {len(parts)} physical partitions (secondary index "
+                       f"local_ix_v, local: one index range read per partition, in token order): "
+                       f"ids [{in_token_order}]"], routing
+    got = [r.id for r in rs]
+    assert sorted(got) == want and len(got) == len(set(got))
+    # token order, across the partitions
+    assert [tok(i) for i in got] == sorted(tok(i) for i in got)
+    # a token restriction: only the partitions overlapping it
+    first = sorted(parts, key=lambda p: p.token_start)[0]
+    rs = session.execute(SimpleStatement(
+        f"SELECT id FROM {t} WHERE v = 3 AND token(id) <= %s", fetch_size=3),
+        (first.token_end,), trace=True)
+    got = sorted(r.id for r in rs)
+    assert got == sorted(i for i in want if tok(i) <= first.token_end)
+    routing = [e.description for e in rs.get_query_trace(max_wait_sec=5).events
+               if e.description.startswith("Routing:")]
+    assert routing[0].startswith(f"Routing: targeted, 1 of {len(parts)} physical partitions"), routing

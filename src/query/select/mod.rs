@@ -11,7 +11,7 @@ use crate::cql::ast::{Operator, Relation, RelationLhs, Select, Selection, Select
 use crate::cql::types::CqlType;
 use crate::cql::value;
 use crate::schema::{ColumnKind, TableDef};
-use crate::storage::{prefix_successor, Space};
+use crate::storage::{prefix_successor, PartitionHandle};
 use crate::tokens::{partition_key_bytes, split_composite, Token, MAX_TOKEN, MIN_TOKEN};
 use bytes::{BufMut, Bytes, BytesMut};
 use std::cmp::Ordering;

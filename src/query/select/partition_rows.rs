@@ -40,15 +40,16 @@ impl<'a> PartitionRows<'a> {
         Ok(())
     }
 
-    /// Starts a partition, reading its header stored under `header_key`.
+    /// Starts a partition, reading its header stored under `header_key` through the handle of
+    /// the physical partition that holds it.
     pub(super) fn load(
         &mut self,
-        engine: &Engine,
+        handle: &dyn PartitionHandle,
         header_key: &[u8],
         now: i64,
         resumed: bool,
     ) -> Result<()> {
-        let header = engine.store.get(Space::Data, header_key)?;
+        let header = handle.get(header_key)?;
         self.start(header.as_ref(), now, resumed)
     }
 

@@ -79,7 +79,7 @@ pub(super) fn read_virtual(
     } else {
         crate::partition::views::rows(
             &engine.maps,
-            &*engine.store,
+            &engine.handles,
             schema,
             t,
             &engine.limits.throughput,
@@ -167,8 +167,8 @@ pub(super) fn read_stored(
             let start = paging.as_ref().map_or(0, |p| p.partition as usize);
             for (i, pk) in keys.iter().enumerate().skip(start) {
                 let token = table_token(t, pk);
-                // Route through the map (the physical partition owns this key's range).
-                let _owner = engine.maps.get(sid).map(|m| m.route(token).id);
+                // Read through the handle of the physical partition that owns the key.
+                let handle = engine.handle_at(sid, token)?;
                 let prefix = row::partition_prefix(sid, token, pk);
                 let resume = paging
                     .as_ref()
@@ -179,7 +179,7 @@ pub(super) fn read_stored(
                 // first (or learns there is none). Others read the header on its own.
                 let mut header_pending = one_seek(plan, resume.is_some());
                 if !header_pending {
-                    reader.load(engine, &header_key, out.now, resume.is_some())?;
+                    reader.load(&*handle, &header_key, out.now, resume.is_some())?;
                 }
                 let mut rows_prefix = prefix;
                 rows_prefix.push(KIND_ROW);
@@ -217,10 +217,7 @@ pub(super) fn read_stored(
                             lo = max_lo(lo, p.resume_bound());
                         }
                     }
-                    let iter =
-                        engine
-                            .store
-                            .scan(Space::Data, as_ref(&lo), as_ref(&hi), plan.reversed);
+                    let iter = handle.scan(as_ref(&lo), as_ref(&hi), plan.reversed);
                     for item in iter {
                         let (k, v) = item?;
                         if header_pending {
@@ -339,10 +336,8 @@ pub(super) fn read_ranges(
             if let Some(p) = resume {
                 lo_b = max_lo(lo_b, p.resume_bound());
             }
-            for item in engine
-                .store
-                .scan(Space::Data, as_ref(&lo_b), as_ref(&hi_key), false)
-            {
+            let handle = engine.handles.read(sid, &p)?;
+            for item in handle.scan(as_ref(&lo_b), as_ref(&hi_key), false) {
                 let (k, v) = item?;
                 let dk = row::decode_key(&k, &ck_types)?;
                 out.scanned(dk.token, k.len() + v.len());
@@ -358,7 +353,7 @@ pub(super) fn read_ranges(
                         // partition's first key without meeting one knows there is none; only
                         // a scan resumed mid-partition started past it and fetches it.
                         if resumed {
-                            reader.load(engine, &header_key(prefix.clone()), out.now, true)?;
+                            reader.load(&**handle, &header_key(prefix.clone()), out.now, true)?;
                         } else {
                             reader.start(None, out.now, false)?;
                         }
@@ -384,7 +379,10 @@ pub(super) fn read_ranges(
     Ok(())
 }
 
-/// Reads the rows an index lists for one value, in token order, re-checking each row.
+/// Reads the rows an index lists for one value, in token order, re-checking each row. Index
+/// entries are local to the physical partition that holds their row: each partition
+/// overlapping `(lo, hi]` is read through its handle, one range read of its entries for the
+/// value, in token order, and paging continues across them (the resume key is an entry key).
 pub(super) fn read_index(
     engine: &Engine,
     t: &TableDef,
@@ -397,7 +395,9 @@ pub(super) fn read_index(
     if lo >= hi {
         return Ok(());
     }
-    let ck_types: Vec<(&CqlType, bool)> = t.clustering_columns().map(|c| (&c.ty, c.desc)).collect();
+    let Some(map) = engine.maps.get(t.storage_id) else {
+        return Ok(());
+    };
     let prefix = crate::query::index::value_prefix(index, ty, value);
     let mut lo_key = prefix.clone();
     if lo >= MIN_TOKEN as i128 {
@@ -416,37 +416,78 @@ pub(super) fn read_index(
     if let Some(p) = paging.as_ref().filter(|p| !p.last_key.is_empty()) {
         lo_b = max_lo(lo_b, p.resume_bound());
     }
-    let mut cur_pk: Option<Bytes> = None;
-    let mut ck_start = 0;
-    let mut reader = PartitionRows::new(t, plan);
-    for item in engine
-        .store
-        .scan(Space::Data, as_ref(&lo_b), as_ref(&hi_key), false)
+    let lo_tok = lo.max(MIN_TOKEN as i128 - 1);
+    let mut reader = IndexRows {
+        t,
+        index,
+        ty,
+        ck_types: t.clustering_columns().map(|c| (&c.ty, c.desc)).collect(),
+        rows: PartitionRows::new(t, plan),
+        cur_pk: None,
+        ck_start: 0,
+    };
+    for p in map
+        .parts
+        .iter()
+        .filter(|p| (p.end as i128) > lo_tok && (p.start as i128) < hi)
     {
-        let (entry, _) = item?;
-        let Some(row_key) = crate::query::index::row_key_of_entry(t, index, ty, &entry) else {
-            continue;
-        };
-        let Some(v) = engine.store.get(Space::Data, &row_key)? else {
-            continue;
-        };
-        let dk = row::decode_key(&row_key, &ck_types)?;
-        out.scanned(dk.token, row_key.len() + v.len());
-        if cur_pk.as_ref() != Some(&dk.pk) {
-            cur_pk = Some(dk.pk.clone());
-            let hk = header_key(row::partition_prefix(t.storage_id, dk.token, &dk.pk));
-            ck_start = hk.len();
-            reader.load(engine, &hk, out.now, false)?;
-        }
-        let ck = row_key.get(ck_start..).unwrap_or(&[]);
-        if let Flow::Stop(more) = reader.row(out, &dk, Some(ck), &v)? {
-            if more {
-                out.rows.paging_state = Some(out.page_state(0, entry.to_vec()));
-            }
+        let handle = engine.handles.read(t.storage_id, p)?;
+        let entries = handle.scan_local(&prefix, as_ref(&lo_b), as_ref(&hi_key), false);
+        if reader.read(&**handle, entries, out)? {
             return Ok(());
         }
     }
     Ok(())
+}
+
+/// The rows of one index value's entries, partition after partition.
+struct IndexRows<'a> {
+    t: &'a TableDef,
+    index: &'a crate::schema::IndexDef,
+    ty: &'a CqlType,
+    ck_types: Vec<(&'a CqlType, bool)>,
+    rows: PartitionRows<'a>,
+    cur_pk: Option<Bytes>,
+    ck_start: usize,
+}
+
+impl IndexRows<'_> {
+    /// Reads the rows of one physical partition's `entries` through its `handle`; true when
+    /// the output is full (the page state is set).
+    fn read(
+        &mut self,
+        handle: &dyn PartitionHandle,
+        entries: crate::storage::ScanIter,
+        out: &mut Output,
+    ) -> Result<bool> {
+        for item in entries {
+            let (entry, _) = item?;
+            let Some(row_key) =
+                crate::query::index::row_key_of_entry(self.t, self.index, self.ty, &entry)
+            else {
+                continue;
+            };
+            let Some(v) = handle.get(&row_key)? else {
+                continue;
+            };
+            let dk = row::decode_key(&row_key, &self.ck_types)?;
+            out.scanned(dk.token, row_key.len() + v.len());
+            if self.cur_pk.as_ref() != Some(&dk.pk) {
+                self.cur_pk = Some(dk.pk.clone());
+                let hk = header_key(row::partition_prefix(self.t.storage_id, dk.token, &dk.pk));
+                self.ck_start = hk.len();
+                self.rows.load(handle, &hk, out.now, false)?;
+            }
+            let ck = row_key.get(self.ck_start..).unwrap_or(&[]);
+            if let Flow::Stop(more) = self.rows.row(out, &dk, Some(ck), &v)? {
+                if more {
+                    out.rows.paging_state = Some(out.page_state(0, entry.to_vec()));
+                }
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
 }
 
 pub(super) fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {

@@ -119,9 +119,15 @@ pub(super) fn routing(engine: &Engine, t: &TableDef, target: &Target) -> String 
             )
         }
         Target::Ranges(ranges) => describe(over_ranges(ranges), "key prefix", true),
-        Target::Index { index, .. } => {
-            let ids: Vec<u64> = map.parts.iter().map(|p| p.id).collect();
-            describe(ids, &format!("secondary index {}", index.name), false)
+        Target::Index { index, lo, hi, .. } => {
+            // Index entries are local to each physical partition: one range read per
+            // partition overlapping the token bounds, in token order.
+            let full = *lo < MIN_TOKEN as i128 && *hi >= MAX_TOKEN as i128;
+            let what = format!(
+                "secondary index {}, local: one index range read per partition, in token order",
+                index.name
+            );
+            describe(over_ranges(&[(*lo, *hi)]), &what, !full)
         }
     }
 }

@@ -19,7 +19,7 @@ pub(super) fn ensure_throughput_layout(engine: &Engine, ks: &str, table: &str) -
         return Ok(());
     };
     let n = crate::partition::map::partitions_for_throughput(table_throughput(&schema, t));
-    crate::partition::split::ensure_partitions(&engine.maps, &*engine.store, t.storage_id, n)?;
+    crate::partition::split::ensure_partitions(&engine.maps, &engine.handles, t.storage_id, n)?;
     Ok(())
 }
 

@@ -118,8 +118,8 @@ pub(crate) fn apply_once(
                 .map_err(invalid)?;
             continue;
         }
-        let stored = engine.store.get(Space::Data, &m.key)?;
         let token = table_token(&m.table, &m.pk);
+        let stored = engine.handle_at(m.table.storage_id, token)?.get(&m.key)?;
         conditions.push((
             m.table.storage_id,
             token,
@@ -176,7 +176,12 @@ pub(crate) fn apply_once(
             c.warn(m)
         }
     };
-    sizes.prepare(&*engine.store, limits, &mut batch, Some(&warn))?;
+    sizes.prepare(
+        (&engine.maps, &engine.handles),
+        limits,
+        &mut batch,
+        Some(&warn),
+    )?;
     let touched = sizes.commit(&engine.maps, || {
         let parts =
             super::by_partition::split(&engine.maps, &engine.handles, batch, &owners, conditions)?;

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 /// `owners[i]`: (storage id, token) of the row op `i` was written for; ops past its end are
 /// size records. `conditions`: (storage id, token, condition) for the rows read and merged.
-pub(super) fn split(
+pub(crate) fn split(
     maps: &PartitionMaps,
     handles: &Handles,
     batch: WriteBatch,
@@ -79,6 +79,41 @@ impl Parts {
         };
         Ok(&mut self.list[at].commit)
     }
+}
+
+/// Commits one part of a batch log entry a crash interrupted (`batch_log::replay`): one
+/// physical partition's final writes, as a plain batch. Each row key and size record names its
+/// table and token; index entries are owned through the part's first of those (a part never
+/// spans partitions, and no split ran since: splits wait for the writer's partition locks).
+/// A part whose table is gone is skipped (its data is being deleted).
+pub(crate) fn replay_part(
+    maps: &PartitionMaps,
+    handles: &Handles,
+    batch: WriteBatch,
+) -> Result<()> {
+    let owner_of = |op: &crate::storage::Op| match op.space {
+        Space::Sizes => table_and_token(&op.key),
+        _ => table_and_token(&op.key).filter(|(sid, _)| maps.get(*sid).is_some()),
+    };
+    let owners: Vec<Option<(u64, Token)>> = batch.ops.iter().map(owner_of).collect();
+    let Some(anchor) = owners.iter().flatten().next().copied() else {
+        return Ok(());
+    };
+    if maps.get(anchor.0).is_none() {
+        return Ok(());
+    }
+    let owners: Vec<(u64, Token)> = owners.into_iter().map(|o| o.unwrap_or(anchor)).collect();
+    for part in split(maps, handles, batch, &owners, Vec::new())? {
+        match part.handle {
+            Some(h) => h.commit(part.commit)?,
+            None => {
+                return Err(StorageError::Io(
+                    "no partition handle to replay into".into(),
+                ))
+            }
+        }
+    }
+    Ok(())
 }
 
 fn odd(key: &[u8]) -> StorageError {

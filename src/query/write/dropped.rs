@@ -35,13 +35,12 @@ pub(super) fn purge(
     store: &dyn crate::storage::Store,
     storage_id: u64,
 ) -> crate::storage::Result<()> {
-    let lo = storage_id.to_be_bytes();
-    let hi = (storage_id + 1).to_be_bytes();
-    crate::storage::delete_range(store, Space::Data, &lo, &hi)?;
-    crate::partition::sizes::purge(store, storage_id)?;
-    let mut batch = WriteBatch::default();
-    batch.delete(Space::Meta, purge_key(storage_id));
-    store.commit(batch)
+    let parts = store.partitions().ok_or_else(|| {
+        crate::storage::StorageError::Io("the store offers no per-partition handles".into())
+    })?;
+    parts.drop_data(storage_id)?;
+    let marker = purge_key(storage_id).into();
+    store.metadata().meta_commit(vec![(marker, None)])
 }
 
 /// Finishes purges interrupted by a restart.
@@ -50,11 +49,10 @@ pub fn resume_purges(engine: &Engine) -> Result<()> {
     let end = crate::storage::prefix_successor(prefix).expect("successor");
     let ids: Vec<u64> = engine
         .store
-        .scan(
-            Space::Meta,
+        .metadata()
+        .meta_scan(
             std::ops::Bound::Included(&prefix[..]),
             std::ops::Bound::Excluded(&end[..]),
-            false,
         )
         .filter_map(|r| r.ok())
         .filter_map(|(k, _)| {

@@ -34,7 +34,7 @@ pub(crate) use crate::format::{header_key, row_key};
 mod admission;
 mod apply;
 mod batch;
-mod by_partition;
+pub(crate) mod by_partition;
 mod ddl_exec;
 mod delete;
 mod dropped;

@@ -11,10 +11,9 @@
 
 use super::exporter::SeriesLimits;
 use super::snapshot::{tables, TableSnap};
-use crate::partition::sizes::scan_range;
+use crate::partition::sizes::scan_table;
 use crate::partition::views::key_text;
 use crate::query::Engine;
-use crate::tokens::{MAX_TOKEN, MIN_TOKEN};
 use serde::Serialize;
 
 pub const PAGE: &str = include_str!("dashboard.html");
@@ -132,7 +131,10 @@ fn hottest(engine: &Engine, t: &crate::schema::TableDef) -> Vec<Key> {
 /// The table's largest logical partitions among its first `MAX_SIZE_RECORDS` size records, and
 /// whether those were all.
 fn largest(engine: &Engine, t: &crate::schema::TableDef, snap: &TableSnap) -> (Vec<Key>, bool) {
-    let mut records = scan_range(&*engine.store, t.storage_id, MIN_TOKEN, MAX_TOKEN);
+    let Some(map) = engine.maps.get(t.storage_id) else {
+        return (Vec::new(), true);
+    };
+    let mut records = scan_table(&engine.handles, t.storage_id, &map);
     let mut top: Vec<(i64, i64, Vec<u8>)> = Vec::new();
     let mut complete = true;
     for (n, r) in records.by_ref().enumerate() {
