@@ -169,7 +169,7 @@ fn serve(cfg: Config) -> Result<(), String> {
         };
         let engine = Arc::new(Engine::new(Arc::clone(&store), node, limits)?);
         ringgate::query::purge::install(&engine);
-        ringgate::query::write::resume_purges(&engine).map_err(|e| e.to_string())?;
+        ringgate::query::write::resume_drop_data(&engine).map_err(|e| e.to_string())?;
         tracing::info!(
             "ringgate listening on {addr} (CQL native protocol v3-v5{}), data in {}",
             if cfg.tls.enabled { ", TLS" } else { "" },

@@ -1,5 +1,11 @@
 //! Purging expired and deleted data after gc_grace_seconds, so disk space comes back.
 //!
+//! Words, one meaning each: *purge* is what the compaction filter does (drop data past
+//! gc_grace_seconds while the store compacts; "purgeable": past it); *sweep* is what the
+//! tombstone sweeper does (rewrite a queued partition through the write path so expired
+//! partition and range tombstones go with the rows they shadow); deleting a dropped or
+//! truncated table's data is *drop data* (`write/dropped.rs`), not either of these.
+//!
 //! The store runs a filter over table data while it compacts (in key order). For each row it
 //! drops tombstones, expired cells and markers, and row deletions once gc_grace_seconds have
 //! passed since they were written (or expired); a row left empty is removed. Rows that follow
@@ -278,9 +284,9 @@ pub fn sweep_table(engine: &Engine, keyspace: &str, table: &str) -> super::Resul
     Ok(swept)
 }
 
-/// Sweeps one queued partition (by header key) under its lock: purges its expired partition
+/// Sweeps one queued partition (by header key) under its lock: removes its expired partition
 /// deletion and range tombstones with what they shadow, then recounts its stored bytes. Returns
-/// whether tombstones were purged.
+/// whether tombstones were swept.
 fn sweep_partition(engine: &Engine, header_key: &[u8]) -> super::Result<bool> {
     let Some((kind_at, KIND_HEADER)) = kind_of(header_key) else {
         return Ok(false);
@@ -304,7 +310,7 @@ fn sweep_partition(engine: &Engine, header_key: &[u8]) -> super::Result<bool> {
         pk: dk.pk,
         token: dk.token,
     };
-    let swept = purge_tombstones(engine, &p)?;
+    let swept = sweep_shadowed(engine, &p)?;
     recount(engine, &p)?;
     Ok(swept)
 }
@@ -367,11 +373,11 @@ impl Part<'_> {
     }
 }
 
-/// Purges the partition's expired partition deletion and range tombstones and what they
+/// Removes the partition's expired partition deletion and range tombstones and what they
 /// shadow. Rows go in chunks, each read and rewritten under the partition lock (writes to the
 /// partition wait for one chunk at most, never for the whole partition); the tombstones go in
 /// the last chunk, so until then they still shadow the rows not yet swept.
-fn purge_tombstones(engine: &Engine, p: &Part) -> super::Result<bool> {
+fn sweep_shadowed(engine: &Engine, p: &Part) -> super::Result<bool> {
     let gc = p.table.options.gc_grace_seconds;
     let (pdel, purged) = {
         let _guard = p.lock(engine);

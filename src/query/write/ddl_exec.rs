@@ -45,7 +45,7 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
                     for t in tables {
                         engine.maps.remove(t.storage_id, batch);
                         for id in table_storage_ids(t) {
-                            purge_marker(id, batch);
+                            drop_data_marker(id, batch);
                         }
                     }
                 }
@@ -54,7 +54,7 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
             if let Some((_, tables)) = &res {
                 for t in tables {
                     for id in table_storage_ids(t) {
-                        spawn_purge(engine, id);
+                        spawn_drop_data(engine, id);
                     }
                 }
             }
@@ -105,14 +105,14 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
                 if let Some((_, t)) = &r {
                     engine.maps.remove(t.storage_id, batch);
                     for id in table_storage_ids(t) {
-                        purge_marker(id, batch);
+                        drop_data_marker(id, batch);
                     }
                 }
                 Ok(r)
             })?;
             if let Some((_, t)) = &res {
                 for id in table_storage_ids(t) {
-                    spawn_purge(engine, id);
+                    spawn_drop_data(engine, id);
                 }
             }
             Ok(done(res.map(|r| r.0)))
@@ -139,7 +139,7 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
                     .initial_layout(t.storage_id, table_throughput(s, &t), batch);
                 engine.maps.remove(old.storage_id, batch);
                 for id in table_storage_ids(&old) {
-                    purge_marker(id, batch);
+                    drop_data_marker(id, batch);
                 }
                 swap = Some((table_storage_ids(&old), t.storage_id, map));
                 let mut k = (*k).clone();
@@ -150,7 +150,7 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
             if let Some((old, new, map)) = swap {
                 engine.maps.install(new, map);
                 for id in old {
-                    spawn_purge(engine, id);
+                    spawn_drop_data(engine, id);
                 }
             }
             Ok(Outcome::Void)
@@ -224,13 +224,13 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
             let res = cat.update(|s, batch| {
                 let r = ddl::drop_index(s, ks, &name.name, *if_exists)?;
                 if let Some((_, ix)) = &r {
-                    purge_marker(ix.storage_id, batch);
+                    drop_data_marker(ix.storage_id, batch);
                 }
                 Ok(r)
             })?;
             match res {
                 Some((change, ix)) => {
-                    spawn_purge(engine, ix.storage_id);
+                    spawn_drop_data(engine, ix.storage_id);
                     Ok(Outcome::SchemaChange(change))
                 }
                 None => Ok(Outcome::Void),

@@ -1,5 +1,10 @@
-//! Deleting the data of dropped or truncated tables in the background, in bounded batches,
-//! with a marker so a restart finishes the job.
+//! Dropping data: deleting the data of dropped or truncated tables (and dropped indexes) in
+//! the background, through `PartitionStore::drop_data`, with a marker so a restart finishes
+//! the job. ("Drop data" is this only; "purge" is the compaction filter's work after
+//! gc_grace_seconds and "sweep" the sweeper's, both in `query/purge.rs`.)
+//!
+//! The marker is `meta` `purge/[storage id u64 BE]`: the key keeps the name earlier versions
+//! wrote, so their unfinished deletions resume.
 
 use super::*;
 
@@ -10,48 +15,47 @@ pub(super) fn table_storage_ids(t: &TableDef) -> Vec<u64> {
         .collect()
 }
 
-pub(super) fn purge_key(storage_id: u64) -> Vec<u8> {
-    let mut k = b"purge/".to_vec();
+const MARKER_PREFIX: &[u8] = b"purge/";
+
+pub(super) fn drop_data_key(storage_id: u64) -> Vec<u8> {
+    let mut k = MARKER_PREFIX.to_vec();
     k.extend_from_slice(&storage_id.to_be_bytes());
     k
 }
 
-pub(super) fn purge_marker(storage_id: u64, batch: &mut WriteBatch) {
-    batch.put(Space::Meta, purge_key(storage_id), Vec::new());
+pub(super) fn drop_data_marker(storage_id: u64, batch: &mut WriteBatch) {
+    batch.put(Space::Meta, drop_data_key(storage_id), Vec::new());
 }
 
 /// Deletes the data of a dropped or truncated table in the background, in bounded batches;
-/// the purge marker makes a restart finish the job.
-pub fn spawn_purge(engine: &Engine, storage_id: u64) {
+/// the marker makes a restart finish the job.
+pub fn spawn_drop_data(engine: &Engine, storage_id: u64) {
     let store = Arc::clone(&engine.store);
     std::thread::spawn(move || {
-        if let Err(e) = purge(&*store, storage_id) {
-            tracing::warn!(storage_id, error = %e, "purging table data failed; will retry at restart");
+        if let Err(e) = drop_data(&*store, storage_id) {
+            tracing::warn!(storage_id, error = %e, "deleting dropped table data failed; will retry at restart");
         }
     });
 }
 
-pub(super) fn purge(
-    store: &dyn crate::storage::Store,
-    storage_id: u64,
-) -> crate::storage::Result<()> {
+fn drop_data(store: &dyn crate::storage::Store, storage_id: u64) -> crate::storage::Result<()> {
     let parts = store.partitions().ok_or_else(|| {
         crate::storage::StorageError::Io("the store offers no per-partition handles".into())
     })?;
     parts.drop_data(storage_id)?;
-    let marker = purge_key(storage_id).into();
+    let marker = drop_data_key(storage_id).into();
     store.metadata().meta_commit(vec![(marker, None)])
 }
 
-/// Finishes purges interrupted by a restart.
-pub fn resume_purges(engine: &Engine) -> Result<()> {
-    let prefix = b"purge/";
+/// Finishes data deletions interrupted by a restart.
+pub fn resume_drop_data(engine: &Engine) -> Result<()> {
+    let prefix = MARKER_PREFIX;
     let end = crate::storage::prefix_successor(prefix).expect("successor");
     let ids: Vec<u64> = engine
         .store
         .metadata()
         .meta_scan(
-            std::ops::Bound::Included(&prefix[..]),
+            std::ops::Bound::Included(prefix),
             std::ops::Bound::Excluded(&end[..]),
         )
         .filter_map(|r| r.ok())
@@ -62,7 +66,7 @@ pub fn resume_purges(engine: &Engine) -> Result<()> {
         })
         .collect();
     for id in ids {
-        spawn_purge(engine, id);
+        spawn_drop_data(engine, id);
     }
     Ok(())
 }
