@@ -129,3 +129,71 @@ fn table_and_token(key: &[u8]) -> Option<(u64, Token)> {
     let flipped = u64::from_be_bytes(key.get(8..16)?.try_into().ok()?);
     Some((sid, (flipped ^ (1 << 63)) as i64))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::{EmbeddedStore, Store, SyncMode};
+    use std::ops::Bound::Unbounded;
+    use std::sync::Arc;
+
+    fn data_key(sid: u64, token: Token, tail: &[u8]) -> Vec<u8> {
+        let flipped = ((token as u64) ^ (1 << 63)).to_be_bytes();
+        [&sid.to_be_bytes()[..], &flipped, tail].concat()
+    }
+
+    /// A logged part (a row, its index entry, its size record) replays through the handle of
+    /// the partition that owns the row, the index entry as a local write owned through the
+    /// row's token; a part of a table that no longer has a map is skipped.
+    #[test]
+    fn replayed_parts_go_to_their_partition_with_their_index_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> =
+            Arc::new(EmbeddedStore::open(dir.path(), SyncMode::None).unwrap());
+        let maps = PartitionMaps::open(Arc::clone(&store)).unwrap();
+        let handles = Handles::start(Arc::clone(&store)).unwrap();
+        let (sid, index_sid) = (20u64, 21u64);
+        let mut meta = WriteBatch::default();
+        // 40,000 RU/s: four partitions, so the row's is not the whole ring.
+        let map = maps.initial_layout(sid, Some(40_000), &mut meta);
+        crate::storage::commit_meta(store.metadata(), meta).unwrap();
+        maps.install(sid, Arc::clone(&map));
+        assert!(map.parts.len() >= 4);
+        let token: Token = 5_000_000_000_000_000_000;
+        let row = data_key(sid, token, b"pk\x01");
+        let entry = [&index_sid.to_be_bytes()[..], b"value", &row[8..]].concat();
+        let size = data_key(sid, token, b"pk");
+        let mut part = WriteBatch::default();
+        part.put(Space::Data, entry.clone(), Vec::new());
+        part.put(Space::Data, row.clone(), b"row".to_vec());
+        part.put(Space::Sizes, size.clone(), 9u64.to_be_bytes().to_vec());
+        replay_part(&maps, &handles, part).unwrap();
+
+        let owner = map.route(token);
+        let h = handles.read(sid, owner).unwrap();
+        assert_eq!(h.get(&row).unwrap().as_deref(), Some(&b"row"[..]));
+        assert!(h.get_size(&size).unwrap().is_some());
+        let prefix = [&index_sid.to_be_bytes()[..], b"value"].concat();
+        let local: Vec<_> = h.scan_local(&prefix, Unbounded, Unbounded, false).collect();
+        assert_eq!(local.len(), 1);
+        // No other partition's index range holds it.
+        for p in map.parts.iter().filter(|p| p.id != owner.id) {
+            let other = handles.read(sid, p).unwrap();
+            assert_eq!(
+                other
+                    .scan_local(&prefix, Unbounded, Unbounded, false)
+                    .count(),
+                0
+            );
+        }
+
+        let mut gone = WriteBatch::default();
+        gone.put(Space::Data, data_key(99, token, b"x"), b"row".to_vec());
+        replay_part(&maps, &handles, gone).unwrap();
+        let all = store.scan(Space::Data, Unbounded, Unbounded, false).count();
+        assert_eq!(
+            all, 2,
+            "the row and its entry; nothing of the dropped table"
+        );
+    }
+}
