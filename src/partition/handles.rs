@@ -4,7 +4,7 @@
 //! takes the next value of the counter `meta` `node-epoch` (u64 BE, persisted durably before
 //! any partition is opened), and opens each partition with it on first use, which fences the
 //! handles of any earlier process. A partition retired by a split (or a dropped table) answers
-//! `Fenced`: the handle is forgotten and the writer routes again through the current map.
+//! `Fenced`: the writer routes again through the current map, whose partitions have their own.
 //!
 //! Each partition's handle is kept in its live state (`PartStats::handle`, a [`HandleSlot`]),
 //! set once on first use: reads and writes take it without a lock or a table lookup (a point
