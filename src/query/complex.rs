@@ -37,7 +37,7 @@ static LIST_CLOCK: AtomicI64 = AtomicI64::new(0);
 /// `n` increasing list position ids, each greater than every id handed out before (append
 /// order). Prepends use their negation, so later prepends come first.
 fn list_ids(n: usize) -> i64 {
-    let now = super::now_micros().saturating_mul(1000);
+    let now = crate::clock::system_micros().saturating_mul(1000);
     let n = n as i64;
     let mut cur = LIST_CLOCK.load(Ordering::Relaxed);
     loop {

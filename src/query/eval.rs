@@ -31,6 +31,9 @@ impl Val {
 pub struct Ctx<'a> {
     pub binds: &'a BoundValues<'a>,
     pub max_value_bytes: usize,
+    /// The statement's time (`Engine::clock`), read once: `currentTimestamp()` and TTLs of
+    /// one statement agree, as a Cassandra query's timestamp does.
+    pub now_micros: i64,
 }
 
 fn put_len(out: &mut Vec<u8>, n: usize) {
@@ -283,7 +286,7 @@ pub fn new_timeuuid() -> [u8; 16] {
     // 100ns intervals since 1582-10-15, strictly increasing across the process so that uuids
     // generated in the same microsecond still sort in generation order.
     static LAST: AtomicU64 = AtomicU64::new(0);
-    let now = (super::now_micros() as u64) * 10 + 0x01B2_1DD2_1381_4000;
+    let now = (crate::clock::system_micros() as u64) * 10 + 0x01B2_1DD2_1381_4000;
     let prev = LAST
         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |last| {
             Some(now.max(last + 1))
@@ -316,13 +319,13 @@ fn eval_function(
     match name {
         "now" | "currenttimeuuid" => no_args(new_timeuuid().to_vec()),
         "uuid" => no_args(uuid::Uuid::new_v4().as_bytes().to_vec()),
-        "currenttimestamp" => no_args((super::now_micros() / 1000).to_be_bytes().to_vec()),
+        "currenttimestamp" => no_args((ctx.now_micros / 1000).to_be_bytes().to_vec()),
         "currentdate" => {
-            let days = super::now_micros() / 86_400_000_000 + (1i64 << 31);
+            let days = ctx.now_micros / 86_400_000_000 + (1i64 << 31);
             no_args((days as u32).to_be_bytes().to_vec())
         }
         "currenttime" => {
-            let nanos = (super::now_micros() % 86_400_000_000) * 1000;
+            let nanos = (ctx.now_micros % 86_400_000_000) * 1000;
             no_args(nanos.to_be_bytes().to_vec())
         }
         "fromjson" => from_json(args, ty, receiver, ctx),

@@ -169,7 +169,7 @@ pub fn build(engine: &Engine, table: &TableDef, index: &IndexDef) -> super::Resu
     const BATCH: usize = 1000;
     let mut single = table.clone();
     single.indexes = vec![index.clone()];
-    let now = super::now_millis();
+    let now = engine.clock.now_millis();
     let lo = table.storage_id.to_be_bytes();
     let hi = (table.storage_id + 1).to_be_bytes();
     let mut batch = WriteBatch::default();

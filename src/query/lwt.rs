@@ -224,7 +224,7 @@ pub fn execute(
     for attempt in 0..write::MAX_ATTEMPTS {
         let mut decided: Vec<StorageCondition> = Vec::new();
         let mut read = (0u64, 0u64); // (stored keys found, bytes) for the read charge
-        let now = super::now_millis();
+        let now = engine.clock.now_millis();
         let header_key = write::header_key(&t, &pk);
         let stored_header = engine.store.get(Space::Data, &header_key)?;
         decided.push(unchanged(&header_key, &stored_header));

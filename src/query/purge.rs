@@ -55,6 +55,7 @@ pub fn install(engine: &Arc<Engine>) {
     let weak: Weak<Engine> = Arc::downgrade(engine);
     let queue = Arc::clone(&engine.sweep_queue);
     let sweeper = Weak::clone(&weak);
+    let clock = engine.clock.clone();
     let spawned = std::thread::Builder::new()
         .name("ringgate-sweeper".into())
         .spawn(move || loop {
@@ -84,7 +85,7 @@ pub fn install(engine: &Arc<Engine>) {
             };
             let mut f = Filter {
                 gc,
-                now: super::now_secs(),
+                now: clock.now_secs(),
                 header: None,
                 queue: Arc::clone(&queue),
                 queued: Vec::new(),
@@ -353,7 +354,7 @@ fn purge_tombstones(engine: &Engine, p: &Part) -> super::Result<bool> {
             return Ok(false);
         };
         let header = RowData::decode(&hv)?;
-        let now = super::now_secs();
+        let now = engine.clock.now_secs();
         if !has_purgeable_tombstones(&header, now, gc) {
             return Ok(false);
         }
@@ -365,7 +366,7 @@ fn purge_tombstones(engine: &Engine, p: &Part) -> super::Result<bool> {
             .collect();
         (pdel, purged)
     };
-    let now_ms = super::now_millis();
+    let now_ms = engine.clock.now_millis();
     let limits = &engine.limits.partitions;
     let sid = p.table.storage_id;
     let mut resume: Option<Vec<u8>> = None;

@@ -93,7 +93,7 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
                 if_column_exists: *if_column_exists,
             };
             let c = cat.update(|s, _| {
-                ddl::alter_table(s, ks, name, flags, action, crate::query::now_micros())
+                ddl::alter_table(s, ks, name, flags, action, engine.clock.now_micros())
             })?;
             ensure_throughput_layout(engine, ks, &name.name)?;
             Ok(done(c.map(|r| r.0)))

@@ -25,7 +25,7 @@ pub(super) fn delete_mutations(
         ctx,
         ts,
     )?;
-    let now = crate::query::now_secs();
+    let now = p.now_secs();
     let pks = partition_keys(
         table,
         key_values(table, &del.where_clause, ctx, &table.partition_key)?,

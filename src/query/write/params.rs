@@ -8,6 +8,15 @@ pub(super) struct WriteParams {
     pub(super) ttl: i32,
     /// Milliseconds since the epoch; 0 = never.
     pub(super) expiry: i64,
+    /// The statement's time (`eval::Ctx::now_micros`): expiries count from it, tombstones
+    /// take their local deletion time from it.
+    pub(super) now_micros: i64,
+}
+
+impl WriteParams {
+    pub(super) fn now_secs(&self) -> i32 {
+        (self.now_micros / 1_000_000) as i32
+    }
 }
 
 /// The value of `USING TIMESTAMP t` (None: bound unset, the default applies). Long.MIN_VALUE
@@ -62,12 +71,13 @@ pub(super) fn using_params(
     let expiry = if ttl == 0 {
         0
     } else {
-        (crate::query::now_micros() + 999).div_euclid(1000) + ttl * 1000
+        (ctx.now_micros + 999).div_euclid(1000) + ttl * 1000
     };
     Ok(WriteParams {
         ts,
         ttl: ttl as i32,
         expiry,
+        now_micros: ctx.now_micros,
     })
 }
 
@@ -80,7 +90,7 @@ pub(super) fn cell_for(col: u32, v: Val, p: &WriteParams) -> Option<Cell> {
             ttl: 0,
             expiry: 0,
             value: None,
-            local_deletion: crate::query::now_secs(),
+            local_deletion: p.now_secs(),
         }),
         Val::Value(b) => Some(Cell {
             col,
@@ -98,7 +108,7 @@ pub(super) fn elem_params(p: &WriteParams) -> ElemParams {
         ts: p.ts,
         ttl: p.ttl,
         expiry: p.expiry,
-        now: crate::query::now_millis(),
+        now: p.now_micros.div_euclid(1000),
     }
 }
 
@@ -109,7 +119,7 @@ pub(super) fn put_column(upd: &mut RowData, col: &ColumnDef, v: Val, p: &WritePa
         upd.cells.extend(cell_for(col.id, v, p));
         return;
     }
-    let now = crate::query::now_secs();
+    let now = p.now_secs();
     let (deletion_ts, elems) = match v {
         Val::Unset => return,
         Val::Null => (p.ts, Vec::new()),
