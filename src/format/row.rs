@@ -36,7 +36,9 @@ pub struct Marker {
 
 impl Marker {
     /// Cassandra's `LivenessInfo.supersedes`: the newer timestamp; on a tie an expiring marker
-    /// beats one that never expires, and of two alike the later expiry (in seconds).
+    /// beats one that never expires, and of two alike the later expiry. Expiries compare in
+    /// milliseconds (Cassandra's are seconds), then the TTL: markers that differ in anything
+    /// are ordered, so the merge does not depend on the order writes arrive in.
     fn supersedes(&self, other: &Marker) -> bool {
         if self.ts != other.ts {
             return self.ts > other.ts;
@@ -44,7 +46,7 @@ impl Marker {
         if (self.expiry == 0) != (other.expiry == 0) {
             return self.expiry != 0;
         }
-        secs(self.expiry) > secs(other.expiry)
+        (self.expiry, self.ttl) > (other.expiry, other.ttl)
     }
 }
 
@@ -111,10 +113,16 @@ pub struct ComplexCell {
     pub elems: Vec<Elem>,
 }
 
+/// A deletion (timestamp, local deletion time) that supersedes `cur`, as Cassandra's
+/// `DeletionTime.supersedes`: the newer timestamp, on a tie the later local deletion time.
+fn deletion_supersedes(new: (i64, i32), cur: Option<(i64, i32)>) -> bool {
+    cur.is_none_or(|cur| new > cur)
+}
+
 impl ComplexCell {
     fn merge(&mut self, update: ComplexCell) {
         if let Some(d) = update.deletion {
-            if self.deletion.is_none_or(|cur| d.0 > cur.0) {
+            if deletion_supersedes(d, self.deletion) {
                 self.deletion = Some(d);
             }
         }
@@ -347,7 +355,7 @@ impl RowData {
     /// wins; on a tie Cassandra's reconcile rule decides (see [`newer_wins`]).
     pub fn merge(&mut self, update: RowData) {
         if let Some(d) = update.deletion {
-            if self.deletion.is_none_or(|cur| d.0 > cur.0) {
+            if deletion_supersedes(d, self.deletion) {
                 self.deletion = Some(d);
             }
         }
@@ -371,7 +379,11 @@ impl RowData {
                 .iter_mut()
                 .find(|x| x.lo == r.lo && x.hi == r.hi)
             {
-                Some(x) if x.ts >= r.ts => {}
+                Some(x)
+                    if !deletion_supersedes(
+                        (r.ts, r.local_deletion),
+                        Some((x.ts, x.local_deletion)),
+                    ) => {}
                 Some(x) => *x = r,
                 None => self.ranges.push(r),
             }
@@ -629,18 +641,20 @@ impl RowData {
 struct Contender<'a> {
     ts: i64,
     value: &'a Option<Bytes>,
+    ttl: i32,
     expiry_ms: i64,
     local_deletion: i32,
 }
 
 impl Contender<'_> {
-    /// Cassandra's local deletion time in seconds: a tombstone's, an expiring cell's expiry,
-    /// None for a live cell that never expires.
-    fn deletion_secs(&self) -> Option<i32> {
+    /// Cassandra's local deletion time: a tombstone's (seconds), an expiring cell's expiry
+    /// (here in milliseconds: two expiries within one second stay ordered), None for a live
+    /// cell that never expires. Only compared between two tombstones or two expiring cells.
+    fn deletion_time(&self) -> Option<i64> {
         match (self.value, self.expiry_ms) {
-            (None, _) => Some(self.local_deletion),
+            (None, _) => Some(i64::from(self.local_deletion)),
             (Some(_), 0) => None,
-            (Some(_), e) => Some(secs(e)),
+            (Some(_), e) => Some(e),
         }
     }
 }
@@ -649,12 +663,13 @@ impl Contender<'_> {
 /// `Cells.reconcile`: the newer timestamp; on a tie a tombstone or an expiring cell beats a
 /// cell that never expires (CASSANDRA-14592: the result must not depend on the clock), a
 /// tombstone beats an expiring cell, then the later local deletion time, then the greater
-/// value. Returns whether `new` wins.
+/// value, then (where Cassandra keeps either) the greater TTL, so that the winner never
+/// depends on which of the two is `old`. Returns whether `new` wins.
 fn newer_wins(old: Contender, new: Contender) -> bool {
     if new.ts != old.ts {
         return new.ts > old.ts;
     }
-    let (old_dt, new_dt) = (old.deletion_secs(), new.deletion_secs());
+    let (old_dt, new_dt) = (old.deletion_time(), new.deletion_time());
     match (old_dt, new_dt) {
         (None, None) => {}
         (None, Some(_)) => return true,
@@ -672,7 +687,7 @@ fn newer_wins(old: Contender, new: Contender) -> bool {
     match (old.value, new.value) {
         (_, None) => true,
         (None, Some(_)) => false,
-        (Some(a), Some(b)) => b > a,
+        (Some(a), Some(b)) => (b, new.ttl) > (a, old.ttl),
     }
 }
 
@@ -681,6 +696,7 @@ impl<'a> From<&'a Cell> for Contender<'a> {
         Contender {
             ts: c.ts,
             value: &c.value,
+            ttl: c.ttl,
             expiry_ms: c.expiry,
             local_deletion: c.local_deletion,
         }
@@ -692,6 +708,7 @@ impl<'a> From<&'a Elem> for Contender<'a> {
         Contender {
             ts: e.ts,
             value: &e.value,
+            ttl: e.ttl,
             expiry_ms: e.expiry,
             local_deletion: e.local_deletion,
         }
