@@ -680,25 +680,7 @@ fn execute(
 ) -> Produced {
     let engine = &shared.engine;
     let began = std::time::Instant::now();
-    let mut opts = match &env.request {
-        Request::Query(q) => options(&q.params),
-        Request::Execute(e) => options(&e.params),
-        Request::Batch(b) => QueryOptions {
-            timestamp: b.timestamp,
-            keyspace: b.keyspace.clone(),
-            batch_kind: Some(match b.kind {
-                crate::protocol::request::batch_kind::UNLOGGED => {
-                    crate::cql::ast::BatchKind::Unlogged
-                }
-                crate::protocol::request::batch_kind::COUNTER => {
-                    crate::cql::ast::BatchKind::Counter
-                }
-                _ => crate::cql::ast::BatchKind::Logged,
-            }),
-            ..Default::default()
-        },
-        _ => QueryOptions::default(),
-    };
+    let mut opts = request_options(env);
     let tracer = env.tracing.then(|| match &hold.tracer {
         Some(t) => {
             opts.ctx.continue_trace(Arc::clone(t));
@@ -714,69 +696,7 @@ fn execute(
         opts.ctx
             .watch_slow(began, std::time::Duration::from_millis(slow_ms));
     }
-    let result: Result<(ResultBody, Option<String>), crate::query::QueryError> = (|| {
-        match &env.request {
-            Request::Query(q) => {
-                let out = engine.query(session, &q.query, &opts)?;
-                Ok(finish(shared, out, q.params.skip_metadata))
-            }
-            Request::Prepare(p) => {
-                let prepared = engine.prepare(session, &p.query, p.keyspace.as_deref())?;
-                Ok((convert::prepared(&prepared, version), None))
-            }
-            Request::Execute(e) => {
-                let prepared = engine.get_prepared(&e.id)?;
-                let out = engine.execute(session, &prepared, &opts)?;
-                Ok(finish(shared, out, e.params.skip_metadata))
-            }
-            Request::Batch(b) => {
-                let mut owned = Vec::new();
-                let mut prepared = Vec::new();
-                for s in &b.statements {
-                    match &s.kind {
-                        BatchStatementKind::Query(text) => {
-                            let parsed = crate::cql::parse(text)
-                                .map_err(|e| crate::query::QueryError::Syntax(e.to_string()))?;
-                            owned.push((parsed, s.values.clone()));
-                        }
-                        BatchStatementKind::Prepared(id) => {
-                            prepared.push((engine.get_prepared(id)?, s.values.clone()));
-                        }
-                    }
-                }
-                let mut items: Vec<BatchItem> = Vec::new();
-                // Keep the statement order of the batch.
-                let (mut oi, mut pi) = (0, 0);
-                for s in &b.statements {
-                    match &s.kind {
-                        BatchStatementKind::Query(_) => {
-                            let (p, v) = &owned[oi];
-                            oi += 1;
-                            items.push(BatchItem {
-                                parsed: p,
-                                keyspace: None,
-                                binds: binds(&Values::Positional(v.clone())),
-                            });
-                        }
-                        BatchStatementKind::Prepared(_) => {
-                            let (p, v) = &prepared[pi];
-                            pi += 1;
-                            items.push(BatchItem {
-                                parsed: &p.parsed,
-                                keyspace: p.keyspace.clone(),
-                                binds: binds(&Values::Positional(v.clone())),
-                            });
-                        }
-                    }
-                }
-                let out = engine.batch(session, &items, &opts)?;
-                Ok(finish(shared, out, false))
-            }
-            _ => Err(crate::query::QueryError::Server(
-                "unexpected request".into(),
-            )),
-        }
-    })();
+    let result = run(shared, session, env, version, &opts);
     if let Err(crate::query::QueryError::Held { retry_after_ms }) = &result {
         opts.ctx.trace(|| {
             format!("Held by server-side retry: throughput budget spent, running again in {retry_after_ms} ms")
@@ -809,48 +729,7 @@ fn execute(
         },
     );
     if let Some(t) = &tracer {
-        let (request, text, consistency) = match &env.request {
-            Request::Query(q) => (
-                "Execute CQL3 query",
-                q.query.clone(),
-                Some(q.params.consistency),
-            ),
-            Request::Execute(e) => (
-                "Execute CQL3 prepared query",
-                engine
-                    .get_prepared(&e.id)
-                    .map(|p| p.query.clone())
-                    .unwrap_or_default(),
-                Some(e.params.consistency),
-            ),
-            Request::Prepare(p) => ("Preparing CQL3 query", p.query.clone(), None),
-            Request::Batch(b) => (
-                "Execute batch of CQL3 queries",
-                String::new(),
-                Some(b.consistency),
-            ),
-            _ => ("", String::new(), None),
-        };
-        t.event("Request complete".to_string());
-        let mut params = std::collections::BTreeMap::new();
-        if !text.is_empty() {
-            params.insert("query".to_string(), text);
-        }
-        if let Some(cl) = consistency {
-            params.insert(
-                "consistency_level".to_string(),
-                crate::protocol::types::consistency::name(cl)
-                    .unwrap_or("ONE")
-                    .to_string(),
-            );
-        }
-        let command = match &env.request {
-            Request::Prepare(_) => "PREPARE",
-            _ => "QUERY",
-        };
-        engine
-            .traces
-            .record(t.finish(client, command, request, params));
+        record_trace(engine, t, env, client);
     }
     let extras = ResponseExtras {
         tracing_id: tracer.as_ref().map(|t| t.session_id),
@@ -867,6 +746,161 @@ fn execute(
         held_ms: None,
         tracer: None,
     }
+}
+
+/// The options of a QUERY/EXECUTE/BATCH (PREPARE: none).
+fn request_options(env: &RequestEnvelope) -> QueryOptions {
+    match &env.request {
+        Request::Query(q) => options(&q.params),
+        Request::Execute(e) => options(&e.params),
+        Request::Batch(b) => QueryOptions {
+            timestamp: b.timestamp,
+            keyspace: b.keyspace.clone(),
+            batch_kind: Some(match b.kind {
+                crate::protocol::request::batch_kind::UNLOGGED => {
+                    crate::cql::ast::BatchKind::Unlogged
+                }
+                crate::protocol::request::batch_kind::COUNTER => {
+                    crate::cql::ast::BatchKind::Counter
+                }
+                _ => crate::cql::ast::BatchKind::Logged,
+            }),
+            ..Default::default()
+        },
+        _ => QueryOptions::default(),
+    }
+}
+
+/// Runs the request through the engine: the result body and the keyspace a USE chose.
+fn run(
+    shared: &Shared,
+    session: &mut Session,
+    env: &RequestEnvelope,
+    version: u8,
+    opts: &QueryOptions,
+) -> Result<(ResultBody, Option<String>), crate::query::QueryError> {
+    let engine = &shared.engine;
+    match &env.request {
+        Request::Query(q) => {
+            let out = engine.query(session, &q.query, opts)?;
+            Ok(finish(shared, out, q.params.skip_metadata))
+        }
+        Request::Prepare(p) => {
+            let prepared = engine.prepare(session, &p.query, p.keyspace.as_deref())?;
+            Ok((convert::prepared(&prepared, version), None))
+        }
+        Request::Execute(e) => {
+            let prepared = engine.get_prepared(&e.id)?;
+            let out = engine.execute(session, &prepared, opts)?;
+            Ok(finish(shared, out, e.params.skip_metadata))
+        }
+        Request::Batch(b) => run_batch(shared, session, b, opts),
+        _ => Err(crate::query::QueryError::Server(
+            "unexpected request".into(),
+        )),
+    }
+}
+
+/// A BATCH: its statements parsed or looked up, then run in the batch's order.
+fn run_batch(
+    shared: &Shared,
+    session: &mut Session,
+    b: &crate::protocol::request::Batch,
+    opts: &QueryOptions,
+) -> Result<(ResultBody, Option<String>), crate::query::QueryError> {
+    let engine = &shared.engine;
+    let mut owned = Vec::new();
+    let mut prepared = Vec::new();
+    for s in &b.statements {
+        match &s.kind {
+            BatchStatementKind::Query(text) => {
+                let parsed = crate::cql::parse(text)
+                    .map_err(|e| crate::query::QueryError::Syntax(e.to_string()))?;
+                owned.push((parsed, s.values.clone()));
+            }
+            BatchStatementKind::Prepared(id) => {
+                prepared.push((engine.get_prepared(id)?, s.values.clone()));
+            }
+        }
+    }
+    let mut items: Vec<BatchItem> = Vec::new();
+    // Keep the statement order of the batch.
+    let (mut oi, mut pi) = (0, 0);
+    for s in &b.statements {
+        match &s.kind {
+            BatchStatementKind::Query(_) => {
+                let (p, v) = &owned[oi];
+                oi += 1;
+                items.push(BatchItem {
+                    parsed: p,
+                    keyspace: None,
+                    binds: binds(&Values::Positional(v.clone())),
+                });
+            }
+            BatchStatementKind::Prepared(_) => {
+                let (p, v) = &prepared[pi];
+                pi += 1;
+                items.push(BatchItem {
+                    parsed: &p.parsed,
+                    keyspace: p.keyspace.clone(),
+                    binds: binds(&Values::Positional(v.clone())),
+                });
+            }
+        }
+    }
+    let out = engine.batch(session, &items, opts)?;
+    Ok(finish(shared, out, false))
+}
+
+/// Records a traced request's session (system_traces).
+fn record_trace(
+    engine: &crate::query::Engine,
+    t: &crate::query::trace::Tracer,
+    env: &RequestEnvelope,
+    client: std::net::IpAddr,
+) {
+    let (request, text, consistency) = match &env.request {
+        Request::Query(q) => (
+            "Execute CQL3 query",
+            q.query.clone(),
+            Some(q.params.consistency),
+        ),
+        Request::Execute(e) => (
+            "Execute CQL3 prepared query",
+            engine
+                .get_prepared(&e.id)
+                .map(|p| p.query.clone())
+                .unwrap_or_default(),
+            Some(e.params.consistency),
+        ),
+        Request::Prepare(p) => ("Preparing CQL3 query", p.query.clone(), None),
+        Request::Batch(b) => (
+            "Execute batch of CQL3 queries",
+            String::new(),
+            Some(b.consistency),
+        ),
+        _ => ("", String::new(), None),
+    };
+    t.event("Request complete".to_string());
+    let mut params = std::collections::BTreeMap::new();
+    if !text.is_empty() {
+        params.insert("query".to_string(), text);
+    }
+    if let Some(cl) = consistency {
+        params.insert(
+            "consistency_level".to_string(),
+            crate::protocol::types::consistency::name(cl)
+                .unwrap_or("ONE")
+                .to_string(),
+        );
+    }
+    let command = match &env.request {
+        Request::Prepare(_) => "PREPARE",
+        _ => "QUERY",
+    };
+    engine
+        .traces
+        .record(t.finish(client, command, request, params));
 }
 
 /// The `RequestCharge` custom payload: an 8-byte big-endian double.
