@@ -171,11 +171,11 @@ fn row_of(op: &Op) -> RowData {
     let mut r = RowData::default();
     let cell = |col, ts, value: Option<&Vec<u8>>, ttl, expiry, local_deletion| Cell {
         col,
-        ts,
-        ttl,
-        expiry,
+        timestamp_micros: ts,
+        ttl_secs: ttl,
+        expiry_ms: expiry,
         value: value.map(|v| Bytes::from(v.clone())),
-        local_deletion,
+        deletion_secs: local_deletion,
     };
     match op {
         Op::Cell { col, ts, value } => r.cells.push(cell(*col, *ts, Some(value), 0, 0, 0)),
@@ -199,9 +199,9 @@ fn row_of(op: &Op) -> RowData {
             expiry_ms,
         } => {
             r.marker = Some(Marker {
-                ts: *ts,
-                ttl: *ttl_secs,
-                expiry: *expiry_ms,
+                timestamp_micros: *ts,
+                ttl_secs: *ttl_secs,
+                expiry_ms: *expiry_ms,
             })
         }
         Op::RowDeletion { ts, deletion_secs } => r.deletion = Some((*ts, *deletion_secs)),
@@ -213,8 +213,8 @@ fn row_of(op: &Op) -> RowData {
         } => r.ranges.push(RangeTombstone {
             lo: vec![*lo],
             hi: hi.map(|h| vec![h]),
-            ts: *ts,
-            local_deletion: *deletion_secs,
+            timestamp_micros: *ts,
+            deletion_secs: *deletion_secs,
         }),
         Op::Elem {
             col,
@@ -228,11 +228,11 @@ fn row_of(op: &Op) -> RowData {
             deletion: None,
             elems: vec![Elem {
                 path: Bytes::from(vec![*path]),
-                ts: *ts,
-                ttl: if *expiry_ms != 0 { 1 } else { 0 },
-                expiry: *expiry_ms,
+                timestamp_micros: *ts,
+                ttl_secs: if *expiry_ms != 0 { 1 } else { 0 },
+                expiry_ms: *expiry_ms,
                 value: value.as_ref().map(|v| Bytes::from(v.clone())),
-                local_deletion: if value.is_none() { *deletion_secs } else { 0 },
+                deletion_secs: if value.is_none() { *deletion_secs } else { 0 },
             }],
         }),
         Op::CollectionDeletion {
@@ -259,7 +259,12 @@ fn cell_rank(ts: i64, value: &Option<Bytes>, ttl: i32, expiry: i64, ldt: i32) ->
 }
 
 fn marker_rank(m: &Marker) -> impl Ord {
-    (m.ts, m.expiry != 0, m.expiry, m.ttl)
+    (
+        m.timestamp_micros,
+        m.expiry_ms != 0,
+        m.expiry_ms,
+        m.ttl_secs,
+    )
 }
 
 /// A collection column in the model: its deletion and its elements by path.
@@ -275,10 +280,18 @@ fn model(ops: &[Op]) -> RowData {
         .iter()
         .filter_map(|r| r.marker)
         .max_by_key(|m| (marker_rank(m), 0))
-        .filter(|m| above(m.ts));
+        .filter(|m| above(m.timestamp_micros));
     let mut cells: BTreeMap<u32, Cell> = BTreeMap::new();
     for c in rows.iter().flat_map(|r| &r.cells) {
-        let rank = |c: &Cell| cell_rank(c.ts, &c.value, c.ttl, c.expiry, c.local_deletion);
+        let rank = |c: &Cell| {
+            cell_rank(
+                c.timestamp_micros,
+                &c.value,
+                c.ttl_secs,
+                c.expiry_ms,
+                c.deletion_secs,
+            )
+        };
         let e = cells.entry(c.col).or_insert_with(|| c.clone());
         if rank(c) > rank(e) {
             *e = c.clone();
@@ -289,7 +302,7 @@ fn model(ops: &[Op]) -> RowData {
         let e = ranges
             .entry((r.lo.clone(), r.hi.clone()))
             .or_insert_with(|| r.clone());
-        if (r.ts, r.local_deletion) > (e.ts, e.local_deletion) {
+        if (r.timestamp_micros, r.deletion_secs) > (e.timestamp_micros, e.deletion_secs) {
             *e = r.clone();
         }
     }
@@ -298,7 +311,15 @@ fn model(ops: &[Op]) -> RowData {
         let (del, elems) = complex.entry(c.col).or_default();
         *del = (*del).max(c.deletion);
         for x in &c.elems {
-            let rank = |x: &Elem| cell_rank(x.ts, &x.value, x.ttl, x.expiry, x.local_deletion);
+            let rank = |x: &Elem| {
+                cell_rank(
+                    x.timestamp_micros,
+                    &x.value,
+                    x.ttl_secs,
+                    x.expiry_ms,
+                    x.deletion_secs,
+                )
+            };
             let e = elems.entry(x.path.clone()).or_insert_with(|| x.clone());
             if rank(x) > rank(e) {
                 *e = x.clone();
@@ -308,7 +329,10 @@ fn model(ops: &[Op]) -> RowData {
     RowData {
         marker,
         deletion,
-        cells: cells.into_values().filter(|c| above(c.ts)).collect(),
+        cells: cells
+            .into_values()
+            .filter(|c| above(c.timestamp_micros))
+            .collect(),
         ranges: ranges.into_values().collect(),
         complex: complex
             .into_iter()
@@ -317,7 +341,7 @@ fn model(ops: &[Op]) -> RowData {
                 let shadow = del.map(|d| d.0).max(dts);
                 let elems: Vec<Elem> = elems
                     .into_values()
-                    .filter(|e| shadow.is_none_or(|s| e.ts > s))
+                    .filter(|e| shadow.is_none_or(|s| e.timestamp_micros > s))
                     .collect();
                 (del.is_some() || !elems.is_empty()).then_some(ComplexCell {
                     col,
@@ -389,19 +413,19 @@ fn seen_in_model(m: &RowData, now_ms: i64) -> Seen {
     let cells: Vec<(u32, Bytes)> = m
         .cells
         .iter()
-        .filter(|c| live(&c.value, c.expiry))
+        .filter(|c| live(&c.value, c.expiry_ms))
         .map(|c| (c.col, c.value.clone().expect("live")))
         .collect();
     let elems: Vec<(u32, Bytes, Bytes)> = m
         .complex
         .iter()
         .flat_map(|c| c.elems.iter().map(move |e| (c.col, e)))
-        .filter(|(_, e)| live(&e.value, e.expiry))
+        .filter(|(_, e)| live(&e.value, e.expiry_ms))
         .map(|(col, e)| (col, e.path.clone(), e.value.clone().expect("live")))
         .collect();
     let marker = m
         .marker
-        .is_some_and(|mk| mk.expiry == 0 || now_ms < mk.expiry);
+        .is_some_and(|mk| mk.expiry_ms == 0 || now_ms < mk.expiry_ms);
     let exists = marker || !cells.is_empty() || !elems.is_empty();
     (cells, elems, exists)
 }

@@ -201,13 +201,13 @@ fn purge_row(row: &mut RowData, now: i32, gc: i32) {
         }
     };
     row.cells
-        .retain(|c| keep(&c.value, c.local_deletion, c.expiry));
-    if row.marker.is_some_and(|m| expired(m.expiry)) {
+        .retain(|c| keep(&c.value, c.deletion_secs, c.expiry_ms));
+    if row.marker.is_some_and(|m| expired(m.expiry_ms)) {
         row.marker = None;
     }
     for c in &mut row.complex {
         c.elems
-            .retain(|e| keep(&e.value, e.local_deletion, e.expiry));
+            .retain(|e| keep(&e.value, e.deletion_secs, e.expiry_ms));
         if c.deletion.is_some_and(|(_, ldt)| gone(ldt, now, gc)) {
             c.deletion = None;
         }
@@ -222,10 +222,7 @@ fn gone(ldt: i32, now: i32, gc: i32) -> bool {
 
 fn has_purgeable_tombstones(header: &RowData, now: i32, gc: i32) -> bool {
     header.deletion.is_some_and(|(_, ldt)| gone(ldt, now, gc))
-        || header
-            .ranges
-            .iter()
-            .any(|r| gone(r.local_deletion, now, gc))
+        || header.ranges.iter().any(|r| gone(r.deletion_secs, now, gc))
 }
 
 /// Sweeps the partitions queued by compactions (see the module documentation); returns how
@@ -362,7 +359,7 @@ fn purge_tombstones(engine: &Engine, p: &Part) -> super::Result<bool> {
         let purged: Vec<_> = header
             .ranges
             .into_iter()
-            .filter(|r| gone(r.local_deletion, now, gc))
+            .filter(|r| gone(r.deletion_secs, now, gc))
             .collect();
         (pdel, purged)
     };
@@ -388,7 +385,12 @@ fn purge_tombstones(engine: &Engine, p: &Part) -> super::Result<bool> {
                 new.shadow_at(dts);
             }
             let ck = &k[p.prefix.len() + 1..];
-            if let Some(dts) = purged.iter().filter(|r| r.covers(ck)).map(|r| r.ts).max() {
+            if let Some(dts) = purged
+                .iter()
+                .filter(|r| r.covers(ck))
+                .map(|r| r.timestamp_micros)
+                .max()
+            {
                 new.shadow_at(dts);
             }
             if new == old {
@@ -495,11 +497,11 @@ mod tests {
     fn cell(col: u32, ts: i64, expiry: i64, v: Option<&'static [u8]>, ldt: i32) -> Cell {
         Cell {
             col,
-            ts,
-            ttl: if expiry != 0 { 10 } else { 0 },
-            expiry,
+            timestamp_micros: ts,
+            ttl_secs: if expiry != 0 { 10 } else { 0 },
+            expiry_ms: expiry,
             value: v.map(Bytes::from_static),
-            local_deletion: ldt,
+            deletion_secs: ldt,
         }
     }
 
@@ -507,9 +509,9 @@ mod tests {
     fn purges_after_grace() {
         let mut r = RowData {
             marker: Some(Marker {
-                ts: 1,
-                ttl: 10,
-                expiry: 100_000,
+                timestamp_micros: 1,
+                ttl_secs: 10,
+                expiry_ms: 100_000,
             }),
             deletion: None,
             cells: vec![
