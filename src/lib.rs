@@ -1,10 +1,11 @@
 //! ringgate: a Cassandra-compatible data gateway with Cosmos DB-style physical partitions.
 //!
 //! Layers, each importing only those below it: `server` (with `config`) -> `query` ->
-//! `partition` -> `format` -> `schema` -> `storage` -> leaves (`cql`, `error`, `tokens`, `protocol`).
+//! `partition` -> `format` -> `schema` -> `storage` -> leaves (`cql`, `error`, `tokens`, `protocol`, `clock`).
 //! See docs/ARCHITECTURE.md.
 
 pub mod admin;
+pub mod clock;
 pub mod config;
 pub mod cql;
 pub mod error;

@@ -2,9 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use ringgate::config::{Config, Settings};
-use ringgate::query::{Engine, EngineLimits};
-use ringgate::schema::system::NodeInfo;
-use ringgate::storage::{EmbeddedStore, Store};
+use ringgate::storage::EmbeddedStore;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -132,44 +130,8 @@ fn serve(cfg: Config) -> Result<(), String> {
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        let store: Arc<dyn Store> = Arc::new(
-            EmbeddedStore::open(&cfg.data_dir, cfg.storage.sync)
-                .map_err(|e| e.to_string())?
-                .with_min_free_bytes(&cfg.data_dir, cfg.storage.min_free_bytes.0),
-        );
-        let node = NodeInfo {
-            listen: addr,
-            host_id: ringgate::schema::system::host_id(&*store).map_err(|e| e.to_string())?,
-            cluster_name: cfg.cluster_name.clone(),
-            data_center: cfg.data_center.clone(),
-            rack: cfg.rack.clone(),
-            tokens: ringgate::schema::system::node_tokens(16),
-            native_protocol_version: "5".into(),
-        };
-        let limits = EngineLimits {
-            max_value_bytes: cfg.limits.max_value_bytes.0 as usize,
-            max_page_bytes: cfg.limits.max_page_bytes.0 as usize,
-            batch_warn_bytes: cfg.batch.size_warn_threshold.0 as usize,
-            batch_fail_bytes: cfg.batch.size_fail_threshold.0 as usize,
-            partitions: ringgate::partition::sizes::PartitionLimits {
-                physical_split_bytes: cfg.partitions.physical_split_bytes.0,
-                logical_max_bytes: cfg.partitions.logical_max_bytes.0,
-                row_max_bytes: cfg.partitions.row_max_bytes.0,
-            },
-            throughput: ringgate::partition::throttle::ThroughputLimits {
-                default_table_ru: cfg.throughput.default_table_ru,
-                burst: cfg.throughput.burst,
-                server_side_retry: cfg.throughput.server_side_retry,
-                server_side_retry_max: std::time::Duration::from_millis(
-                    cfg.throughput.server_side_retry_max_ms,
-                ),
-                enforce: cfg.throughput.enforce.0,
-            },
-            ..EngineLimits::default()
-        };
-        let engine = Arc::new(Engine::new(Arc::clone(&store), node, limits)?);
-        ringgate::query::purge::install(&engine);
-        ringgate::query::write::resume_drop_data(&engine).map_err(|e| e.to_string())?;
+        let ringgate::server::startup::Opened { store, engine } =
+            ringgate::server::startup::open(&cfg, addr, ringgate::clock::Clock::system())?;
         tracing::info!(
             "ringgate listening on {addr} (CQL native protocol v3-v5{}), data in {}",
             if cfg.tls.enabled { ", TLS" } else { "" },

@@ -16,6 +16,8 @@
 //! name.
 
 pub mod keys;
+#[cfg(test)]
+mod merge_tests;
 pub mod row;
 
 pub use keys::*;

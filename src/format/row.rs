@@ -28,41 +28,43 @@ const VERSION_COMPLEX: u8 = 2;
 /// Row liveness info (the row marker written by INSERT).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Marker {
-    pub ts: i64,
-    pub ttl: i32,
+    pub timestamp_micros: i64,
+    pub ttl_secs: i32,
     /// Milliseconds since the epoch at which it expires; 0 = never.
-    pub expiry: i64,
+    pub expiry_ms: i64,
 }
 
 impl Marker {
     /// Cassandra's `LivenessInfo.supersedes`: the newer timestamp; on a tie an expiring marker
-    /// beats one that never expires, and of two alike the later expiry (in seconds).
+    /// beats one that never expires, and of two alike the later expiry. Expiries compare in
+    /// milliseconds (Cassandra's are seconds), then the TTL: markers that differ in anything
+    /// are ordered, so the merge does not depend on the order writes arrive in.
     fn supersedes(&self, other: &Marker) -> bool {
-        if self.ts != other.ts {
-            return self.ts > other.ts;
+        if self.timestamp_micros != other.timestamp_micros {
+            return self.timestamp_micros > other.timestamp_micros;
         }
-        if (self.expiry == 0) != (other.expiry == 0) {
-            return self.expiry != 0;
+        if (self.expiry_ms == 0) != (other.expiry_ms == 0) {
+            return self.expiry_ms != 0;
         }
-        secs(self.expiry) > secs(other.expiry)
+        (self.expiry_ms, self.ttl_secs) > (other.expiry_ms, other.ttl_secs)
     }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cell {
     pub col: u32,
-    pub ts: i64,
-    pub ttl: i32,
-    pub expiry: i64,
+    pub timestamp_micros: i64,
+    pub ttl_secs: i32,
+    pub expiry_ms: i64,
     /// None: a tombstone (deleted at `ts`).
     pub value: Option<Bytes>,
     /// For tombstones: when it was written (seconds), for purging after gc_grace_seconds.
-    pub local_deletion: i32,
+    pub deletion_secs: i32,
 }
 
 impl Cell {
     pub fn is_live(&self, now_ms: i64) -> bool {
-        self.value.is_some() && (self.expiry == 0 || self.expiry > now_ms)
+        self.value.is_some() && (self.expiry_ms == 0 || self.expiry_ms > now_ms)
     }
 }
 
@@ -87,17 +89,17 @@ pub struct RowData {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Elem {
     pub path: Bytes,
-    pub ts: i64,
-    pub ttl: i32,
-    pub expiry: i64,
+    pub timestamp_micros: i64,
+    pub ttl_secs: i32,
+    pub expiry_ms: i64,
     /// None: a tombstone.
     pub value: Option<Bytes>,
-    pub local_deletion: i32,
+    pub deletion_secs: i32,
 }
 
 impl Elem {
     pub fn is_live(&self, now_ms: i64) -> bool {
-        self.value.is_some() && (self.expiry == 0 || self.expiry > now_ms)
+        self.value.is_some() && (self.expiry_ms == 0 || self.expiry_ms > now_ms)
     }
 }
 
@@ -111,10 +113,16 @@ pub struct ComplexCell {
     pub elems: Vec<Elem>,
 }
 
+/// A deletion (timestamp, local deletion time) that supersedes `cur`, as Cassandra's
+/// `DeletionTime.supersedes`: the newer timestamp, on a tie the later local deletion time.
+fn deletion_supersedes(new: (i64, i32), cur: Option<(i64, i32)>) -> bool {
+    cur.is_none_or(|cur| new > cur)
+}
+
 impl ComplexCell {
     fn merge(&mut self, update: ComplexCell) {
         if let Some(d) = update.deletion {
-            if self.deletion.is_none_or(|cur| d.0 > cur.0) {
+            if deletion_supersedes(d, self.deletion) {
                 self.deletion = Some(d);
             }
         }
@@ -140,7 +148,7 @@ impl ComplexCell {
                 None => return,
             },
         };
-        self.elems.retain(|e| e.ts > dts);
+        self.elems.retain(|e| e.timestamp_micros > dts);
     }
 
     pub fn is_live(&self, now_ms: i64) -> bool {
@@ -157,21 +165,25 @@ impl ComplexCell {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Pending {
     /// `c = c + delta` on a counter column.
-    CounterAdd { col: u32, delta: i64, ts: i64 },
+    CounterAdd {
+        col: u32,
+        delta: i64,
+        timestamp_micros: i64,
+    },
     /// `l[index] = value` (None: `DELETE l[index]`).
     ListSet {
         col: u32,
         index: i64,
         value: Option<Bytes>,
-        ts: i64,
-        ttl: i32,
-        expiry: i64,
+        timestamp_micros: i64,
+        ttl_secs: i32,
+        expiry_ms: i64,
     },
     /// `l = l - [values]`.
     ListRemove {
         col: u32,
         values: Vec<Bytes>,
-        ts: i64,
+        timestamp_micros: i64,
     },
 }
 
@@ -182,9 +194,9 @@ pub enum Pending {
 pub struct RangeTombstone {
     pub lo: Vec<u8>,
     pub hi: Option<Vec<u8>>,
-    pub ts: i64,
+    pub timestamp_micros: i64,
     /// When it was written (seconds), for purging after gc_grace_seconds.
-    pub local_deletion: i32,
+    pub deletion_secs: i32,
 }
 
 impl RangeTombstone {
@@ -197,7 +209,7 @@ impl RowData {
     /// Live if its marker or any cell is live.
     pub fn is_live(&self, now_ms: i64) -> bool {
         self.marker
-            .is_some_and(|m| m.expiry == 0 || m.expiry > now_ms)
+            .is_some_and(|m| m.expiry_ms == 0 || m.expiry_ms > now_ms)
             || self.cells.iter().any(|c| c.is_live(now_ms))
             || self.complex.iter().any(|c| c.is_live(now_ms))
     }
@@ -231,23 +243,27 @@ impl RowData {
     pub fn apply_pending(&mut self, pending: Vec<Pending>, now_ms: i64) -> Result<(), String> {
         for p in pending {
             match p {
-                Pending::CounterAdd { col, delta, ts } => {
+                Pending::CounterAdd {
+                    col,
+                    delta,
+                    timestamp_micros: ts,
+                } => {
                     let cur = self
                         .cell(col)
                         .filter(|c| c.is_live(now_ms))
                         .and_then(|c| c.value.as_deref())
                         .and_then(|v| <[u8; 8]>::try_from(v).ok())
                         .map_or(0, i64::from_be_bytes);
-                    let old_ts = self.cell(col).map_or(i64::MIN, |c| c.ts);
+                    let old_ts = self.cell(col).map_or(i64::MIN, |c| c.timestamp_micros);
                     let cell = Cell {
                         col,
-                        ts: ts.max(old_ts.saturating_add(1)),
-                        ttl: 0,
-                        expiry: 0,
+                        timestamp_micros: ts.max(old_ts.saturating_add(1)),
+                        ttl_secs: 0,
+                        expiry_ms: 0,
                         value: Some(Bytes::copy_from_slice(
                             &cur.wrapping_add(delta).to_be_bytes(),
                         )),
-                        local_deletion: 0,
+                        deletion_secs: 0,
                     };
                     match self.cells.binary_search_by_key(&col, |c| c.col) {
                         Ok(i) => self.cells[i] = cell,
@@ -258,9 +274,9 @@ impl RowData {
                     col,
                     index,
                     value,
-                    ts,
-                    ttl,
-                    expiry,
+                    timestamp_micros: ts,
+                    ttl_secs: ttl,
+                    expiry_ms: expiry,
                 } => {
                     let cc = self.complex_mut(col);
                     let size = cc.live(now_ms).count();
@@ -279,15 +295,19 @@ impl RowData {
                         deletion: None,
                         elems: vec![Elem {
                             path,
-                            ts,
-                            ttl: if value.is_some() { ttl } else { 0 },
-                            expiry: if value.is_some() { expiry } else { 0 },
+                            timestamp_micros: ts,
+                            ttl_secs: if value.is_some() { ttl } else { 0 },
+                            expiry_ms: if value.is_some() { expiry } else { 0 },
                             value,
-                            local_deletion,
+                            deletion_secs: local_deletion,
                         }],
                     });
                 }
-                Pending::ListRemove { col, values, ts } => {
+                Pending::ListRemove {
+                    col,
+                    values,
+                    timestamp_micros: ts,
+                } => {
                     let Ok(i) = self.complex.binary_search_by_key(&col, |c| c.col) else {
                         continue;
                     };
@@ -301,11 +321,11 @@ impl RowData {
                         })
                         .map(|e| Elem {
                             path: e.path.clone(),
-                            ts,
-                            ttl: 0,
-                            expiry: 0,
+                            timestamp_micros: ts,
+                            ttl_secs: 0,
+                            expiry_ms: 0,
                             value: None,
-                            local_deletion: secs(now_ms),
+                            deletion_secs: secs(now_ms),
                         })
                         .collect();
                     cc.merge(ComplexCell {
@@ -347,7 +367,7 @@ impl RowData {
     /// wins; on a tie Cassandra's reconcile rule decides (see [`newer_wins`]).
     pub fn merge(&mut self, update: RowData) {
         if let Some(d) = update.deletion {
-            if self.deletion.is_none_or(|cur| d.0 > cur.0) {
+            if deletion_supersedes(d, self.deletion) {
                 self.deletion = Some(d);
             }
         }
@@ -371,7 +391,11 @@ impl RowData {
                 .iter_mut()
                 .find(|x| x.lo == r.lo && x.hi == r.hi)
             {
-                Some(x) if x.ts >= r.ts => {}
+                Some(x)
+                    if !deletion_supersedes(
+                        (r.timestamp_micros, r.deletion_secs),
+                        Some((x.timestamp_micros, x.deletion_secs)),
+                    ) => {}
                 Some(x) => *x = r,
                 None => self.ranges.push(r),
             }
@@ -388,10 +412,10 @@ impl RowData {
 
     /// Removes what a deletion at `dts` shadows (a partition deletion or a range tombstone).
     pub fn shadow_at(&mut self, dts: i64) {
-        if self.marker.is_some_and(|m| m.ts <= dts) {
+        if self.marker.is_some_and(|m| m.timestamp_micros <= dts) {
             self.marker = None;
         }
-        self.cells.retain(|c| c.ts > dts);
+        self.cells.retain(|c| c.timestamp_micros > dts);
         if self.deletion.is_some_and(|(ts, _)| ts <= dts) {
             self.deletion = None;
         }
@@ -405,17 +429,17 @@ impl RowData {
         self.ranges
             .iter()
             .filter(|r| r.covers(clustering))
-            .map(|r| r.ts)
+            .map(|r| r.timestamp_micros)
             .max()
     }
 
     /// Drops what the row deletion shadows.
     fn apply_deletion(&mut self) {
         if let Some((dts, _)) = self.deletion {
-            if self.marker.is_some_and(|m| m.ts <= dts) {
+            if self.marker.is_some_and(|m| m.timestamp_micros <= dts) {
                 self.marker = None;
             }
-            self.cells.retain(|c| c.ts > dts);
+            self.cells.retain(|c| c.timestamp_micros > dts);
             for c in &mut self.complex {
                 c.shadow(Some(dts));
                 if c.deletion.is_some_and(|d| d.0 <= dts) {
@@ -442,9 +466,9 @@ impl RowData {
         }
         out.push(flags);
         if let Some(m) = self.marker {
-            out.put_i64(m.ts);
-            out.put_i32(m.ttl);
-            out.put_i64(m.expiry);
+            out.put_i64(m.timestamp_micros);
+            out.put_i32(m.ttl_secs);
+            out.put_i64(m.expiry_ms);
         }
         if let Some((ts, ldt)) = self.deletion {
             out.put_i64(ts);
@@ -455,11 +479,11 @@ impl RowData {
             put_varint(out, c.col as u64);
             put_cell(
                 out,
-                c.ts,
-                c.ttl,
-                c.expiry,
+                c.timestamp_micros,
+                c.ttl_secs,
+                c.expiry_ms,
                 c.value.as_deref(),
-                c.local_deletion,
+                c.deletion_secs,
             );
         }
         if !self.complex.is_empty() {
@@ -478,11 +502,11 @@ impl RowData {
                 out.extend_from_slice(&e.path);
                 put_cell(
                     out,
-                    e.ts,
-                    e.ttl,
-                    e.expiry,
+                    e.timestamp_micros,
+                    e.ttl_secs,
+                    e.expiry_ms,
                     e.value.as_deref(),
-                    e.local_deletion,
+                    e.deletion_secs,
                 );
             }
         }
@@ -498,8 +522,8 @@ impl RowData {
                     }
                     None => put_varint(out, 0),
                 }
-                out.put_i64(r.ts);
-                out.put_i32(r.local_deletion);
+                out.put_i64(r.timestamp_micros);
+                out.put_i32(r.deletion_secs);
             }
         }
     }
@@ -530,7 +554,11 @@ impl RowData {
             } else {
                 i64::from(b.get_i32()) * 1000
             };
-            row.marker = Some(Marker { ts, ttl, expiry });
+            row.marker = Some(Marker {
+                timestamp_micros: ts,
+                ttl_secs: ttl,
+                expiry_ms: expiry,
+            });
         }
         if flags & ROW_DELETION != 0 {
             need(&b, 12)?;
@@ -546,11 +574,11 @@ impl RowData {
             let (ts, ttl, expiry, value, local_deletion) = get_cell(&mut b)?;
             row.cells.push(Cell {
                 col,
-                ts,
-                ttl,
-                expiry,
+                timestamp_micros: ts,
+                ttl_secs: ttl,
+                expiry_ms: expiry,
                 value,
-                local_deletion,
+                deletion_secs: local_deletion,
             });
         }
         if version == VERSION_COMPLEX {
@@ -580,11 +608,11 @@ impl RowData {
                     let (ts, ttl, expiry, value, local_deletion) = get_cell(&mut b)?;
                     elems.push(Elem {
                         path,
-                        ts,
-                        ttl,
-                        expiry,
+                        timestamp_micros: ts,
+                        ttl_secs: ttl,
+                        expiry_ms: expiry,
                         value,
-                        local_deletion,
+                        deletion_secs: local_deletion,
                     });
                 }
                 row.complex.push(ComplexCell {
@@ -614,8 +642,8 @@ impl RowData {
                 row.ranges.push(RangeTombstone {
                     lo,
                     hi,
-                    ts: b.get_i64(),
-                    local_deletion: b.get_i32(),
+                    timestamp_micros: b.get_i64(),
+                    deletion_secs: b.get_i32(),
                 });
             }
         }
@@ -627,20 +655,22 @@ impl RowData {
 /// tombstone), expiry (milliseconds, 0 = never) and local deletion time (tombstones).
 #[derive(Clone, Copy)]
 struct Contender<'a> {
-    ts: i64,
+    timestamp_micros: i64,
     value: &'a Option<Bytes>,
+    ttl_secs: i32,
     expiry_ms: i64,
-    local_deletion: i32,
+    deletion_secs: i32,
 }
 
 impl Contender<'_> {
-    /// Cassandra's local deletion time in seconds: a tombstone's, an expiring cell's expiry,
-    /// None for a live cell that never expires.
-    fn deletion_secs(&self) -> Option<i32> {
+    /// Cassandra's local deletion time: a tombstone's (seconds), an expiring cell's expiry
+    /// (here in milliseconds: two expiries within one second stay ordered), None for a live
+    /// cell that never expires. Only compared between two tombstones or two expiring cells.
+    fn deletion_time(&self) -> Option<i64> {
         match (self.value, self.expiry_ms) {
-            (None, _) => Some(self.local_deletion),
+            (None, _) => Some(i64::from(self.deletion_secs)),
             (Some(_), 0) => None,
-            (Some(_), e) => Some(secs(e)),
+            (Some(_), e) => Some(e),
         }
     }
 }
@@ -649,12 +679,13 @@ impl Contender<'_> {
 /// `Cells.reconcile`: the newer timestamp; on a tie a tombstone or an expiring cell beats a
 /// cell that never expires (CASSANDRA-14592: the result must not depend on the clock), a
 /// tombstone beats an expiring cell, then the later local deletion time, then the greater
-/// value. Returns whether `new` wins.
+/// value, then (where Cassandra keeps either) the greater TTL, so that the winner never
+/// depends on which of the two is `old`. Returns whether `new` wins.
 fn newer_wins(old: Contender, new: Contender) -> bool {
-    if new.ts != old.ts {
-        return new.ts > old.ts;
+    if new.timestamp_micros != old.timestamp_micros {
+        return new.timestamp_micros > old.timestamp_micros;
     }
-    let (old_dt, new_dt) = (old.deletion_secs(), new.deletion_secs());
+    let (old_dt, new_dt) = (old.deletion_time(), new.deletion_time());
     match (old_dt, new_dt) {
         (None, None) => {}
         (None, Some(_)) => return true,
@@ -672,17 +703,18 @@ fn newer_wins(old: Contender, new: Contender) -> bool {
     match (old.value, new.value) {
         (_, None) => true,
         (None, Some(_)) => false,
-        (Some(a), Some(b)) => b > a,
+        (Some(a), Some(b)) => (b, new.ttl_secs) > (a, old.ttl_secs),
     }
 }
 
 impl<'a> From<&'a Cell> for Contender<'a> {
     fn from(c: &'a Cell) -> Self {
         Contender {
-            ts: c.ts,
+            timestamp_micros: c.timestamp_micros,
             value: &c.value,
-            expiry_ms: c.expiry,
-            local_deletion: c.local_deletion,
+            ttl_secs: c.ttl_secs,
+            expiry_ms: c.expiry_ms,
+            deletion_secs: c.deletion_secs,
         }
     }
 }
@@ -690,10 +722,11 @@ impl<'a> From<&'a Cell> for Contender<'a> {
 impl<'a> From<&'a Elem> for Contender<'a> {
     fn from(e: &'a Elem) -> Self {
         Contender {
-            ts: e.ts,
+            timestamp_micros: e.timestamp_micros,
             value: &e.value,
-            expiry_ms: e.expiry,
-            local_deletion: e.local_deletion,
+            ttl_secs: e.ttl_secs,
+            expiry_ms: e.expiry_ms,
+            deletion_secs: e.deletion_secs,
         }
     }
 }
@@ -828,11 +861,11 @@ mod tests {
     fn cell(col: u32, ts: i64, v: Option<&'static [u8]>) -> Cell {
         Cell {
             col,
-            ts,
-            ttl: 0,
-            expiry: 0,
+            timestamp_micros: ts,
+            ttl_secs: 0,
+            expiry_ms: 0,
             value: v.map(Bytes::from_static),
-            local_deletion: 0,
+            deletion_secs: 0,
         }
     }
 
@@ -840,9 +873,9 @@ mod tests {
     fn row_round_trip() {
         let row = RowData {
             marker: Some(Marker {
-                ts: 5,
-                ttl: 10,
-                expiry: 99,
+                timestamp_micros: 5,
+                ttl_secs: 10,
+                expiry_ms: 99,
             }),
             deletion: Some((3, 7)),
             cells: vec![cell(1, 4, Some(b"abc")), cell(9, 6, None)],
@@ -850,14 +883,14 @@ mod tests {
                 RangeTombstone {
                     lo: vec![1, 2],
                     hi: None,
-                    ts: 8,
-                    local_deletion: 9,
+                    timestamp_micros: 8,
+                    deletion_secs: 9,
                 },
                 RangeTombstone {
                     lo: vec![],
                     hi: Some(vec![0]),
-                    ts: 10,
-                    local_deletion: 11,
+                    timestamp_micros: 10,
+                    deletion_secs: 11,
                 },
             ],
             ..Default::default()
@@ -882,7 +915,7 @@ mod tests {
 
     #[test]
     fn seconds_expiries_of_earlier_rows_read_as_milliseconds() {
-        // Version 1 as written before millisecond expiry: a marker and one expiring cell with
+        // Version 1 as written before millisecond expiry_ms: a marker and one expiring cell with
         // i32 second deadlines (flag 0x04 unset).
         let mut old = vec![1u8, ROW_MARKER];
         old.put_i64(5);
@@ -897,16 +930,16 @@ mod tests {
         put_varint(&mut old, 1);
         old.push(b'x');
         let row = RowData::decode(&Bytes::from(old)).unwrap();
-        assert_eq!(row.marker.unwrap().expiry, 1_700_000_000_000);
-        assert_eq!(row.cells[0].expiry, 1_700_000_010_000);
+        assert_eq!(row.marker.unwrap().expiry_ms, 1_700_000_000_000);
+        assert_eq!(row.cells[0].expiry_ms, 1_700_000_010_000);
         assert_eq!(row.cells[0].value.as_deref(), Some(&b"x"[..]));
         // Re-encoded, the deadline keeps its millisecond precision.
         let mut c = row.clone();
-        c.cells[0].expiry += 1;
+        c.cells[0].expiry_ms += 1;
         let mut buf = Vec::new();
         c.encode(&mut buf);
         let back = RowData::decode(&Bytes::from(buf)).unwrap();
-        assert_eq!(back.cells[0].expiry, 1_700_000_010_001);
+        assert_eq!(back.cells[0].expiry_ms, 1_700_000_010_001);
         assert!(back.cells[0].is_live(1_700_000_010_000));
         assert!(!back.cells[0].is_live(1_700_000_010_001));
     }
@@ -914,11 +947,11 @@ mod tests {
     fn elem(path: &'static [u8], ts: i64, v: Option<&'static [u8]>) -> Elem {
         Elem {
             path: Bytes::from_static(path),
-            ts,
-            ttl: 0,
-            expiry: 0,
+            timestamp_micros: ts,
+            ttl_secs: 0,
+            expiry_ms: 0,
             value: v.map(Bytes::from_static),
-            local_deletion: 0,
+            deletion_secs: 0,
         }
     }
 
@@ -968,12 +1001,12 @@ mod tests {
                 Pending::CounterAdd {
                     col: 5,
                     delta: 3,
-                    ts: 1,
+                    timestamp_micros: 1,
                 },
                 Pending::CounterAdd {
                     col: 5,
                     delta: -5,
-                    ts: 1,
+                    timestamp_micros: 1,
                 },
             ],
             0,
@@ -988,9 +1021,9 @@ mod tests {
                 col: 2,
                 index: 1,
                 value: None,
-                ts: 20,
-                ttl: 0,
-                expiry: 0,
+                timestamp_micros: 20,
+                ttl_secs: 0,
+                expiry_ms: 0,
             }],
             0,
         );

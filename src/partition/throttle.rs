@@ -49,6 +49,8 @@ pub struct ThroughputLimits {
     /// Longest a request is held by server-side retry before it times out.
     pub server_side_retry_max: Duration,
     pub enforce: Enforce,
+    /// The clock buckets refill and retries are held by (the engine's, `Engine::with_clock`).
+    pub clock: crate::clock::Clock,
 }
 
 /// Which budgets reject over-budget requests (`throughput.enforce`).
@@ -90,6 +92,7 @@ impl Default for ThroughputLimits {
             server_side_retry: false,
             server_side_retry_max: SERVER_RETRY_MAX,
             enforce: Enforce::Provisioned,
+            clock: crate::clock::Clock::system(),
         }
     }
 }
@@ -150,8 +153,7 @@ impl State {
 impl Bucket {
     /// Admits a request if the bucket (or the burst bank) has budget left; otherwise the
     /// milliseconds until it will.
-    pub fn admit(&self, rate: f64, burst: bool) -> Result<(), u64> {
-        let now = Instant::now();
+    pub fn admit(&self, rate: f64, burst: bool, now: Instant) -> Result<(), u64> {
         let mut s = self.inner.lock();
         s.refill(rate, burst, now);
         if s.tokens > 0.0 {
@@ -185,9 +187,9 @@ impl Bucket {
     }
 
     /// Debits what a request consumed.
-    pub fn debit(&self, rate: f64, burst: bool, ru: f64) {
+    pub fn debit(&self, rate: f64, burst: bool, ru: f64, now: Instant) {
         let mut s = self.inner.lock();
-        s.refill(rate, burst, Instant::now());
+        s.refill(rate, burst, now);
         s.tokens -= ru;
     }
 }
@@ -231,8 +233,9 @@ pub fn admit(
     let mut wait = 0u64;
     let mut throttled_on = None;
     let mut over_unenforced = false;
+    let now = limits.clock.instant();
     for g in gates {
-        if let Err(ms) = g.bucket.admit(g.rate, limits.burst) {
+        if let Err(ms) = g.bucket.admit(g.rate, limits.burst, now) {
             if !g.enforced {
                 over_unenforced = true;
             } else if ms > wait {
@@ -254,7 +257,7 @@ pub fn admit(
         b.throttled.fetch_add(1, Ordering::Relaxed);
         return Err(QueryError::overloaded(wait));
     }
-    let held_ms = held_since.map_or(0, |t| t.elapsed().as_millis() as u64);
+    let held_ms = held_since.map_or(0, |t| now.saturating_duration_since(t).as_millis() as u64);
     let max_ms = limits.server_side_retry_max.as_millis() as u64;
     if held_ms < max_ms {
         return Err(QueryError::Held {
@@ -409,7 +412,7 @@ impl TableBudget {
             pool.part_for(p).consumed.add(ru);
         }
         let (b, rate) = self.bucket(p);
-        b.debit(rate, limits.burst, ru);
+        b.debit(rate, limits.burst, ru, limits.clock.instant());
     }
 }
 
@@ -447,9 +450,10 @@ mod tests {
     #[test]
     fn bucket_goes_into_debt_and_reports_the_wait() {
         let b = Bucket::default();
-        assert!(b.admit(1000.0, false).is_ok());
-        b.debit(1000.0, false, 1500.0);
-        let ms = b.admit(1000.0, false).unwrap_err();
+        let now = Instant::now();
+        assert!(b.admit(1000.0, false, now).is_ok());
+        b.debit(1000.0, false, 1500.0, now);
+        let ms = b.admit(1000.0, false, now).unwrap_err();
         assert!((400..=510).contains(&ms), "{ms}");
         assert_eq!(partition_rate(40_000, 4), 10_000.0);
         assert_eq!(partition_rate(100_000, 4), 10_000.0);
@@ -500,8 +504,9 @@ mod tests {
             ..Default::default()
         };
         let b = Bucket::default();
-        b.admit(400.0, false).unwrap();
-        b.debit(400.0, false, 4000.0); // ten seconds in debt
+        let now = Instant::now();
+        b.admit(400.0, false, now).unwrap();
+        b.debit(400.0, false, 4000.0, now); // ten seconds in debt
         let gate = |enforced| Gate {
             bucket: &b,
             rate: 400.0,

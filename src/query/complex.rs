@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicI64, Ordering};
 /// Timestamp, TTL and expiry of the elements a write creates.
 #[derive(Debug, Clone, Copy)]
 pub struct ElemParams {
-    pub ts: i64,
-    pub ttl: i32,
-    pub expiry: i64,
+    pub timestamp_micros: i64,
+    pub ttl_secs: i32,
+    pub expiry_ms: i64,
     /// Milliseconds since the epoch.
     pub now: i64,
 }
@@ -23,11 +23,11 @@ impl ElemParams {
         let live = value.is_some();
         Elem {
             path,
-            ts: self.ts,
-            ttl: if live { self.ttl } else { 0 },
-            expiry: if live { self.expiry } else { 0 },
+            timestamp_micros: self.timestamp_micros,
+            ttl_secs: if live { self.ttl_secs } else { 0 },
+            expiry_ms: if live { self.expiry_ms } else { 0 },
             value,
-            local_deletion: if live { 0 } else { super::row::secs(self.now) },
+            deletion_secs: if live { 0 } else { super::row::secs(self.now) },
         }
     }
 }
@@ -37,7 +37,7 @@ static LIST_CLOCK: AtomicI64 = AtomicI64::new(0);
 /// `n` increasing list position ids, each greater than every id handed out before (append
 /// order). Prepends use their negation, so later prepends come first.
 fn list_ids(n: usize) -> i64 {
-    let now = super::now_micros().saturating_mul(1000);
+    let now = crate::clock::system_micros().saturating_mul(1000);
     let n = n as i64;
     let mut cur = LIST_CLOCK.load(Ordering::Relaxed);
     loop {
@@ -208,14 +208,14 @@ pub fn materialize(row: &mut RowData, t: &TableDef, pdel: Option<(i64, i32)>, no
         let Some(v) = assemble(&col.ty, c, now) else {
             continue;
         };
-        let ts = c.live(now).map(|e| e.ts).max().unwrap_or(0);
+        let ts = c.live(now).map(|e| e.timestamp_micros).max().unwrap_or(0);
         let cell = Cell {
             col: c.col,
-            ts,
-            ttl: 0,
-            expiry: 0,
+            timestamp_micros: ts,
+            ttl_secs: 0,
+            expiry_ms: 0,
             value: Some(v),
-            local_deletion: 0,
+            deletion_secs: 0,
         };
         match row.cells.binary_search_by_key(&c.col, |x| x.col) {
             Ok(i) => row.cells[i] = cell,

@@ -31,6 +31,9 @@ impl Val {
 pub struct Ctx<'a> {
     pub binds: &'a BoundValues<'a>,
     pub max_value_bytes: usize,
+    /// The statement's time (`Engine::clock`), read once: `currentTimestamp()` and TTLs of
+    /// one statement agree, as a Cassandra query's timestamp does.
+    pub now_micros: i64,
 }
 
 fn put_len(out: &mut Vec<u8>, n: usize) {
@@ -40,233 +43,34 @@ fn put_len(out: &mut Vec<u8>, n: usize) {
 /// Evaluates `term` as a value of type `ty` for the receiver named `receiver` (a column name,
 /// used in error messages).
 pub fn eval(term: &Term, ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val> {
-    let v = match term {
-        Term::Literal(Literal::Null) => return Ok(Val::Null),
+    match term {
+        Term::Literal(Literal::Null) => Ok(Val::Null),
         Term::Literal(l) => {
             let bytes =
                 value::literal_to_bytes(ty, l).map_err(|e| invalid(e.for_column(receiver)))?;
-            Bytes::from(bytes)
+            sized(Bytes::from(bytes), receiver, ctx)
         }
         Term::Bind { index, name } => match ctx.binds.get(*index, name.as_deref(), receiver)? {
-            BoundValue::Null => return Ok(Val::Null),
-            BoundValue::Unset => return Ok(Val::Unset),
+            BoundValue::Null => Ok(Val::Null),
+            BoundValue::Unset => Ok(Val::Unset),
             BoundValue::Value(b) => {
                 value::validate(ty, b).map_err(|e| invalid(e.for_column(receiver)))?;
-                b.clone()
+                sized(b.clone(), receiver, ctx)
             }
         },
-        Term::TypeHint(_, inner) => return eval(inner, ty, receiver, ctx),
-        Term::List(items) | Term::Set(items) => {
-            let set_literal = matches!(term, Term::Set(_));
-            let (elem, is_set) = match ty.unfrozen() {
-                CqlType::List(e) if !set_literal => (e, false),
-                CqlType::Set(e) if set_literal || items.is_empty() => (e, true),
-                CqlType::Map(_, _) if items.is_empty() => {
-                    return Ok(Val::Value(Bytes::from_static(&[0, 0, 0, 0])))
-                }
-                CqlType::Vector(e, n) if !set_literal => {
-                    if items.len() != *n as usize {
-                        return Err(invalid(format!(
-                            "Invalid vector literal for {receiver} of type {ty}; expected {n} elements, but given {}",
-                            items.len()
-                        )));
-                    }
-                    let mut elems = Vec::with_capacity(items.len());
-                    for i in items {
-                        let v = match (i, eval(i, e, receiver, ctx)) {
-                            (Term::Literal(l), Err(_)) if *l != Literal::Null => {
-                                return Err(invalid(format!(
-                                    "Invalid vector literal for {receiver}: value {} is not of type {e}",
-                                    term_text(i)
-                                )))
-                            }
-                            (_, v) => v?,
-                        };
-                        match v {
-                            Val::Value(b) => elems.push(b),
-                            _ => {
-                                return Err(invalid(format!(
-                                    "null is not supported inside vectors ({receiver})"
-                                )))
-                            }
-                        }
-                    }
-                    let refs: Vec<&[u8]> = elems.iter().map(|b| &b[..]).collect();
-                    return Ok(Val::Value(Bytes::from(value::encode_vector(e, &refs))));
-                }
-                _ => {
-                    return Err(invalid(format!(
-                        "Invalid {} literal for {receiver} of type {ty}",
-                        if matches!(term, Term::List(_)) {
-                            "list"
-                        } else {
-                            "set"
-                        }
-                    )))
-                }
-            };
-            let mut elems: Vec<Bytes> = Vec::with_capacity(items.len());
-            for i in items {
-                match eval(i, elem, receiver, ctx)? {
-                    Val::Value(b) => elems.push(b),
-                    Val::Null => {
-                        return Err(invalid(format!(
-                            "null is not supported inside collections ({receiver})"
-                        )))
-                    }
-                    Val::Unset => {
-                        return Err(invalid(format!(
-                            "Invalid unset value in collection literal for {receiver}"
-                        )))
-                    }
-                }
-            }
-            if is_set {
-                elems.sort_by(|a, b| value::compare(elem, a, b));
-                elems.dedup_by(|a, b| value::compare(elem, a, b).is_eq());
-            }
-            let mut out = Vec::new();
-            put_len(&mut out, elems.len());
-            for e in &elems {
-                put_len(&mut out, e.len());
-                out.extend_from_slice(e);
-            }
-            Bytes::from(out)
-        }
-        Term::Map(pairs) => {
-            let CqlType::Map(kt, vt) = ty.unfrozen() else {
-                return Err(invalid(format!(
-                    "Invalid map literal for {receiver} of type {ty}"
-                )));
-            };
-            let mut entries: Vec<(Bytes, Bytes)> = Vec::with_capacity(pairs.len());
-            for (k, v) in pairs {
-                let (Val::Value(k), Val::Value(v)) =
-                    (eval(k, kt, receiver, ctx)?, eval(v, vt, receiver, ctx)?)
-                else {
-                    return Err(invalid(format!(
-                        "null is not supported inside collections ({receiver})"
-                    )));
-                };
-                entries.push((k, v));
-            }
-            // Sorted by key; the last value of a repeated key wins.
-            entries.reverse();
-            entries.sort_by(|a, b| value::compare(kt, &a.0, &b.0));
-            entries.dedup_by(|a, b| value::compare(kt, &a.0, &b.0).is_eq());
-            let mut out = Vec::new();
-            put_len(&mut out, entries.len());
-            for (k, v) in &entries {
-                put_len(&mut out, k.len());
-                out.extend_from_slice(k);
-                put_len(&mut out, v.len());
-                out.extend_from_slice(v);
-            }
-            Bytes::from(out)
-        }
-        Term::Tuple(items) => {
-            let CqlType::Tuple(types) = ty.unfrozen() else {
-                return Err(invalid(format!(
-                    "Invalid tuple literal for {receiver} of type {ty}"
-                )));
-            };
-            if items.len() > types.len() {
-                return Err(invalid(format!(
-                    "Invalid tuple literal for {receiver}: too many elements. Type {ty} expects {} but got {}",
-                    types.len(),
-                    items.len()
-                )));
-            }
-            let mut out = Vec::new();
-            for (n, (i, t)) in items.iter().zip(types).enumerate() {
-                match eval(i, t, receiver, ctx)? {
-                    Val::Value(b) => {
-                        put_len(&mut out, b.len());
-                        out.extend_from_slice(&b);
-                    }
-                    // A tuple is written whole: an unset field cannot keep the stored one.
-                    Val::Unset => {
-                        return Err(invalid(format!(
-                            "Invalid unset value for tuple field number {n}"
-                        )))
-                    }
-                    Val::Null => out.extend_from_slice(&(-1i32).to_be_bytes()),
-                }
-            }
-            Bytes::from(out)
-        }
-        Term::Udt(fields) => {
-            let CqlType::Udt(u) = ty.unfrozen() else {
-                return Err(invalid(format!(
-                    "Invalid user type literal for {receiver} of type {ty}"
-                )));
-            };
-            for (f, _) in fields {
-                if !u.fields.iter().any(|(n, _)| n == f) {
-                    return Err(invalid(format!(
-                        "Unknown field '{f}' in value of user defined type {}",
-                        u.name
-                    )));
-                }
-            }
-            let mut out = Vec::new();
-            for (fname, fty) in &u.fields {
-                match fields.iter().find(|(n, _)| n == fname) {
-                    Some((_, t)) => match eval(t, fty, receiver, ctx)? {
-                        Val::Value(b) => {
-                            put_len(&mut out, b.len());
-                            out.extend_from_slice(&b);
-                        }
-                        // A frozen UDT is written whole: an unset field cannot keep the
-                        // stored one (a non-frozen UDT's fields are cells of their own).
-                        Val::Unset if !ty.is_multi_cell() => {
-                            return Err(invalid(format!(
-                                "Invalid unset value for field '{fname}' of user defined type {}",
-                                u.name
-                            )))
-                        }
-                        _ => out.extend_from_slice(&(-1i32).to_be_bytes()),
-                    },
-                    None => out.extend_from_slice(&(-1i32).to_be_bytes()),
-                }
-            }
-            Bytes::from(out)
-        }
-        Term::Function { name, args, .. } => return eval_function(name, args, ty, receiver, ctx),
-        Term::Binary(op, a, b) => {
-            let (lt, rt) = operand_types(a, b, ty);
-            let (an, bn) = (term_text(a), term_text(b));
-            let ret = arith::result_type(*op, &lt, &rt, (&an, &bn)).map_err(invalid)?;
-            if !functions::value_compatible(ty, &ret) {
-                return Err(invalid(format!(
-                    "Type error: cannot assign result of operation {an} {} {bn} (type {ret}) to {receiver} (type {ty})",
-                    arith::symbol(*op)
-                )));
-            }
-            let l = operand(eval(a, &lt, receiver, ctx)?, receiver)?;
-            let r = operand(eval(b, &rt, receiver, ctx)?, receiver)?;
-            return Ok(
-                match arith::apply(*op, &lt, l.as_deref(), &rt, r.as_deref(), &ret)? {
-                    Some(v) => Val::Value(Bytes::from(v)),
-                    None => Val::Null,
-                },
-            );
-        }
-        Term::Negate(inner) => {
-            // the negation of a number is of the number's type: the receiver's
-            if !arith::is_numeric(ty) {
-                return Err(invalid(format!(
-                    "Type error: cannot assign result of operation -{} to {receiver} (type {ty})",
-                    term_text(inner)
-                )));
-            }
-            let v = operand(eval(inner, ty, receiver, ctx)?, receiver)?;
-            return Ok(match arith::negate(ty, v.as_deref())? {
-                Some(v) => Val::Value(Bytes::from(v)),
-                None => Val::Null,
-            });
-        }
-    };
+        Term::TypeHint(_, inner) => eval(inner, ty, receiver, ctx),
+        Term::List(items) | Term::Set(items) => eval_list_or_set(term, items, ty, receiver, ctx),
+        Term::Map(pairs) => eval_map(pairs, ty, receiver, ctx),
+        Term::Tuple(items) => eval_tuple(items, ty, receiver, ctx),
+        Term::Udt(fields) => eval_udt(fields, ty, receiver, ctx),
+        Term::Function { name, args, .. } => eval_function(name, args, ty, receiver, ctx),
+        Term::Binary(op, a, b) => eval_binary(*op, a, b, ty, receiver, ctx),
+        Term::Negate(inner) => eval_negate(inner, ty, receiver, ctx),
+    }
+}
+
+/// A value, unless it is larger than a cell may be.
+fn sized(v: Bytes, receiver: &str, ctx: &Ctx) -> Result<Val> {
     if v.len() > ctx.max_value_bytes {
         return Err(invalid(format!(
             "Value for {receiver} is too large: {} bytes, the maximum is {}",
@@ -277,13 +81,243 @@ pub fn eval(term: &Term, ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val>
     Ok(Val::Value(v))
 }
 
+/// A list or set literal (also a vector's, and `{}` for an empty map).
+fn eval_list_or_set(
+    term: &Term,
+    items: &[Term],
+    ty: &CqlType,
+    receiver: &str,
+    ctx: &Ctx,
+) -> Result<Val> {
+    let set_literal = matches!(term, Term::Set(_));
+    let (elem, is_set) = match ty.unfrozen() {
+        CqlType::List(e) if !set_literal => (e, false),
+        CqlType::Set(e) if set_literal || items.is_empty() => (e, true),
+        CqlType::Map(_, _) if items.is_empty() => {
+            return Ok(Val::Value(Bytes::from_static(&[0, 0, 0, 0])))
+        }
+        CqlType::Vector(e, n) if !set_literal => {
+            if items.len() != *n as usize {
+                return Err(invalid(format!(
+                    "Invalid vector literal for {receiver} of type {ty}; expected {n} elements, but given {}",
+                    items.len()
+                )));
+            }
+            let mut elems = Vec::with_capacity(items.len());
+            for i in items {
+                let v = match (i, eval(i, e, receiver, ctx)) {
+                    (Term::Literal(l), Err(_)) if *l != Literal::Null => {
+                        return Err(invalid(format!(
+                            "Invalid vector literal for {receiver}: value {} is not of type {e}",
+                            term_text(i)
+                        )))
+                    }
+                    (_, v) => v?,
+                };
+                match v {
+                    Val::Value(b) => elems.push(b),
+                    _ => {
+                        return Err(invalid(format!(
+                            "null is not supported inside vectors ({receiver})"
+                        )))
+                    }
+                }
+            }
+            let refs: Vec<&[u8]> = elems.iter().map(|b| &b[..]).collect();
+            return Ok(Val::Value(Bytes::from(value::encode_vector(e, &refs))));
+        }
+        _ => {
+            return Err(invalid(format!(
+                "Invalid {} literal for {receiver} of type {ty}",
+                if matches!(term, Term::List(_)) {
+                    "list"
+                } else {
+                    "set"
+                }
+            )))
+        }
+    };
+    let mut elems: Vec<Bytes> = Vec::with_capacity(items.len());
+    for i in items {
+        match eval(i, elem, receiver, ctx)? {
+            Val::Value(b) => elems.push(b),
+            Val::Null => {
+                return Err(invalid(format!(
+                    "null is not supported inside collections ({receiver})"
+                )))
+            }
+            Val::Unset => {
+                return Err(invalid(format!(
+                    "Invalid unset value in collection literal for {receiver}"
+                )))
+            }
+        }
+    }
+    if is_set {
+        elems.sort_by(|a, b| value::compare(elem, a, b));
+        elems.dedup_by(|a, b| value::compare(elem, a, b).is_eq());
+    }
+    let mut out = Vec::new();
+    put_len(&mut out, elems.len());
+    for e in &elems {
+        put_len(&mut out, e.len());
+        out.extend_from_slice(e);
+    }
+    sized(Bytes::from(out), receiver, ctx)
+}
+
+fn eval_map(pairs: &[(Term, Term)], ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val> {
+    let CqlType::Map(kt, vt) = ty.unfrozen() else {
+        return Err(invalid(format!(
+            "Invalid map literal for {receiver} of type {ty}"
+        )));
+    };
+    let mut entries: Vec<(Bytes, Bytes)> = Vec::with_capacity(pairs.len());
+    for (k, v) in pairs {
+        let (Val::Value(k), Val::Value(v)) =
+            (eval(k, kt, receiver, ctx)?, eval(v, vt, receiver, ctx)?)
+        else {
+            return Err(invalid(format!(
+                "null is not supported inside collections ({receiver})"
+            )));
+        };
+        entries.push((k, v));
+    }
+    // Sorted by key; the last value of a repeated key wins.
+    entries.reverse();
+    entries.sort_by(|a, b| value::compare(kt, &a.0, &b.0));
+    entries.dedup_by(|a, b| value::compare(kt, &a.0, &b.0).is_eq());
+    let mut out = Vec::new();
+    put_len(&mut out, entries.len());
+    for (k, v) in &entries {
+        put_len(&mut out, k.len());
+        out.extend_from_slice(k);
+        put_len(&mut out, v.len());
+        out.extend_from_slice(v);
+    }
+    sized(Bytes::from(out), receiver, ctx)
+}
+
+fn eval_tuple(items: &[Term], ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val> {
+    let CqlType::Tuple(types) = ty.unfrozen() else {
+        return Err(invalid(format!(
+            "Invalid tuple literal for {receiver} of type {ty}"
+        )));
+    };
+    if items.len() > types.len() {
+        return Err(invalid(format!(
+            "Invalid tuple literal for {receiver}: too many elements. Type {ty} expects {} but got {}",
+            types.len(),
+            items.len()
+        )));
+    }
+    let mut out = Vec::new();
+    for (n, (i, t)) in items.iter().zip(types).enumerate() {
+        match eval(i, t, receiver, ctx)? {
+            Val::Value(b) => {
+                put_len(&mut out, b.len());
+                out.extend_from_slice(&b);
+            }
+            // A tuple is written whole: an unset field cannot keep the stored one.
+            Val::Unset => {
+                return Err(invalid(format!(
+                    "Invalid unset value for tuple field number {n}"
+                )))
+            }
+            Val::Null => out.extend_from_slice(&(-1i32).to_be_bytes()),
+        }
+    }
+    sized(Bytes::from(out), receiver, ctx)
+}
+
+fn eval_udt(fields: &[(String, Term)], ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val> {
+    let CqlType::Udt(u) = ty.unfrozen() else {
+        return Err(invalid(format!(
+            "Invalid user type literal for {receiver} of type {ty}"
+        )));
+    };
+    for (f, _) in fields {
+        if !u.fields.iter().any(|(n, _)| n == f) {
+            return Err(invalid(format!(
+                "Unknown field '{f}' in value of user defined type {}",
+                u.name
+            )));
+        }
+    }
+    let mut out = Vec::new();
+    for (fname, fty) in &u.fields {
+        match fields.iter().find(|(n, _)| n == fname) {
+            Some((_, t)) => match eval(t, fty, receiver, ctx)? {
+                Val::Value(b) => {
+                    put_len(&mut out, b.len());
+                    out.extend_from_slice(&b);
+                }
+                // A frozen UDT is written whole: an unset field cannot keep the
+                // stored one (a non-frozen UDT's fields are cells of their own).
+                Val::Unset if !ty.is_multi_cell() => {
+                    return Err(invalid(format!(
+                        "Invalid unset value for field '{fname}' of user defined type {}",
+                        u.name
+                    )))
+                }
+                _ => out.extend_from_slice(&(-1i32).to_be_bytes()),
+            },
+            None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+        }
+    }
+    sized(Bytes::from(out), receiver, ctx)
+}
+
+/// An arithmetic operation, typed by its operands and checked against the receiver.
+fn eval_binary(
+    op: crate::cql::ast::BinaryOp,
+    a: &Term,
+    b: &Term,
+    ty: &CqlType,
+    receiver: &str,
+    ctx: &Ctx,
+) -> Result<Val> {
+    let (lt, rt) = operand_types(a, b, ty);
+    let (an, bn) = (term_text(a), term_text(b));
+    let ret = arith::result_type(op, &lt, &rt, (&an, &bn)).map_err(invalid)?;
+    if !functions::value_compatible(ty, &ret) {
+        return Err(invalid(format!(
+            "Type error: cannot assign result of operation {an} {} {bn} (type {ret}) to {receiver} (type {ty})",
+            arith::symbol(op)
+        )));
+    }
+    let l = operand(eval(a, &lt, receiver, ctx)?, receiver)?;
+    let r = operand(eval(b, &rt, receiver, ctx)?, receiver)?;
+    Ok(
+        match arith::apply(op, &lt, l.as_deref(), &rt, r.as_deref(), &ret)? {
+            Some(v) => Val::Value(Bytes::from(v)),
+            None => Val::Null,
+        },
+    )
+}
+
+fn eval_negate(inner: &Term, ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val> {
+    // the negation of a number is of the number's type: the receiver's
+    if !arith::is_numeric(ty) {
+        return Err(invalid(format!(
+            "Type error: cannot assign result of operation -{} to {receiver} (type {ty})",
+            term_text(inner)
+        )));
+    }
+    let v = operand(eval(inner, ty, receiver, ctx)?, receiver)?;
+    Ok(match arith::negate(ty, v.as_deref())? {
+        Some(v) => Val::Value(Bytes::from(v)),
+        None => Val::Null,
+    })
+}
+
 /// A version 1 (time-based) uuid for now(), with a random node and clock sequence.
 pub fn new_timeuuid() -> [u8; 16] {
     use std::sync::atomic::{AtomicU64, Ordering};
     // 100ns intervals since 1582-10-15, strictly increasing across the process so that uuids
     // generated in the same microsecond still sort in generation order.
     static LAST: AtomicU64 = AtomicU64::new(0);
-    let now = (super::now_micros() as u64) * 10 + 0x01B2_1DD2_1381_4000;
+    let now = (crate::clock::system_micros() as u64) * 10 + 0x01B2_1DD2_1381_4000;
     let prev = LAST
         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |last| {
             Some(now.max(last + 1))
@@ -316,13 +350,13 @@ fn eval_function(
     match name {
         "now" | "currenttimeuuid" => no_args(new_timeuuid().to_vec()),
         "uuid" => no_args(uuid::Uuid::new_v4().as_bytes().to_vec()),
-        "currenttimestamp" => no_args((super::now_micros() / 1000).to_be_bytes().to_vec()),
+        "currenttimestamp" => no_args((ctx.now_micros / 1000).to_be_bytes().to_vec()),
         "currentdate" => {
-            let days = super::now_micros() / 86_400_000_000 + (1i64 << 31);
+            let days = ctx.now_micros / 86_400_000_000 + (1i64 << 31);
             no_args((days as u32).to_be_bytes().to_vec())
         }
         "currenttime" => {
-            let nanos = (super::now_micros() % 86_400_000_000) * 1000;
+            let nanos = (ctx.now_micros % 86_400_000_000) * 1000;
             no_args(nanos.to_be_bytes().to_vec())
         }
         "fromjson" => from_json(args, ty, receiver, ctx),

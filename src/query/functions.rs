@@ -181,7 +181,7 @@ pub fn call(
     types: &[CqlType],
     args: &[Option<&[u8]>],
 ) -> Result<Option<Vec<u8>>, String> {
-    let now = || super::now_micros();
+    let now = crate::clock::system_micros;
     match name {
         "now" | "currenttimeuuid" => return Ok(Some(super::eval::new_timeuuid().to_vec())),
         "uuid" => return Ok(Some(uuid::Uuid::new_v4().as_bytes().to_vec())),

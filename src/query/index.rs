@@ -166,7 +166,7 @@ pub fn build(engine: &Engine, table: &TableDef, index: &IndexDef) -> super::Resu
     const BATCH: usize = 1000;
     let mut single = table.clone();
     single.indexes = vec![index.clone()];
-    let now = super::now_millis();
+    let now = engine.clock.now_millis();
     let Some(map) = engine.maps.get(table.storage_id) else {
         return Ok(());
     };

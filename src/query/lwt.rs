@@ -223,7 +223,7 @@ pub fn execute(
     for attempt in 0..write::MAX_ATTEMPTS {
         let mut decided: Vec<StorageCondition> = Vec::new();
         let mut read = (0u64, 0u64); // (stored keys found, bytes) for the read charge
-        let now = super::now_millis();
+        let now = engine.clock.now_millis();
         let header_key = write::header_key(&t, &pk);
         // Routed each attempt: a split may have moved the key to a child partition.
         let handle = engine.handle_at(t.storage_id, write::table_token(&t, &pk))?;

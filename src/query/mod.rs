@@ -204,9 +204,9 @@ pub struct Session {
 
 impl Session {
     /// A fresh timestamp in microseconds, strictly greater than the previous one.
-    pub fn next_timestamp(&mut self) -> i64 {
+    pub fn next_timestamp(&mut self, clock: &crate::clock::Clock) -> i64 {
         use std::sync::atomic::Ordering;
-        let now = now_micros();
+        let now = clock.now_micros();
         let prev = self
             .clock
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |last| {
@@ -215,22 +215,6 @@ impl Session {
             .unwrap_or(now);
         now.max(prev + 1)
     }
-}
-
-pub fn now_micros() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros() as i64)
-        .unwrap_or(0)
-}
-
-/// Milliseconds since the epoch: the clock of expiry (TTL) and liveness.
-pub fn now_millis() -> i64 {
-    now_micros().div_euclid(1000)
-}
-
-pub fn now_secs() -> i32 {
-    (now_micros() / 1_000_000) as i32
 }
 
 /// One column of a result set.
@@ -393,6 +377,9 @@ pub struct Engine {
     pub handles: Arc<crate::partition::handles::Handles>,
     pub node: NodeInfo,
     pub limits: EngineLimits,
+    /// Where the engine reads time (system, or manual in tests); `limits.throughput.clock`
+    /// is the same clock.
+    pub clock: crate::clock::Clock,
     /// Recently finished traced requests (system_traces).
     pub traces: trace::TraceStore,
     prepared: Vec<RwLock<PreparedShard>>,
@@ -410,6 +397,17 @@ impl Engine {
         node: NodeInfo,
         limits: EngineLimits,
     ) -> std::result::Result<Engine, String> {
+        Engine::with_clock(store, node, limits, crate::clock::Clock::system())
+    }
+
+    /// An engine that reads time from `clock` (`server::startup` wires one from settings).
+    pub fn with_clock(
+        store: Arc<dyn Store>,
+        node: NodeInfo,
+        mut limits: EngineLimits,
+        clock: crate::clock::Clock,
+    ) -> std::result::Result<Engine, String> {
+        limits.throughput.clock = clock.clone();
         let catalog = Catalog::open(Arc::clone(&store)).map_err(|e| e.to_string())?;
         let maps = Arc::new(PartitionMaps::open(Arc::clone(&store)).map_err(|e| e.to_string())?);
         let handles = Arc::new(
@@ -429,6 +427,7 @@ impl Engine {
             store,
             node,
             limits,
+            clock,
             traces: trace::TraceStore::default(),
             prepared: (0..PREPARED_SHARDS)
                 .map(|_| RwLock::new(PreparedShard::default()))
@@ -629,7 +628,7 @@ impl Engine {
         items: &[BatchItem],
         opts: &QueryOptions,
     ) -> Result<Outcome> {
-        let ts = write::statement_timestamp(session, opts);
+        let ts = write::statement_timestamp(self, session, opts);
         let schema = self.schema();
         let mut binds = Vec::with_capacity(items.len());
         let mut keyspaces = Vec::with_capacity(items.len());
@@ -652,6 +651,7 @@ impl Engine {
             .map(|b| eval::Ctx {
                 binds: b,
                 max_value_bytes: self.limits.max_value_bytes,
+                now_micros: self.clock.now_micros(),
             })
             .collect();
         let stmts: Vec<write::BatchStmt> = items
@@ -685,15 +685,16 @@ impl Engine {
                 let ctx = eval::Ctx {
                     binds: &binds,
                     max_value_bytes: self.limits.max_value_bytes,
+                    now_micros: self.clock.now_micros(),
                 };
                 maintenance::run(self, ins, &ctx)
             }
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
-                let ts = write::statement_timestamp(session, opts);
+                let ts = write::statement_timestamp(self, session, opts);
                 write::execute_single(self, keyspace, &parsed.statement, &binds, ts, &opts.ctx)
             }
             Statement::Batch(b) => {
-                let ts = write::statement_timestamp(session, opts);
+                let ts = write::statement_timestamp(self, session, opts);
                 write::execute_batch(self, keyspace, b, &binds, ts, &opts.ctx)
             }
             Statement::Use(name) => {

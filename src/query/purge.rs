@@ -61,6 +61,7 @@ pub fn install(engine: &Arc<Engine>) {
     let weak: Weak<Engine> = Arc::downgrade(engine);
     let queue = Arc::clone(&engine.sweep_queue);
     let sweeper = Weak::clone(&weak);
+    let clock = engine.clock.clone();
     let spawned = std::thread::Builder::new()
         .name("ringgate-sweeper".into())
         .spawn(move || loop {
@@ -90,7 +91,7 @@ pub fn install(engine: &Arc<Engine>) {
             };
             let mut f = Filter {
                 gc,
-                now: super::now_secs(),
+                now: clock.now_secs(),
                 header: None,
                 queue: Arc::clone(&queue),
                 queued: Vec::new(),
@@ -206,13 +207,13 @@ fn purge_row(row: &mut RowData, now: i32, gc: i32) {
         }
     };
     row.cells
-        .retain(|c| keep(&c.value, c.local_deletion, c.expiry));
-    if row.marker.is_some_and(|m| expired(m.expiry)) {
+        .retain(|c| keep(&c.value, c.deletion_secs, c.expiry_ms));
+    if row.marker.is_some_and(|m| expired(m.expiry_ms)) {
         row.marker = None;
     }
     for c in &mut row.complex {
         c.elems
-            .retain(|e| keep(&e.value, e.local_deletion, e.expiry));
+            .retain(|e| keep(&e.value, e.deletion_secs, e.expiry_ms));
         if c.deletion.is_some_and(|(_, ldt)| gone(ldt, now, gc)) {
             c.deletion = None;
         }
@@ -227,10 +228,7 @@ fn gone(ldt: i32, now: i32, gc: i32) -> bool {
 
 fn has_purgeable_tombstones(header: &RowData, now: i32, gc: i32) -> bool {
     header.deletion.is_some_and(|(_, ldt)| gone(ldt, now, gc))
-        || header
-            .ranges
-            .iter()
-            .any(|r| gone(r.local_deletion, now, gc))
+        || header.ranges.iter().any(|r| gone(r.deletion_secs, now, gc))
 }
 
 /// Sweeps the partitions queued by compactions (see the module documentation); returns how
@@ -385,7 +383,7 @@ fn sweep_shadowed(engine: &Engine, p: &Part) -> super::Result<bool> {
             return Ok(false);
         };
         let header = RowData::decode(&hv)?;
-        let now = super::now_secs();
+        let now = engine.clock.now_secs();
         if !has_purgeable_tombstones(&header, now, gc) {
             return Ok(false);
         }
@@ -393,11 +391,11 @@ fn sweep_shadowed(engine: &Engine, p: &Part) -> super::Result<bool> {
         let purged: Vec<_> = header
             .ranges
             .into_iter()
-            .filter(|r| gone(r.local_deletion, now, gc))
+            .filter(|r| gone(r.deletion_secs, now, gc))
             .collect();
         (pdel, purged)
     };
-    let now_ms = super::now_millis();
+    let now_ms = engine.clock.now_millis();
     let limits = &engine.limits.partitions;
     let sid = p.table.storage_id;
     let mut resume: Option<Vec<u8>> = None;
@@ -419,7 +417,12 @@ fn sweep_shadowed(engine: &Engine, p: &Part) -> super::Result<bool> {
                 new.shadow_at(dts);
             }
             let ck = &k[p.prefix.len() + 1..];
-            if let Some(dts) = purged.iter().filter(|r| r.covers(ck)).map(|r| r.ts).max() {
+            if let Some(dts) = purged
+                .iter()
+                .filter(|r| r.covers(ck))
+                .map(|r| r.timestamp_micros)
+                .max()
+            {
                 new.shadow_at(dts);
             }
             if new == old {
@@ -526,11 +529,11 @@ mod tests {
     fn cell(col: u32, ts: i64, expiry: i64, v: Option<&'static [u8]>, ldt: i32) -> Cell {
         Cell {
             col,
-            ts,
-            ttl: if expiry != 0 { 10 } else { 0 },
-            expiry,
+            timestamp_micros: ts,
+            ttl_secs: if expiry != 0 { 10 } else { 0 },
+            expiry_ms: expiry,
             value: v.map(Bytes::from_static),
-            local_deletion: ldt,
+            deletion_secs: ldt,
         }
     }
 
@@ -538,9 +541,9 @@ mod tests {
     fn purges_after_grace() {
         let mut r = RowData {
             marker: Some(Marker {
-                ts: 1,
-                ttl: 10,
-                expiry: 100_000,
+                timestamp_micros: 1,
+                ttl_secs: 10,
+                expiry_ms: 100_000,
             }),
             deletion: None,
             cells: vec![

@@ -42,7 +42,7 @@ impl Tracer {
         Tracer {
             session_id: super::eval::new_timeuuid(),
             start: Instant::now(),
-            started_at_ms: super::now_micros() / 1000,
+            started_at_ms: crate::clock::system_micros() / 1000,
             events: Mutex::new(Vec::new()),
         }
     }

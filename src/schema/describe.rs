@@ -289,43 +289,9 @@ pub fn describe(
     stmt: &Describe,
     node: &NodeInfo,
 ) -> Result<DescribeResult, SchemaError> {
-    let not_found = |what: String| SchemaError::Invalid(what);
-    let ks_of = |q: &QualifiedName| -> Result<String, SchemaError> {
-        q.keyspace
-            .clone()
-            .or_else(|| current_keyspace.map(str::to_string))
-            .ok_or_else(|| {
-                SchemaError::Invalid("No keyspace specified and no current keyspace".to_string())
-            })
-    };
     let mut rows = Vec::new();
     let columns = match &stmt.target {
-        DescribeTarget::Cluster => {
-            let mut cols = vec![
-                ("cluster".to_string(), CqlType::Text),
-                ("partitioner".to_string(), CqlType::Text),
-                ("snitch".to_string(), CqlType::Text),
-            ];
-            let mut r = vec![
-                text(&node.cluster_name),
-                text(PARTITIONER),
-                text("org.apache.cassandra.locator.SimpleSnitch"),
-            ];
-            if current_keyspace.is_some() {
-                cols.push((
-                    "range_ownership".to_string(),
-                    CqlType::Map(
-                        Box::new(CqlType::Text),
-                        Box::new(CqlType::Frozen(Box::new(CqlType::List(Box::new(
-                            CqlType::Text,
-                        ))))),
-                    ),
-                ));
-                r.push(Some(range_ownership(node)));
-            }
-            rows.push(r);
-            cols
-        }
+        DescribeTarget::Cluster => describe_cluster(node, current_keyspace, &mut rows),
         DescribeTarget::Keyspaces => {
             for k in schema.keyspaces.values() {
                 rows.push(vec![text(&k.name), text("keyspace"), text(&k.name)]);
@@ -333,25 +299,7 @@ pub fn describe(
             listing_columns()
         }
         DescribeTarget::Tables | DescribeTarget::Types => {
-            let kind = if stmt.target == DescribeTarget::Tables {
-                "table"
-            } else {
-                "type"
-            };
-            for k in schema.keyspaces.values() {
-                if current_keyspace.is_some_and(|c| c != k.name) {
-                    continue;
-                }
-                let names: Vec<&String> = if kind == "table" {
-                    k.tables.keys().collect()
-                } else {
-                    k.types.keys().collect()
-                };
-                for n in names {
-                    rows.push(vec![text(&k.name), text(kind), text(n)]);
-                }
-            }
-            listing_columns()
+            list_tables_or_types(schema, current_keyspace, &stmt.target, &mut rows)
         }
         DescribeTarget::Functions | DescribeTarget::Aggregates => listing_columns(),
         DescribeTarget::Keyspace(name) => {
@@ -367,26 +315,9 @@ pub fn describe(
             keyspace_elements(ks, stmt.only, &mut rows);
             element_columns()
         }
-        DescribeTarget::Table(q) => {
-            let ks = ks_of(q)?;
-            let k = schema
-                .keyspace(&ks)
-                .ok_or_else(|| not_found(format!("'{ks}' not found in keyspaces")))?;
-            let t = k
-                .tables
-                .get(&q.name)
-                .ok_or_else(|| not_found(format!("'{}' not found in keyspace '{ks}'", q.name)))?;
-            rows.push(element(
-                &ks,
-                "table",
-                &t.name,
-                create_table_cql(t, k.is_virtual),
-            ));
-            index_elements(t, &mut rows);
-            element_columns()
-        }
+        DescribeTarget::Table(q) => describe_table(schema, current_keyspace, q, &mut rows)?,
         DescribeTarget::Type(q) => {
-            let ks = ks_of(q)?;
+            let ks = keyspace_of(q, current_keyspace)?;
             let u = schema
                 .keyspace(&ks)
                 .and_then(|k| k.types.get(&q.name))
@@ -400,27 +331,15 @@ pub fn describe(
             element_columns()
         }
         DescribeTarget::Function(q) | DescribeTarget::Aggregate(q) => {
-            let ks = ks_of(q)?;
+            let ks = keyspace_of(q, current_keyspace)?;
             return Err(not_found(format!(
                 "User defined function '{}' not found in '{ks}'",
                 q.name
             )));
         }
-        DescribeTarget::Index(q) => {
-            let ks = ks_of(q)?;
-            let k = schema
-                .keyspace(&ks)
-                .ok_or_else(|| not_found(format!("'{ks}' not found in keyspaces")))?;
-            let (t, ix) = k
-                .tables
-                .values()
-                .find_map(|t| t.indexes.iter().find(|i| i.name == q.name).map(|i| (t, i)))
-                .ok_or_else(|| not_found(format!("'{}' not found in keyspace '{ks}'", q.name)))?;
-            rows.push(element(&ks, "index", &ix.name, create_index_cql(t, ix)));
-            element_columns()
-        }
+        DescribeTarget::Index(q) => describe_index(schema, current_keyspace, q, &mut rows)?,
         DescribeTarget::MaterializedView(q) => {
-            let ks = ks_of(q)?;
+            let ks = keyspace_of(q, current_keyspace)?;
             return Err(not_found(format!(
                 "'{}' not found in keyspace '{ks}'",
                 q.name
@@ -436,39 +355,172 @@ pub fn describe(
             element_columns()
         }
         DescribeTarget::Name(q) => {
-            // A keyspace, or an object of the (given or current) keyspace.
-            if q.keyspace.is_none() {
-                if let Some(k) = schema.keyspace(&q.name) {
-                    keyspace_elements(k, stmt.only, &mut rows);
-                    return Ok(DescribeResult {
-                        columns: element_columns(),
-                        rows,
-                    });
-                }
-            }
-            let ks = ks_of(q)?;
-            let k = schema
-                .keyspace(&ks)
-                .ok_or_else(|| not_found(format!("'{ks}' not found in keyspaces")))?;
-            if let Some(t) = k.tables.get(&q.name) {
-                rows.push(element(
-                    &ks,
-                    "table",
-                    &t.name,
-                    create_table_cql(t, k.is_virtual),
-                ));
-            } else if let Some(u) = k.types.get(&q.name) {
-                rows.push(element(&ks, "type", &u.name, create_type_cql(u)));
-            } else {
-                return Err(not_found(format!(
-                    "'{}' not found in keyspace '{ks}'",
-                    q.name
-                )));
-            }
-            element_columns()
+            return describe_name(schema, current_keyspace, stmt.only, q);
         }
     };
     Ok(DescribeResult { columns, rows })
+}
+
+/// Why a DESCRIBE fails: its object does not exist.
+fn not_found(what: String) -> SchemaError {
+    SchemaError::Invalid(what)
+}
+
+/// The keyspace of a name: given, or the current one.
+fn keyspace_of(q: &QualifiedName, current_keyspace: Option<&str>) -> Result<String, SchemaError> {
+    q.keyspace
+        .clone()
+        .or_else(|| current_keyspace.map(str::to_string))
+        .ok_or_else(|| {
+            SchemaError::Invalid("No keyspace specified and no current keyspace".to_string())
+        })
+}
+
+/// DESCRIBE CLUSTER: name, partitioner, snitch (and the ring's ownership within a keyspace).
+fn describe_cluster(
+    node: &NodeInfo,
+    current_keyspace: Option<&str>,
+    rows: &mut Vec<VRow>,
+) -> Vec<(String, CqlType)> {
+    let mut cols = vec![
+        ("cluster".to_string(), CqlType::Text),
+        ("partitioner".to_string(), CqlType::Text),
+        ("snitch".to_string(), CqlType::Text),
+    ];
+    let mut r = vec![
+        text(&node.cluster_name),
+        text(PARTITIONER),
+        text("org.apache.cassandra.locator.SimpleSnitch"),
+    ];
+    if current_keyspace.is_some() {
+        cols.push((
+            "range_ownership".to_string(),
+            CqlType::Map(
+                Box::new(CqlType::Text),
+                Box::new(CqlType::Frozen(Box::new(CqlType::List(Box::new(
+                    CqlType::Text,
+                ))))),
+            ),
+        ));
+        r.push(Some(range_ownership(node)));
+    }
+    rows.push(r);
+    cols
+}
+
+/// DESCRIBE TABLES / TYPES: the names, of the current keyspace if there is one.
+fn list_tables_or_types(
+    schema: &Schema,
+    current_keyspace: Option<&str>,
+    target: &DescribeTarget,
+    rows: &mut Vec<VRow>,
+) -> Vec<(String, CqlType)> {
+    let kind = if *target == DescribeTarget::Tables {
+        "table"
+    } else {
+        "type"
+    };
+    for k in schema.keyspaces.values() {
+        if current_keyspace.is_some_and(|c| c != k.name) {
+            continue;
+        }
+        let names: Vec<&String> = if kind == "table" {
+            k.tables.keys().collect()
+        } else {
+            k.types.keys().collect()
+        };
+        for n in names {
+            rows.push(vec![text(&k.name), text(kind), text(n)]);
+        }
+    }
+    listing_columns()
+}
+
+/// DESCRIBE TABLE: its CREATE TABLE and its indexes.
+fn describe_table(
+    schema: &Schema,
+    current_keyspace: Option<&str>,
+    q: &QualifiedName,
+    rows: &mut Vec<VRow>,
+) -> Result<Vec<(String, CqlType)>, SchemaError> {
+    let ks = keyspace_of(q, current_keyspace)?;
+    let k = schema
+        .keyspace(&ks)
+        .ok_or_else(|| not_found(format!("'{ks}' not found in keyspaces")))?;
+    let t = k
+        .tables
+        .get(&q.name)
+        .ok_or_else(|| not_found(format!("'{}' not found in keyspace '{ks}'", q.name)))?;
+    rows.push(element(
+        &ks,
+        "table",
+        &t.name,
+        create_table_cql(t, k.is_virtual),
+    ));
+    index_elements(t, rows);
+    Ok(element_columns())
+}
+
+fn describe_index(
+    schema: &Schema,
+    current_keyspace: Option<&str>,
+    q: &QualifiedName,
+    rows: &mut Vec<VRow>,
+) -> Result<Vec<(String, CqlType)>, SchemaError> {
+    let ks = keyspace_of(q, current_keyspace)?;
+    let k = schema
+        .keyspace(&ks)
+        .ok_or_else(|| not_found(format!("'{ks}' not found in keyspaces")))?;
+    let (t, ix) = k
+        .tables
+        .values()
+        .find_map(|t| t.indexes.iter().find(|i| i.name == q.name).map(|i| (t, i)))
+        .ok_or_else(|| not_found(format!("'{}' not found in keyspace '{ks}'", q.name)))?;
+    rows.push(element(&ks, "index", &ix.name, create_index_cql(t, ix)));
+    Ok(element_columns())
+}
+
+/// DESCRIBE <name>: a keyspace, or a table or type of the (given or current) keyspace.
+fn describe_name(
+    schema: &Schema,
+    current_keyspace: Option<&str>,
+    only: bool,
+    q: &QualifiedName,
+) -> Result<DescribeResult, SchemaError> {
+    let mut rows = Vec::new();
+    // A keyspace, or an object of the (given or current) keyspace.
+    if q.keyspace.is_none() {
+        if let Some(k) = schema.keyspace(&q.name) {
+            keyspace_elements(k, only, &mut rows);
+            return Ok(DescribeResult {
+                columns: element_columns(),
+                rows,
+            });
+        }
+    }
+    let ks = keyspace_of(q, current_keyspace)?;
+    let k = schema
+        .keyspace(&ks)
+        .ok_or_else(|| not_found(format!("'{ks}' not found in keyspaces")))?;
+    if let Some(t) = k.tables.get(&q.name) {
+        rows.push(element(
+            &ks,
+            "table",
+            &t.name,
+            create_table_cql(t, k.is_virtual),
+        ));
+    } else if let Some(u) = k.types.get(&q.name) {
+        rows.push(element(&ks, "type", &u.name, create_type_cql(u)));
+    } else {
+        return Err(not_found(format!(
+            "'{}' not found in keyspace '{ks}'",
+            q.name
+        )));
+    }
+    Ok(DescribeResult {
+        columns: element_columns(),
+        rows,
+    })
 }
 
 /// map<text, frozen<list<text>>>: each token of this node -> [its address:port].

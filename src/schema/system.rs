@@ -628,60 +628,9 @@ fn row(table: &TableDef, cells: &[(&str, Option<Bytes>)]) -> VRow {
 pub fn virtual_rows(schema: &Schema, node: &NodeInfo, table: &TableDef) -> Option<Vec<VRow>> {
     let t = table;
     let rows = match (t.keyspace.as_str(), t.name.as_str()) {
-        ("system", "local") => {
-            let mut tokens: Vec<String> = node.tokens.iter().map(|t| t.to_string()).collect();
-            tokens.sort();
-            vec![row(
-                t,
-                &[
-                    ("key", text("local")),
-                    ("bootstrapped", text("COMPLETED")),
-                    ("broadcast_address", inet(node.listen.ip())),
-                    ("broadcast_port", int(7000)),
-                    ("cluster_name", text(&node.cluster_name)),
-                    ("cql_version", text(CQL_VERSION)),
-                    ("data_center", text(&node.data_center)),
-                    ("gossip_generation", int(1)),
-                    ("host_id", uuid(&node.host_id)),
-                    ("listen_address", inet(node.listen.ip())),
-                    ("listen_port", int(7000)),
-                    (
-                        "native_protocol_version",
-                        text(&node.native_protocol_version),
-                    ),
-                    ("partitioner", text(PARTITIONER)),
-                    ("rack", text(&node.rack)),
-                    ("release_version", text(RELEASE_VERSION)),
-                    ("rpc_address", inet(node.listen.ip())),
-                    ("rpc_port", int(node.listen.port() as i32)),
-                    ("schema_version", uuid(&schema.version)),
-                    ("tokens", text_list(&tokens)),
-                ],
-            )]
-        }
+        ("system", "local") => local_rows(schema, node, t),
         ("system", "peers") | ("system", "peers_v2") | ("system", "size_estimates") => vec![],
-        ("system", "IndexInfo") => schema
-            .keyspaces
-            .values()
-            .flat_map(|k| {
-                // One partition per keyspace, its rows in clustering (index name) order.
-                let mut names: Vec<&str> = k
-                    .tables
-                    .values()
-                    .flat_map(|tb| tb.indexes.iter().map(|ix| ix.name.as_str()))
-                    .collect();
-                names.sort_unstable();
-                names
-                    .into_iter()
-                    .map(|name| {
-                        row(
-                            t,
-                            &[("table_name", text(&k.name)), ("index_name", text(name))],
-                        )
-                    })
-                    .collect::<Vec<_>>()
-            })
-            .collect(),
+        ("system", "IndexInfo") => index_info_rows(schema, t),
         ("system_schema", "keyspaces") => schema
             .keyspaces
             .values()
@@ -718,106 +667,190 @@ pub fn virtual_rows(schema: &Schema, node: &NodeInfo, table: &TableDef) -> Optio
             .flat_map(|k| k.tables.values())
             .flat_map(|tb| column_rows(t, tb))
             .collect(),
-        ("system_schema", "types") => schema
-            .keyspaces
-            .values()
-            .flat_map(|k| k.types.values())
-            .map(|u| {
-                let names: Vec<&str> = u.fields.iter().map(|(n, _)| n.as_str()).collect();
-                let types: Vec<String> = u.fields.iter().map(|(_, t)| t.to_string()).collect();
-                row(
-                    t,
-                    &[
-                        ("keyspace_name", text(&u.keyspace)),
-                        ("type_name", text(&u.name)),
-                        ("field_names", text_list(&names)),
-                        ("field_types", text_list(&types)),
-                    ],
-                )
-            })
-            .collect(),
-        ("system_schema", "indexes") => schema
-            .keyspaces
-            .values()
-            .flat_map(|k| k.tables.values())
-            .flat_map(|tb| {
-                tb.indexes.iter().map(move |ix| {
-                    let mut opts = BTreeMap::new();
-                    opts.insert("target".to_string(), ix.target());
-                    row(
-                        t,
-                        &[
-                            ("keyspace_name", text(&tb.keyspace)),
-                            ("table_name", text(&tb.name)),
-                            ("index_name", text(&ix.name)),
-                            ("kind", text("COMPOSITES")),
-                            ("options", text_map(&opts)),
-                        ],
-                    )
-                })
-            })
-            .collect(),
-        ("system_schema", "dropped_columns") => schema
-            .keyspaces
-            .values()
-            .flat_map(|k| k.tables.values())
-            .flat_map(|tb| {
-                tb.dropped.iter().map(move |(name, ty, when)| {
-                    row(
-                        t,
-                        &[
-                            ("keyspace_name", text(&tb.keyspace)),
-                            ("table_name", text(&tb.name)),
-                            ("column_name", text(name)),
-                            ("dropped_time", bigint(when / 1000)),
-                            ("kind", text("regular")),
-                            ("type", text(ty)),
-                        ],
-                    )
-                })
-            })
-            .collect(),
+        ("system_schema", "types") => type_rows(schema, t),
+        ("system_schema", "indexes") => index_rows(schema, t),
+        ("system_schema", "dropped_columns") => dropped_column_rows(schema, t),
         ("system_virtual_schema", "keyspaces") => schema
             .keyspaces
             .values()
             .filter(|k| k.is_virtual)
             .map(|k| row(t, &[("keyspace_name", text(&k.name))]))
             .collect(),
-        ("system_virtual_schema", "tables") => schema
-            .keyspaces
-            .values()
-            .filter(|k| k.is_virtual)
-            .flat_map(|k| k.tables.values())
-            .map(|tb| {
-                row(
-                    t,
-                    &[
-                        ("keyspace_name", text(&tb.keyspace)),
-                        ("table_name", text(&tb.name)),
-                        ("comment", text(&tb.options.comment)),
-                    ],
-                )
-            })
-            .collect(),
-        ("system_views", "maintenance") => MAINTENANCE_COMMANDS
-            .iter()
-            .map(|(name, args, what)| {
-                row(
-                    t,
-                    &[
-                        ("command", text(name)),
-                        ("arguments", text(args)),
-                        ("description", text(what)),
-                    ],
-                )
-            })
-            .collect(),
+        ("system_virtual_schema", "tables") => virtual_table_rows(schema, t),
+        ("system_views", "maintenance") => maintenance_rows(t),
         ("system" | "system_schema" | "system_auth" | "system_traces" | "system_views", _) => {
             vec![]
         }
         _ => return None,
     };
     Some(rows)
+}
+
+/// system.local: this node.
+fn local_rows(schema: &Schema, node: &NodeInfo, t: &TableDef) -> Vec<VRow> {
+    let mut tokens: Vec<String> = node.tokens.iter().map(|t| t.to_string()).collect();
+    tokens.sort();
+    vec![row(
+        t,
+        &[
+            ("key", text("local")),
+            ("bootstrapped", text("COMPLETED")),
+            ("broadcast_address", inet(node.listen.ip())),
+            ("broadcast_port", int(7000)),
+            ("cluster_name", text(&node.cluster_name)),
+            ("cql_version", text(CQL_VERSION)),
+            ("data_center", text(&node.data_center)),
+            ("gossip_generation", int(1)),
+            ("host_id", uuid(&node.host_id)),
+            ("listen_address", inet(node.listen.ip())),
+            ("listen_port", int(7000)),
+            (
+                "native_protocol_version",
+                text(&node.native_protocol_version),
+            ),
+            ("partitioner", text(PARTITIONER)),
+            ("rack", text(&node.rack)),
+            ("release_version", text(RELEASE_VERSION)),
+            ("rpc_address", inet(node.listen.ip())),
+            ("rpc_port", int(node.listen.port() as i32)),
+            ("schema_version", uuid(&schema.version)),
+            ("tokens", text_list(&tokens)),
+        ],
+    )]
+}
+
+/// system.IndexInfo: one partition per keyspace, its index names.
+fn index_info_rows(schema: &Schema, t: &TableDef) -> Vec<VRow> {
+    schema
+        .keyspaces
+        .values()
+        .flat_map(|k| {
+            // One partition per keyspace, its rows in clustering (index name) order.
+            let mut names: Vec<&str> = k
+                .tables
+                .values()
+                .flat_map(|tb| tb.indexes.iter().map(|ix| ix.name.as_str()))
+                .collect();
+            names.sort_unstable();
+            names
+                .into_iter()
+                .map(|name| {
+                    row(
+                        t,
+                        &[("table_name", text(&k.name)), ("index_name", text(name))],
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// system_schema.types.
+fn type_rows(schema: &Schema, t: &TableDef) -> Vec<VRow> {
+    schema
+        .keyspaces
+        .values()
+        .flat_map(|k| k.types.values())
+        .map(|u| {
+            let names: Vec<&str> = u.fields.iter().map(|(n, _)| n.as_str()).collect();
+            let types: Vec<String> = u.fields.iter().map(|(_, t)| t.to_string()).collect();
+            row(
+                t,
+                &[
+                    ("keyspace_name", text(&u.keyspace)),
+                    ("type_name", text(&u.name)),
+                    ("field_names", text_list(&names)),
+                    ("field_types", text_list(&types)),
+                ],
+            )
+        })
+        .collect()
+}
+
+/// system_schema.indexes.
+fn index_rows(schema: &Schema, t: &TableDef) -> Vec<VRow> {
+    schema
+        .keyspaces
+        .values()
+        .flat_map(|k| k.tables.values())
+        .flat_map(|tb| {
+            tb.indexes.iter().map(move |ix| {
+                let mut opts = BTreeMap::new();
+                opts.insert("target".to_string(), ix.target());
+                row(
+                    t,
+                    &[
+                        ("keyspace_name", text(&tb.keyspace)),
+                        ("table_name", text(&tb.name)),
+                        ("index_name", text(&ix.name)),
+                        ("kind", text("COMPOSITES")),
+                        ("options", text_map(&opts)),
+                    ],
+                )
+            })
+        })
+        .collect()
+}
+
+/// system_schema.dropped_columns.
+fn dropped_column_rows(schema: &Schema, t: &TableDef) -> Vec<VRow> {
+    schema
+        .keyspaces
+        .values()
+        .flat_map(|k| k.tables.values())
+        .flat_map(|tb| {
+            tb.dropped.iter().map(move |(name, ty, when)| {
+                row(
+                    t,
+                    &[
+                        ("keyspace_name", text(&tb.keyspace)),
+                        ("table_name", text(&tb.name)),
+                        ("column_name", text(name)),
+                        ("dropped_time", bigint(when / 1000)),
+                        ("kind", text("regular")),
+                        ("type", text(ty)),
+                    ],
+                )
+            })
+        })
+        .collect()
+}
+
+/// system_virtual_schema.tables.
+fn virtual_table_rows(schema: &Schema, t: &TableDef) -> Vec<VRow> {
+    schema
+        .keyspaces
+        .values()
+        .filter(|k| k.is_virtual)
+        .flat_map(|k| k.tables.values())
+        .map(|tb| {
+            row(
+                t,
+                &[
+                    ("keyspace_name", text(&tb.keyspace)),
+                    ("table_name", text(&tb.name)),
+                    ("comment", text(&tb.options.comment)),
+                ],
+            )
+        })
+        .collect()
+}
+
+/// system_views.maintenance: the commands `ringgate admin` sends.
+fn maintenance_rows(t: &TableDef) -> Vec<VRow> {
+    MAINTENANCE_COMMANDS
+        .iter()
+        .map(|(name, args, what)| {
+            row(
+                t,
+                &[
+                    ("command", text(name)),
+                    ("arguments", text(args)),
+                    ("description", text(what)),
+                ],
+            )
+        })
+        .collect()
 }
 
 fn table_row(t: &TableDef, tb: &TableDef) -> VRow {

@@ -246,57 +246,14 @@ async fn dispatch(
         ))).await;
         return false;
     }
-    // Pre-v5 bodies may be compressed per frame.
-    let body = if header.has_flag(flags::COMPRESSION) && version < 5 {
-        if st.compression == Compression::None {
-            let _ = tx
-                .send(protocol_error(
-                    version,
-                    stream,
-                    "Received a compressed frame but no compression was negotiated",
-                ))
-                .await;
-            return true;
-        }
-        match compression::decompress_body(
-            st.compression,
-            &body,
-            shared.config.limits.max_frame_bytes.0 as usize,
-        ) {
-            Ok(b) => b,
-            Err(e) => {
-                let _ = tx
-                    .send(protocol_error(
-                        version,
-                        stream,
-                        format!("Cannot decompress frame body: {e}"),
-                    ))
-                    .await;
-                return true;
-            }
-        }
-    } else {
-        body
+    let reply = Reply {
+        tx,
+        version,
+        stream,
     };
-    // The request keeps (slices of) its body until it completes: counted in request_bytes.
-    let body_bytes = body.len();
-    let env = match request::decode_request(&header, body) {
-        Ok(env) => env,
-        Err(e) => {
-            let _ = tx
-                .send(protocol_error(version, stream, e.to_string()))
-                .await;
-            return true;
-        }
-    };
-    let ok = |resp: Response| {
-        Out::Frame(encode(
-            version,
-            stream,
-            &resp,
-            &ResponseExtras::NONE,
-            Compression::None,
-        ))
+    let (env, body_bytes) = match decode_envelope(shared, st, &header, body) {
+        Ok(decoded) => decoded,
+        Err(msg) => return reply.protocol_error(msg).await,
     };
     match env.request {
         Request::Options => {
@@ -314,234 +271,279 @@ async fn dispatch(
                     vec!["3/v3".into(), "4/v4".into(), "5/v5".into()],
                 ),
             ];
-            let _ = tx.send(ok(Response::Supported(supported))).await;
-            true
-        }
-        Request::Startup(opts) => {
-            if st.started {
-                let _ = tx
-                    .send(protocol_error(
-                        version,
-                        stream,
-                        "Unexpected message STARTUP, the connection is already initialised",
-                    ))
-                    .await;
-                return true;
-            }
-            let comp = opts.get("COMPRESSION").map(String::as_str).unwrap_or("");
-            let comp = match Compression::from_startup_option(comp) {
-                Ok(c) if version >= 5 && c == Compression::Snappy => {
-                    let _ = tx
-                        .send(protocol_error(
-                            version,
-                            stream,
-                            "snappy compression is not supported with protocol v5; use lz4",
-                        ))
-                        .await;
-                    return true;
-                }
-                Ok(c) => c,
-                Err(e) => {
-                    let _ = tx
-                        .send(protocol_error(version, stream, e.to_string()))
-                        .await;
-                    return true;
-                }
-            };
-            st.compression = comp;
-            st.started = true;
-            st.payloads =
-                (shared.config.protocol.request_charge).sent(opts.contains_key("DRIVER_NAME"));
-            let resp = if st.authenticated {
-                Response::Ready
-            } else {
-                Response::Authenticate("org.apache.cassandra.auth.PasswordAuthenticator".into())
-            };
-            // READY too carries its (zero) charge for drivers that read payloads.
-            let extras = zero_charge(st.payloads);
-            let frame = encode(version, stream, &resp, &extras, Compression::None);
-            let _ = tx.send(Out::Frame(frame)).await;
-            if version >= 5 {
-                let lz4 = comp == Compression::Lz4;
-                st.segments = Some(SegmentDecoder::new(
-                    lz4,
-                    shared.config.limits.max_frame_bytes.0 as usize,
-                ));
-                let _ = tx.send(Out::StartSegments { lz4 }).await;
-            }
-            true
-        }
-        Request::AuthResponse(token) => {
-            if !st.started || st.authenticated {
-                let _ = tx
-                    .send(protocol_error(
-                        version,
-                        stream,
-                        "Unexpected message AUTH_RESPONSE",
-                    ))
-                    .await;
-                return true;
-            }
-            // Waits first when this peer has been failing, whatever the outcome.
-            let ip = st.peer.ip();
-            tokio::time::sleep(shared.auth_guard.delay(ip)).await;
-            let frame = match shared.authenticator.check_plain(token.as_deref()) {
-                Ok(user) => {
-                    st.authenticated = true;
-                    shared.auth_guard.succeeded(ip);
-                    tracing::debug!(user, "authenticated");
-                    Response::AuthSuccess(None)
-                }
-                Err(msg) => {
-                    st.auth_failures += 1;
-                    shared.auth_guard.failed(ip);
-                    Response::Error(ErrorResponse::new(
-                        crate::protocol::response::error_code::BAD_CREDENTIALS,
-                        msg,
-                    ))
-                }
-            };
-            let extras = zero_charge(st.payloads);
-            let _ = tx
-                .send(Out::Frame(encode(
-                    version,
-                    stream,
-                    &frame,
-                    &extras,
-                    st.compression,
-                )))
+            reply
+                .send(
+                    &Response::Supported(supported),
+                    &ResponseExtras::NONE,
+                    Compression::None,
+                )
                 .await;
-            // Repeated failures close the connection (after the last error is sent).
-            st.auth_failures < super::auth_guard::MAX_FAILURES_PER_CONNECTION
+            true
         }
+        Request::Startup(opts) => startup(shared, st, &reply, &opts).await,
+        Request::AuthResponse(token) => auth_response(shared, st, &reply, token.as_deref()).await,
         req => {
             if !st.started {
-                let _ = tx
-                    .send(protocol_error(
-                        version,
-                        stream,
-                        format!(
-                            "Unexpected message {:?}, expecting STARTUP or OPTIONS",
-                            req.opcode()
-                        ),
+                return reply
+                    .protocol_error(format!(
+                        "Unexpected message {:?}, expecting STARTUP or OPTIONS",
+                        req.opcode()
                     ))
                     .await;
-                return true;
             }
             if !st.authenticated {
-                let _ = tx
-                    .send(Out::Frame(encode(
-                        version,
-                        stream,
-                        &Response::Error(ErrorResponse::new(
-                            crate::protocol::response::error_code::UNAUTHORIZED,
-                            "You have not logged in",
-                        )),
-                        &ResponseExtras::NONE,
-                        Compression::None,
-                    )))
+                let refused = Response::Error(ErrorResponse::new(
+                    crate::protocol::response::error_code::UNAUTHORIZED,
+                    "You have not logged in",
+                ));
+                reply
+                    .send(&refused, &ResponseExtras::NONE, Compression::None)
                     .await;
                 return true;
             }
             if let Request::Register(events) = &req {
-                if let Some(bad) = events.iter().find(|e| {
-                    !matches!(
-                        e.as_str(),
-                        "TOPOLOGY_CHANGE" | "STATUS_CHANGE" | "SCHEMA_CHANGE"
-                    )
-                }) {
-                    let _ = tx
-                        .send(protocol_error(
-                            version,
-                            stream,
-                            format!("Invalid value '{bad}' for Type"),
-                        ))
-                        .await;
-                    return true;
-                }
-                if st.forwarder.is_none() && events.iter().any(|e| e == "SCHEMA_CHANGE") {
-                    st.forwarder = Some(spawn_event_forwarder(
-                        shared,
-                        tx.clone(),
-                        version,
-                        st.compression,
-                    ));
-                }
-                let extras = zero_charge(st.payloads);
-                let _ = tx
-                    .send(Out::Frame(encode(
-                        version,
-                        stream,
-                        &Response::Ready,
-                        &extras,
-                        st.compression,
-                    )))
-                    .await;
-                return true;
+                return register(shared, st, &reply, events).await;
             }
-            // Backpressure: wait for a slot, and for room for the body (a body larger than the
-            // budget takes all of it), before reading more.
-            let Ok(permit) = Arc::clone(&st.in_flight).acquire_owned().await else {
-                return false;
-            };
-            let budget = shared.config.limits.max_in_flight_request_bytes.0;
-            let want = body_bytes.min(budget as usize).min(u32::MAX as usize) as u32;
-            let Ok(body_permit) = Arc::clone(&st.request_bytes).acquire_many_owned(want).await
-            else {
-                return false;
-            };
-            let shared = Arc::clone(shared);
-            let tx = tx.clone();
-            let compression = st.compression;
-            if env.custom_payload.is_some() {
-                st.payloads = shared.config.protocol.request_charge.sent(true);
-            }
-            let payloads = st.payloads;
-            let env = Arc::new(RequestEnvelope {
+            let env = RequestEnvelope {
                 request: req,
                 ..env
-            });
-            let mut sess = st.session.clone();
-            sess.keyspace = st.keyspace.lock().clone();
-            let peer = st.peer.ip();
-            let keyspace_cell = Arc::clone(&st.keyspace);
-            let unsent = Arc::clone(&st.unsent);
-            let started = std::time::Instant::now();
-            tokio::spawn(async move {
-                // Not while the client leaves earlier answers unread (see out_budget.rs).
-                unsent.wait_for_room().await;
-                let call = Call {
-                    shared,
-                    env: Arc::clone(&env),
-                    session: sess,
-                    version,
-                    peer,
-                };
-                let Some(mut produced) = call.run().await else {
-                    return;
-                };
-                super::request_metrics::record(&env.request, &produced.response, started);
-                if !payloads {
-                    produced.extras.custom_payload.clear();
-                }
-                if let Some(ks) = produced.keyspace {
-                    *keyspace_cell.lock() = Some(ks);
-                }
-                let frame = encode(
-                    version,
-                    stream,
-                    &produced.response,
-                    &produced.extras,
-                    compression,
-                );
-                unsent.queued(frame.len());
-                let _ = tx.send(Out::Response(frame)).await;
-                drop(permit);
-                drop(body_permit);
-            });
-            true
+            };
+            spawn_request(shared, st, tx, env, body_bytes).await
         }
     }
+}
+
+/// Where the answers to one frame go: its connection's writer, version and stream.
+struct Reply<'a> {
+    tx: &'a mpsc::Sender<Out>,
+    version: u8,
+    stream: i16,
+}
+
+impl Reply<'_> {
+    async fn send(&self, resp: &Response, extras: &ResponseExtras, compression: Compression) {
+        let frame = encode(self.version, self.stream, resp, extras, compression);
+        let _ = self.tx.send(Out::Frame(frame)).await;
+    }
+
+    /// Sends a protocol error; the connection stays open (returns true for `dispatch`).
+    async fn protocol_error(&self, msg: impl Into<String>) -> bool {
+        let _ = self
+            .tx
+            .send(protocol_error(self.version, self.stream, msg))
+            .await;
+        true
+    }
+}
+
+/// The frame's request, with its body decompressed (pre-v5 bodies may be compressed per
+/// frame) and the body's size (the request keeps slices of it until it completes: counted
+/// in `request_bytes`); Err: the protocol error to answer.
+fn decode_envelope(
+    shared: &Shared,
+    st: &State,
+    header: &FrameHeader,
+    body: Bytes,
+) -> Result<(RequestEnvelope, usize), String> {
+    let body = if header.has_flag(flags::COMPRESSION) && header.version < 5 {
+        if st.compression == Compression::None {
+            return Err("Received a compressed frame but no compression was negotiated".into());
+        }
+        compression::decompress_body(
+            st.compression,
+            &body,
+            shared.config.limits.max_frame_bytes.0 as usize,
+        )
+        .map_err(|e| format!("Cannot decompress frame body: {e}"))?
+    } else {
+        body
+    };
+    let body_bytes = body.len();
+    let env = request::decode_request(header, body).map_err(|e| e.to_string())?;
+    Ok((env, body_bytes))
+}
+
+/// STARTUP: compression, payloads, then READY or AUTHENTICATE (v5: segments from here on).
+async fn startup(
+    shared: &Shared,
+    st: &mut State,
+    reply: &Reply<'_>,
+    opts: &std::collections::HashMap<String, String>,
+) -> bool {
+    if st.started {
+        return reply
+            .protocol_error("Unexpected message STARTUP, the connection is already initialised")
+            .await;
+    }
+    let comp = opts.get("COMPRESSION").map(String::as_str).unwrap_or("");
+    let comp = match Compression::from_startup_option(comp) {
+        Ok(c) if reply.version >= 5 && c == Compression::Snappy => {
+            return reply
+                .protocol_error("snappy compression is not supported with protocol v5; use lz4")
+                .await;
+        }
+        Ok(c) => c,
+        Err(e) => return reply.protocol_error(e.to_string()).await,
+    };
+    st.compression = comp;
+    st.started = true;
+    st.payloads = (shared.config.protocol.request_charge).sent(opts.contains_key("DRIVER_NAME"));
+    let resp = if st.authenticated {
+        Response::Ready
+    } else {
+        Response::Authenticate("org.apache.cassandra.auth.PasswordAuthenticator".into())
+    };
+    // READY too carries its (zero) charge for drivers that read payloads.
+    reply
+        .send(&resp, &zero_charge(st.payloads), Compression::None)
+        .await;
+    if reply.version >= 5 {
+        let lz4 = comp == Compression::Lz4;
+        st.segments = Some(SegmentDecoder::new(
+            lz4,
+            shared.config.limits.max_frame_bytes.0 as usize,
+        ));
+        let _ = reply.tx.send(Out::StartSegments { lz4 }).await;
+    }
+    true
+}
+
+/// AUTH_RESPONSE: checks the credentials (after the peer's failure delay); repeated failures
+/// close the connection (after the last error is sent).
+async fn auth_response(
+    shared: &Shared,
+    st: &mut State,
+    reply: &Reply<'_>,
+    token: Option<&[u8]>,
+) -> bool {
+    if !st.started || st.authenticated {
+        return reply
+            .protocol_error("Unexpected message AUTH_RESPONSE")
+            .await;
+    }
+    // Waits first when this peer has been failing, whatever the outcome.
+    let ip = st.peer.ip();
+    tokio::time::sleep(shared.auth_guard.delay(ip)).await;
+    let resp = match shared.authenticator.check_plain(token) {
+        Ok(user) => {
+            st.authenticated = true;
+            shared.auth_guard.succeeded(ip);
+            tracing::debug!(user, "authenticated");
+            Response::AuthSuccess(None)
+        }
+        Err(msg) => {
+            st.auth_failures += 1;
+            shared.auth_guard.failed(ip);
+            Response::Error(ErrorResponse::new(
+                crate::protocol::response::error_code::BAD_CREDENTIALS,
+                msg,
+            ))
+        }
+    };
+    reply
+        .send(&resp, &zero_charge(st.payloads), st.compression)
+        .await;
+    st.auth_failures < super::auth_guard::MAX_FAILURES_PER_CONNECTION
+}
+
+/// REGISTER: schema change events are forwarded (topology and status never change).
+async fn register(
+    shared: &Arc<Shared>,
+    st: &mut State,
+    reply: &Reply<'_>,
+    events: &[String],
+) -> bool {
+    if let Some(bad) = events.iter().find(|e| {
+        !matches!(
+            e.as_str(),
+            "TOPOLOGY_CHANGE" | "STATUS_CHANGE" | "SCHEMA_CHANGE"
+        )
+    }) {
+        return reply
+            .protocol_error(format!("Invalid value '{bad}' for Type"))
+            .await;
+    }
+    if st.forwarder.is_none() && events.iter().any(|e| e == "SCHEMA_CHANGE") {
+        st.forwarder = Some(spawn_event_forwarder(
+            shared,
+            reply.tx.clone(),
+            reply.version,
+            st.compression,
+        ));
+    }
+    reply
+        .send(&Response::Ready, &zero_charge(st.payloads), st.compression)
+        .await;
+    true
+}
+
+/// A QUERY/PREPARE/EXECUTE/BATCH: waits for a slot and room for its body, then runs in a task
+/// of its own; returns false when the connection is closing.
+async fn spawn_request(
+    shared: &Arc<Shared>,
+    st: &mut State,
+    tx: &mpsc::Sender<Out>,
+    env: RequestEnvelope,
+    body_bytes: usize,
+) -> bool {
+    let (version, stream) = (env.version, env.stream);
+    // Backpressure: wait for a slot, and for room for the body (a body larger than the
+    // budget takes all of it), before reading more.
+    let Ok(permit) = Arc::clone(&st.in_flight).acquire_owned().await else {
+        return false;
+    };
+    let budget = shared.config.limits.max_in_flight_request_bytes.0;
+    let want = body_bytes.min(budget as usize).min(u32::MAX as usize) as u32;
+    let Ok(body_permit) = Arc::clone(&st.request_bytes).acquire_many_owned(want).await else {
+        return false;
+    };
+    let shared = Arc::clone(shared);
+    let tx = tx.clone();
+    let compression = st.compression;
+    if env.custom_payload.is_some() {
+        st.payloads = shared.config.protocol.request_charge.sent(true);
+    }
+    let payloads = st.payloads;
+    let env = Arc::new(env);
+    let mut sess = st.session.clone();
+    sess.keyspace = st.keyspace.lock().clone();
+    let peer = st.peer.ip();
+    let keyspace_cell = Arc::clone(&st.keyspace);
+    let unsent = Arc::clone(&st.unsent);
+    let started = std::time::Instant::now();
+    tokio::spawn(async move {
+        // Not while the client leaves earlier answers unread (see out_budget.rs).
+        unsent.wait_for_room().await;
+        let call = Call {
+            shared,
+            env: Arc::clone(&env),
+            session: sess,
+            version,
+            peer,
+        };
+        let Some(mut produced) = call.run().await else {
+            return;
+        };
+        super::request_metrics::record(&env.request, &produced.response, started);
+        if !payloads {
+            produced.extras.custom_payload.clear();
+        }
+        if let Some(ks) = produced.keyspace {
+            *keyspace_cell.lock() = Some(ks);
+        }
+        let frame = encode(
+            version,
+            stream,
+            &produced.response,
+            &produced.extras,
+            compression,
+        );
+        unsent.queued(frame.len());
+        let _ = tx.send(Out::Response(frame)).await;
+        drop(permit);
+        drop(body_permit);
+    });
+    true
 }
 
 /// One QUERY/PREPARE/EXECUTE/BATCH on its way through the engine.
@@ -678,25 +680,7 @@ fn execute(
 ) -> Produced {
     let engine = &shared.engine;
     let began = std::time::Instant::now();
-    let mut opts = match &env.request {
-        Request::Query(q) => options(&q.params),
-        Request::Execute(e) => options(&e.params),
-        Request::Batch(b) => QueryOptions {
-            timestamp: b.timestamp,
-            keyspace: b.keyspace.clone(),
-            batch_kind: Some(match b.kind {
-                crate::protocol::request::batch_kind::UNLOGGED => {
-                    crate::cql::ast::BatchKind::Unlogged
-                }
-                crate::protocol::request::batch_kind::COUNTER => {
-                    crate::cql::ast::BatchKind::Counter
-                }
-                _ => crate::cql::ast::BatchKind::Logged,
-            }),
-            ..Default::default()
-        },
-        _ => QueryOptions::default(),
-    };
+    let mut opts = request_options(env);
     let tracer = env.tracing.then(|| match &hold.tracer {
         Some(t) => {
             opts.ctx.continue_trace(Arc::clone(t));
@@ -712,69 +696,7 @@ fn execute(
         opts.ctx
             .watch_slow(began, std::time::Duration::from_millis(slow_ms));
     }
-    let result: Result<(ResultBody, Option<String>), crate::query::QueryError> = (|| {
-        match &env.request {
-            Request::Query(q) => {
-                let out = engine.query(session, &q.query, &opts)?;
-                Ok(finish(shared, out, q.params.skip_metadata))
-            }
-            Request::Prepare(p) => {
-                let prepared = engine.prepare(session, &p.query, p.keyspace.as_deref())?;
-                Ok((convert::prepared(&prepared, version), None))
-            }
-            Request::Execute(e) => {
-                let prepared = engine.get_prepared(&e.id)?;
-                let out = engine.execute(session, &prepared, &opts)?;
-                Ok(finish(shared, out, e.params.skip_metadata))
-            }
-            Request::Batch(b) => {
-                let mut owned = Vec::new();
-                let mut prepared = Vec::new();
-                for s in &b.statements {
-                    match &s.kind {
-                        BatchStatementKind::Query(text) => {
-                            let parsed = crate::cql::parse(text)
-                                .map_err(|e| crate::query::QueryError::Syntax(e.to_string()))?;
-                            owned.push((parsed, s.values.clone()));
-                        }
-                        BatchStatementKind::Prepared(id) => {
-                            prepared.push((engine.get_prepared(id)?, s.values.clone()));
-                        }
-                    }
-                }
-                let mut items: Vec<BatchItem> = Vec::new();
-                // Keep the statement order of the batch.
-                let (mut oi, mut pi) = (0, 0);
-                for s in &b.statements {
-                    match &s.kind {
-                        BatchStatementKind::Query(_) => {
-                            let (p, v) = &owned[oi];
-                            oi += 1;
-                            items.push(BatchItem {
-                                parsed: p,
-                                keyspace: None,
-                                binds: binds(&Values::Positional(v.clone())),
-                            });
-                        }
-                        BatchStatementKind::Prepared(_) => {
-                            let (p, v) = &prepared[pi];
-                            pi += 1;
-                            items.push(BatchItem {
-                                parsed: &p.parsed,
-                                keyspace: p.keyspace.clone(),
-                                binds: binds(&Values::Positional(v.clone())),
-                            });
-                        }
-                    }
-                }
-                let out = engine.batch(session, &items, &opts)?;
-                Ok(finish(shared, out, false))
-            }
-            _ => Err(crate::query::QueryError::Server(
-                "unexpected request".into(),
-            )),
-        }
-    })();
+    let result = run(shared, session, env, version, &opts);
     if let Err(crate::query::QueryError::Held { retry_after_ms }) = &result {
         opts.ctx.trace(|| {
             format!("Held by server-side retry: throughput budget spent, running again in {retry_after_ms} ms")
@@ -807,48 +729,7 @@ fn execute(
         },
     );
     if let Some(t) = &tracer {
-        let (request, text, consistency) = match &env.request {
-            Request::Query(q) => (
-                "Execute CQL3 query",
-                q.query.clone(),
-                Some(q.params.consistency),
-            ),
-            Request::Execute(e) => (
-                "Execute CQL3 prepared query",
-                engine
-                    .get_prepared(&e.id)
-                    .map(|p| p.query.clone())
-                    .unwrap_or_default(),
-                Some(e.params.consistency),
-            ),
-            Request::Prepare(p) => ("Preparing CQL3 query", p.query.clone(), None),
-            Request::Batch(b) => (
-                "Execute batch of CQL3 queries",
-                String::new(),
-                Some(b.consistency),
-            ),
-            _ => ("", String::new(), None),
-        };
-        t.event("Request complete".to_string());
-        let mut params = std::collections::BTreeMap::new();
-        if !text.is_empty() {
-            params.insert("query".to_string(), text);
-        }
-        if let Some(cl) = consistency {
-            params.insert(
-                "consistency_level".to_string(),
-                crate::protocol::types::consistency::name(cl)
-                    .unwrap_or("ONE")
-                    .to_string(),
-            );
-        }
-        let command = match &env.request {
-            Request::Prepare(_) => "PREPARE",
-            _ => "QUERY",
-        };
-        engine
-            .traces
-            .record(t.finish(client, command, request, params));
+        record_trace(engine, t, env, client);
     }
     let extras = ResponseExtras {
         tracing_id: tracer.as_ref().map(|t| t.session_id),
@@ -865,6 +746,161 @@ fn execute(
         held_ms: None,
         tracer: None,
     }
+}
+
+/// The options of a QUERY/EXECUTE/BATCH (PREPARE: none).
+fn request_options(env: &RequestEnvelope) -> QueryOptions {
+    match &env.request {
+        Request::Query(q) => options(&q.params),
+        Request::Execute(e) => options(&e.params),
+        Request::Batch(b) => QueryOptions {
+            timestamp: b.timestamp,
+            keyspace: b.keyspace.clone(),
+            batch_kind: Some(match b.kind {
+                crate::protocol::request::batch_kind::UNLOGGED => {
+                    crate::cql::ast::BatchKind::Unlogged
+                }
+                crate::protocol::request::batch_kind::COUNTER => {
+                    crate::cql::ast::BatchKind::Counter
+                }
+                _ => crate::cql::ast::BatchKind::Logged,
+            }),
+            ..Default::default()
+        },
+        _ => QueryOptions::default(),
+    }
+}
+
+/// Runs the request through the engine: the result body and the keyspace a USE chose.
+fn run(
+    shared: &Shared,
+    session: &mut Session,
+    env: &RequestEnvelope,
+    version: u8,
+    opts: &QueryOptions,
+) -> Result<(ResultBody, Option<String>), crate::query::QueryError> {
+    let engine = &shared.engine;
+    match &env.request {
+        Request::Query(q) => {
+            let out = engine.query(session, &q.query, opts)?;
+            Ok(finish(shared, out, q.params.skip_metadata))
+        }
+        Request::Prepare(p) => {
+            let prepared = engine.prepare(session, &p.query, p.keyspace.as_deref())?;
+            Ok((convert::prepared(&prepared, version), None))
+        }
+        Request::Execute(e) => {
+            let prepared = engine.get_prepared(&e.id)?;
+            let out = engine.execute(session, &prepared, opts)?;
+            Ok(finish(shared, out, e.params.skip_metadata))
+        }
+        Request::Batch(b) => run_batch(shared, session, b, opts),
+        _ => Err(crate::query::QueryError::Server(
+            "unexpected request".into(),
+        )),
+    }
+}
+
+/// A BATCH: its statements parsed or looked up, then run in the batch's order.
+fn run_batch(
+    shared: &Shared,
+    session: &mut Session,
+    b: &crate::protocol::request::Batch,
+    opts: &QueryOptions,
+) -> Result<(ResultBody, Option<String>), crate::query::QueryError> {
+    let engine = &shared.engine;
+    let mut owned = Vec::new();
+    let mut prepared = Vec::new();
+    for s in &b.statements {
+        match &s.kind {
+            BatchStatementKind::Query(text) => {
+                let parsed = crate::cql::parse(text)
+                    .map_err(|e| crate::query::QueryError::Syntax(e.to_string()))?;
+                owned.push((parsed, s.values.clone()));
+            }
+            BatchStatementKind::Prepared(id) => {
+                prepared.push((engine.get_prepared(id)?, s.values.clone()));
+            }
+        }
+    }
+    let mut items: Vec<BatchItem> = Vec::new();
+    // Keep the statement order of the batch.
+    let (mut oi, mut pi) = (0, 0);
+    for s in &b.statements {
+        match &s.kind {
+            BatchStatementKind::Query(_) => {
+                let (p, v) = &owned[oi];
+                oi += 1;
+                items.push(BatchItem {
+                    parsed: p,
+                    keyspace: None,
+                    binds: binds(&Values::Positional(v.clone())),
+                });
+            }
+            BatchStatementKind::Prepared(_) => {
+                let (p, v) = &prepared[pi];
+                pi += 1;
+                items.push(BatchItem {
+                    parsed: &p.parsed,
+                    keyspace: p.keyspace.clone(),
+                    binds: binds(&Values::Positional(v.clone())),
+                });
+            }
+        }
+    }
+    let out = engine.batch(session, &items, opts)?;
+    Ok(finish(shared, out, false))
+}
+
+/// Records a traced request's session (system_traces).
+fn record_trace(
+    engine: &crate::query::Engine,
+    t: &crate::query::trace::Tracer,
+    env: &RequestEnvelope,
+    client: std::net::IpAddr,
+) {
+    let (request, text, consistency) = match &env.request {
+        Request::Query(q) => (
+            "Execute CQL3 query",
+            q.query.clone(),
+            Some(q.params.consistency),
+        ),
+        Request::Execute(e) => (
+            "Execute CQL3 prepared query",
+            engine
+                .get_prepared(&e.id)
+                .map(|p| p.query.clone())
+                .unwrap_or_default(),
+            Some(e.params.consistency),
+        ),
+        Request::Prepare(p) => ("Preparing CQL3 query", p.query.clone(), None),
+        Request::Batch(b) => (
+            "Execute batch of CQL3 queries",
+            String::new(),
+            Some(b.consistency),
+        ),
+        _ => ("", String::new(), None),
+    };
+    t.event("Request complete".to_string());
+    let mut params = std::collections::BTreeMap::new();
+    if !text.is_empty() {
+        params.insert("query".to_string(), text);
+    }
+    if let Some(cl) = consistency {
+        params.insert(
+            "consistency_level".to_string(),
+            crate::protocol::types::consistency::name(cl)
+                .unwrap_or("ONE")
+                .to_string(),
+        );
+    }
+    let command = match &env.request {
+        Request::Prepare(_) => "PREPARE",
+        _ => "QUERY",
+    };
+    engine
+        .traces
+        .record(t.finish(client, command, request, params));
 }
 
 /// The `RequestCharge` custom payload: an 8-byte big-endian double.

@@ -11,6 +11,7 @@ mod panic_guard;
 mod quickack;
 mod request_metrics;
 mod slow_log;
+pub mod startup;
 
 use crate::config::Config;
 use crate::protocol::response::Event;

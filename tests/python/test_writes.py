@@ -592,15 +592,6 @@ def test_ttl_limits(session, ks):
         session.execute(f"DELETE FROM {ks}.t USING TTL 5 WHERE k = 1")
 
 
-def test_expired_row_marker_and_cells(session, ks):
-    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v int, w int)")
-    session.execute(f"INSERT INTO {ks}.t (k, v) VALUES (1, 1) USING TTL 1")
-    session.execute(f"UPDATE {ks}.t SET w = 5 WHERE k = 1")
-    time.sleep(2.05)
-    # the marker and v expired; w (no TTL) keeps the row alive
-    assert rows(session, f"SELECT k, v, w FROM {ks}.t WHERE k = 1") == [(1, None, 5)]
-
-
 # ------------------------------------------------------------------ durability
 
 

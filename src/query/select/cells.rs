@@ -4,8 +4,8 @@
 use super::*;
 
 /// Whole seconds left until `expiry` (ms), rounded up, never more than the TTL.
-pub(super) fn ttl_left(expiry: i64, ttl: i32, now: i64) -> i32 {
-    ((expiry - now + 999) / 1000).min(i64::from(ttl)) as i32
+pub(super) fn ttl_left(expiry_ms: i64, ttl_secs: i32, now_ms: i64) -> i32 {
+    ((expiry_ms - now_ms + 999) / 1000).min(i64::from(ttl_secs)) as i32
 }
 
 /// writetime(), maxwritetime() or ttl() of column `i` of a row; for non-frozen collections
@@ -28,10 +28,12 @@ pub(super) fn timing_value(
         };
         let cc = src.complex_cell(col.id).filter(|c| c.is_live(now))?;
         let of = |e: &row::Elem| match timing {
-            Timing::Ttl => {
-                (e.expiry != 0).then(|| ttl_left(e.expiry, e.ttl, now).to_be_bytes().to_vec())
-            }
-            _ => Some(e.ts.to_be_bytes().to_vec()),
+            Timing::Ttl => (e.expiry_ms != 0).then(|| {
+                ttl_left(e.expiry_ms, e.ttl_secs, now)
+                    .to_be_bytes()
+                    .to_vec()
+            }),
+            _ => Some(e.timestamp_micros.to_be_bytes().to_vec()),
         };
         let items: Vec<Option<Vec<u8>>> = match &col.ty {
             // A UDT has an entry per field, null for the fields that are not set.
@@ -52,8 +54,10 @@ pub(super) fn timing_value(
     }
     let c = cell_of(t, i, row, statics, now)?;
     match timing {
-        Timing::Ttl => (c.expiry != 0).then(|| TimingValue::int(ttl_left(c.expiry, c.ttl, now))),
-        _ => Some(TimingValue::Fixed(c.ts.to_be_bytes(), 8)),
+        Timing::Ttl => {
+            (c.expiry_ms != 0).then(|| TimingValue::int(ttl_left(c.expiry_ms, c.ttl_secs, now)))
+        }
+        _ => Some(TimingValue::Fixed(c.timestamp_micros.to_be_bytes(), 8)),
     }
 }
 

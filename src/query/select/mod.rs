@@ -74,6 +74,7 @@ pub fn execute(
     let ctx = Ctx {
         binds,
         max_value_bytes: engine.limits.max_value_bytes,
+        now_micros: engine.clock.now_micros(),
     };
     let proj = plan_projection(t, Some(&ctx), sel)?;
     let group_cols = group_by_columns(t, sel)?;
@@ -113,7 +114,7 @@ pub fn execute(
             engine.limits.max_page_bytes
         },
         remaining,
-        now: super::now_millis(),
+        now: ctx.now_micros.div_euclid(1000),
         agg: aggregating.then(|| Aggregation::new(&proj, t, group_cols)),
         resume_inclusive: false,
         json: sel.json,

@@ -106,253 +106,19 @@ pub(super) fn eval_unset_as(
 
 pub(super) fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
     crate::query::select_rules::check(t, sel)?;
-    let mut filters = Vec::new();
     let mut need_filtering = false;
-    let mut token_lo: i128 = MIN_TOKEN as i128 - 1;
-    let mut token_hi: i128 = MAX_TOKEN as i128;
-    let mut has_token = false;
-    let mut tuple_filters: Vec<Filter> = Vec::new();
-    let mut entry_filters: Vec<Filter> = Vec::new();
     // Validate every relation first.
-    for r in &sel.where_clause {
-        match &r.lhs {
-            RelationLhs::Column(c) => {
-                column_index(t, c)?;
-            }
-            RelationLhs::Token(cols) => {
-                let pk: Vec<&str> = t.pk_columns().map(|c| c.name.as_str()).collect();
-                if cols.iter().map(String::as_str).collect::<Vec<_>>() != pk {
-                    return Err(invalid(format!(
-                        "The token function arguments must be in the partition key order: {}",
-                        pk.join(", ")
-                    )));
-                }
-                has_token = true;
-                let v = match &r.rhs {
-                    // token(k1, k2) > token(?, ?): the token of a partition key given as terms
-                    Term::Function { name, args, .. } if name == "token" => {
-                        let pk_cols: Vec<_> = t.pk_columns().collect();
-                        if args.len() != pk_cols.len() {
-                            return Err(invalid(format!(
-                                "Invalid number of arguments in call to function system.token: {} required but {} provided",
-                                pk_cols.len(),
-                                args.len()
-                            )));
-                        }
-                        let mut parts = Vec::with_capacity(args.len());
-                        for (a, c) in args.iter().zip(&pk_cols) {
-                            parts.push(eval_one(a, &c.ty, &c.name, ctx)?);
-                        }
-                        let refs: Vec<&[u8]> = parts.iter().map(|p| &p[..]).collect();
-                        let pk = partition_key_bytes(&refs);
-                        Bytes::copy_from_slice(&table_token(t, &pk).to_be_bytes())
-                    }
-                    other => eval_one(other, &CqlType::Bigint, "partition key token", ctx)?,
-                };
-                let tok = i64::from_be_bytes(
-                    v[..]
-                        .try_into()
-                        .map_err(|_| invalid("Invalid token value"))?,
-                ) as i128;
-                match r.op {
-                    Operator::Gt => token_lo = token_lo.max(tok),
-                    Operator::Ge => token_lo = token_lo.max(tok - 1),
-                    Operator::Le => {
-                        // Cassandra: a range ending at the minimum token runs to the end of the ring.
-                        if tok != MIN_TOKEN as i128 {
-                            token_hi = token_hi.min(tok)
-                        }
-                    }
-                    Operator::Lt => token_hi = token_hi.min(tok - 1),
-                    Operator::Eq => {
-                        token_lo = token_lo.max(tok - 1);
-                        token_hi = token_hi.min(tok);
-                    }
-                    _ => {
-                        return Err(invalid(format!(
-                            "Unsupported operator {} on token()",
-                            r.op.as_str()
-                        )))
-                    }
-                }
-            }
-            RelationLhs::Tuple(cols) => tuple_filters.push(tuple_filter(t, cols, r, ctx)?),
-            RelationLhs::Element(c, key) => entry_filters.push(entry_filter(t, c, key, r, ctx)?),
-        }
-    }
+    let (token, tuple_filters, entry_filters) = check_relations(t, sel, ctx)?;
     // Partition key: all components by = / IN.
     let pk_vals = key_values(t, &sel.where_clause, ctx, &t.partition_key)?;
     let pk_given = pk_vals.iter().filter(|v| v.is_some()).count();
-    let target = if pk_given == t.partition_key.len() {
-        if has_token {
-            return Err(invalid(
-                "Columns of the partition key cannot be restricted by both token() and = or IN",
-            ));
-        }
-        let mut keys = Vec::new();
-        let cols: Vec<Vec<Bytes>> = pk_vals.into_iter().map(|v| v.unwrap_or_default()).collect();
-        let mut combos: Vec<Vec<Bytes>> = vec![Vec::new()];
-        for vals in &cols {
-            combos = combos
-                .into_iter()
-                .flat_map(|p| {
-                    vals.iter().map(move |v| {
-                        let mut p = p.clone();
-                        p.push(v.clone());
-                        p
-                    })
-                })
-                .collect();
-        }
-        // Cassandra reads IN partitions in partition key order (by each component's comparator),
-        // without duplicates.
-        let pk_types: Vec<&CqlType> = t.pk_columns().map(|c| &c.ty).collect();
-        combos.sort_by(|a, b| {
-            a.iter()
-                .zip(b)
-                .zip(&pk_types)
-                .map(|((x, y), ty)| value::compare(ty, x, y))
-                .find(|o| o.is_ne())
-                .unwrap_or(Ordering::Equal)
-        });
-        for parts in combos {
-            let refs: Vec<&[u8]> = parts.iter().map(|b| &b[..]).collect();
-            let k = Bytes::from(partition_key_bytes(&refs));
-            crate::query::write::check_partition_key(&k)?;
-            if !keys.contains(&k) {
-                keys.push(k);
-            }
-        }
-        Target::Partitions(keys)
-    } else if let Some(ranges) = multihash_prefix_ranges(t, &pk_vals, token_lo, token_hi) {
-        // A prefix of a hierarchical key: only the token ranges holding it are read; the given
-        // levels are re-checked per row (hashes of different prefixes can share a range).
-        Target::Ranges(ranges)
-    } else {
-        if pk_given > 0 {
-            if !sel.allow_filtering {
-                let miss: Vec<&str> = t
-                    .pk_columns()
-                    .zip(&pk_vals)
-                    .filter(|(_, v)| v.is_none())
-                    .map(|(c, _)| c.name.as_str())
-                    .collect();
-                return Err(invalid(format!(
-                    "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING (partition key parts {} are not restricted)",
-                    miss.join(", ")
-                )));
-            }
-            need_filtering = true;
-        }
-        Target::Range(token_lo, token_hi)
-    };
+    let target = read_target(t, sel, pk_vals, &token, &mut need_filtering)?;
     // Clustering: = / IN on a prefix, then at most one slice column.
     let single_partition = matches!(target, Target::Partitions(_));
-    let mut prefix_vals: Vec<Vec<Bytes>> = Vec::new();
-    let mut slice_col: Option<(usize, Vec<(Operator, Bytes)>)> = None;
-    for (pos, &ci) in t.clustering.iter().enumerate() {
-        let col = &t.columns[ci];
-        let rels: Vec<&Relation> = sel
-            .where_clause
-            .iter()
-            .filter(|r| matches!(&r.lhs, RelationLhs::Column(c) if *c == col.name))
-            .collect();
-        if rels.is_empty() {
-            break;
-        }
-        let eq = rels
-            .iter()
-            .find(|r| matches!(r.op, Operator::Eq | Operator::In));
-        if let Some(r) = eq {
-            if slice_col.is_some() {
-                break;
-            }
-            let vals = if r.op == Operator::Eq {
-                vec![eval_one(&r.rhs, &col.ty, &col.name, ctx)?]
-            } else {
-                in_values(&r.rhs, &col.ty, &col.name, ctx)?
-                    .into_iter()
-                    .filter_map(|v| v.bytes().cloned())
-                    .collect()
-            };
-            prefix_vals.push(vals);
-            let _ = pos;
-        } else {
-            let mut bounds = Vec::new();
-            for r in rels {
-                if !matches!(
-                    r.op,
-                    Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge
-                ) {
-                    continue;
-                }
-                bounds.push((r.op, eval_one(&r.rhs, &col.ty, &col.name, ctx)?));
-            }
-            slice_col = Some((ci, bounds));
-            break;
-        }
-    }
+    let (prefix_vals, slice_col) = clustering_access(t, sel, ctx)?;
     let used_ck = prefix_vals.len() + usize::from(slice_col.is_some());
     // Everything not used for key access becomes a filter.
-    for r in &sel.where_clause {
-        let RelationLhs::Column(name) = &r.lhs else {
-            continue;
-        };
-        let ci = column_index(t, name)?;
-        let col = &t.columns[ci];
-        let used = match col.kind {
-            ColumnKind::PartitionKey => matches!(target, Target::Partitions(_)),
-            ColumnKind::Clustering => col.position < used_ck && single_partition,
-            _ => false,
-        };
-        if used {
-            continue;
-        }
-        match col.kind {
-            ColumnKind::Clustering if !single_partition => {}
-            // A slice of a partition key column reads every partition (Cassandra: ALLOW
-            // FILTERING); = / IN of hierarchical key levels are read through token ranges.
-            ColumnKind::PartitionKey => {
-                if !matches!(r.op, Operator::Eq | Operator::In) {
-                    need_filtering = true;
-                }
-            }
-            _ => need_filtering = true,
-        }
-        if col.kind == ColumnKind::Clustering && col.position >= used_ck {
-            need_filtering = true;
-        }
-        let values = match r.op {
-            Operator::In => in_values(&r.rhs, &col.ty, name, ctx)?
-                .into_iter()
-                .filter_map(|v| v.bytes().cloned())
-                .collect(),
-            Operator::Eq
-            | Operator::Ne
-            | Operator::Lt
-            | Operator::Le
-            | Operator::Gt
-            | Operator::Ge => {
-                vec![eval_one(&r.rhs, &col.ty, name, ctx)?]
-            }
-            Operator::Contains | Operator::ContainsKey => {
-                vec![eval_one(&r.rhs, &contains_type(col, r.op)?, name, ctx)?]
-            }
-            other => {
-                return Err(invalid(format!(
-                    "Operator {} is not supported yet",
-                    other.as_str()
-                )))
-            }
-        };
-        filters.push(Filter {
-            col: ci,
-            op: r.op,
-            values,
-            tuple: None,
-            entry: false,
-        });
-    }
+    let mut filters = column_filters(t, sel, ctx, single_partition, used_ck, &mut need_filtering)?;
     if !single_partition && (used_ck > 0 || !tuple_filters.is_empty()) {
         need_filtering = true;
     }
@@ -386,6 +152,329 @@ pub(super) fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
         vec![(Bound::Unbounded, Bound::Unbounded)]
     };
     let limit = limit_value(sel.limit.as_ref(), "[limit]", "LIMIT", ctx)?;
+    let reversed = reversed_order(t, sel, single_partition)?;
+    Ok(Plan {
+        target,
+        slices,
+        filters,
+        limit,
+        reversed,
+        static_rows: selects_whole_partitions(t, sel),
+    })
+}
+
+/// The token range `token(...)` relations restrict to (lo exclusive, hi inclusive).
+struct TokenBounds {
+    lo: i128,
+    hi: i128,
+    /// Whether any relation is on `token(...)`.
+    given: bool,
+}
+
+/// Checks every relation (columns exist, token() relations are well formed), and gathers the
+/// token bounds and the multi-column and collection-element filters.
+fn check_relations(
+    t: &TableDef,
+    sel: &Select,
+    ctx: &Ctx,
+) -> Result<(TokenBounds, Vec<Filter>, Vec<Filter>)> {
+    let mut bounds = TokenBounds {
+        lo: MIN_TOKEN as i128 - 1,
+        hi: MAX_TOKEN as i128,
+        given: false,
+    };
+    let mut tuple_filters: Vec<Filter> = Vec::new();
+    let mut entry_filters: Vec<Filter> = Vec::new();
+    for r in &sel.where_clause {
+        match &r.lhs {
+            RelationLhs::Column(c) => {
+                column_index(t, c)?;
+            }
+            RelationLhs::Token(cols) => token_relation(t, cols, r, ctx, &mut bounds)?,
+            RelationLhs::Tuple(cols) => tuple_filters.push(tuple_filter(t, cols, r, ctx)?),
+            RelationLhs::Element(c, key) => entry_filters.push(entry_filter(t, c, key, r, ctx)?),
+        }
+    }
+    Ok((bounds, tuple_filters, entry_filters))
+}
+
+/// Narrows `bounds` by one `token(cols) <op> value` relation.
+fn token_relation(
+    t: &TableDef,
+    cols: &[String],
+    r: &Relation,
+    ctx: &Ctx,
+    bounds: &mut TokenBounds,
+) -> Result<()> {
+    let pk: Vec<&str> = t.pk_columns().map(|c| c.name.as_str()).collect();
+    if cols.iter().map(String::as_str).collect::<Vec<_>>() != pk {
+        return Err(invalid(format!(
+            "The token function arguments must be in the partition key order: {}",
+            pk.join(", ")
+        )));
+    }
+    bounds.given = true;
+    let v = match &r.rhs {
+        // token(k1, k2) > token(?, ?): the token of a partition key given as terms
+        Term::Function { name, args, .. } if name == "token" => {
+            let pk_cols: Vec<_> = t.pk_columns().collect();
+            if args.len() != pk_cols.len() {
+                return Err(invalid(format!(
+                    "Invalid number of arguments in call to function system.token: {} required but {} provided",
+                    pk_cols.len(),
+                    args.len()
+                )));
+            }
+            let mut parts = Vec::with_capacity(args.len());
+            for (a, c) in args.iter().zip(&pk_cols) {
+                parts.push(eval_one(a, &c.ty, &c.name, ctx)?);
+            }
+            let refs: Vec<&[u8]> = parts.iter().map(|p| &p[..]).collect();
+            let pk = partition_key_bytes(&refs);
+            Bytes::copy_from_slice(&table_token(t, &pk).to_be_bytes())
+        }
+        other => eval_one(other, &CqlType::Bigint, "partition key token", ctx)?,
+    };
+    let tok = i64::from_be_bytes(
+        v[..]
+            .try_into()
+            .map_err(|_| invalid("Invalid token value"))?,
+    ) as i128;
+    match r.op {
+        Operator::Gt => bounds.lo = bounds.lo.max(tok),
+        Operator::Ge => bounds.lo = bounds.lo.max(tok - 1),
+        Operator::Le => {
+            // Cassandra: a range ending at the minimum token runs to the end of the ring.
+            if tok != MIN_TOKEN as i128 {
+                bounds.hi = bounds.hi.min(tok)
+            }
+        }
+        Operator::Lt => bounds.hi = bounds.hi.min(tok - 1),
+        Operator::Eq => {
+            bounds.lo = bounds.lo.max(tok - 1);
+            bounds.hi = bounds.hi.min(tok);
+        }
+        _ => {
+            return Err(invalid(format!(
+                "Unsupported operator {} on token()",
+                r.op.as_str()
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// Where to read: the named partitions when every partition key column is given by = / IN,
+/// the token ranges of a hierarchical key prefix, else a token range (maybe filtering).
+fn read_target(
+    t: &TableDef,
+    sel: &Select,
+    pk_vals: Vec<Option<Vec<Bytes>>>,
+    token: &TokenBounds,
+    need_filtering: &mut bool,
+) -> Result<Target> {
+    let pk_given = pk_vals.iter().filter(|v| v.is_some()).count();
+    if pk_given == t.partition_key.len() {
+        if token.given {
+            return Err(invalid(
+                "Columns of the partition key cannot be restricted by both token() and = or IN",
+            ));
+        }
+        return Ok(Target::Partitions(named_partitions(t, pk_vals)?));
+    }
+    if let Some(ranges) = multihash_prefix_ranges(t, &pk_vals, token.lo, token.hi) {
+        // A prefix of a hierarchical key: only the token ranges holding it are read; the given
+        // levels are re-checked per row (hashes of different prefixes can share a range).
+        return Ok(Target::Ranges(ranges));
+    }
+    if pk_given > 0 {
+        if !sel.allow_filtering {
+            let miss: Vec<&str> = t
+                .pk_columns()
+                .zip(&pk_vals)
+                .filter(|(_, v)| v.is_none())
+                .map(|(c, _)| c.name.as_str())
+                .collect();
+            return Err(invalid(format!(
+                "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING (partition key parts {} are not restricted)",
+                miss.join(", ")
+            )));
+        }
+        *need_filtering = true;
+    }
+    Ok(Target::Range(token.lo, token.hi))
+}
+
+/// The partition keys of every combination of the given values, in partition key order.
+fn named_partitions(t: &TableDef, pk_vals: Vec<Option<Vec<Bytes>>>) -> Result<Vec<Bytes>> {
+    let mut keys = Vec::new();
+    let cols: Vec<Vec<Bytes>> = pk_vals.into_iter().map(|v| v.unwrap_or_default()).collect();
+    let mut combos: Vec<Vec<Bytes>> = vec![Vec::new()];
+    for vals in &cols {
+        combos = combos
+            .into_iter()
+            .flat_map(|p| {
+                vals.iter().map(move |v| {
+                    let mut p = p.clone();
+                    p.push(v.clone());
+                    p
+                })
+            })
+            .collect();
+    }
+    // Cassandra reads IN partitions in partition key order (by each component's comparator),
+    // without duplicates.
+    let pk_types: Vec<&CqlType> = t.pk_columns().map(|c| &c.ty).collect();
+    combos.sort_by(|a, b| {
+        a.iter()
+            .zip(b)
+            .zip(&pk_types)
+            .map(|((x, y), ty)| value::compare(ty, x, y))
+            .find(|o| o.is_ne())
+            .unwrap_or(Ordering::Equal)
+    });
+    for parts in combos {
+        let refs: Vec<&[u8]> = parts.iter().map(|b| &b[..]).collect();
+        let k = Bytes::from(partition_key_bytes(&refs));
+        crate::query::write::check_partition_key(&k)?;
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    Ok(keys)
+}
+
+/// The clustering prefix given by = / IN (values per column), and the column after it
+/// restricted by a slice with its bounds.
+type ClusteringAccess = (Vec<Vec<Bytes>>, Option<(usize, Vec<(Operator, Bytes)>)>);
+
+fn clustering_access(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<ClusteringAccess> {
+    let mut prefix_vals: Vec<Vec<Bytes>> = Vec::new();
+    let mut slice_col: Option<(usize, Vec<(Operator, Bytes)>)> = None;
+    for &ci in &t.clustering {
+        let col = &t.columns[ci];
+        let rels: Vec<&Relation> = sel
+            .where_clause
+            .iter()
+            .filter(|r| matches!(&r.lhs, RelationLhs::Column(c) if *c == col.name))
+            .collect();
+        if rels.is_empty() {
+            break;
+        }
+        let eq = rels
+            .iter()
+            .find(|r| matches!(r.op, Operator::Eq | Operator::In));
+        if let Some(r) = eq {
+            if slice_col.is_some() {
+                break;
+            }
+            let vals = if r.op == Operator::Eq {
+                vec![eval_one(&r.rhs, &col.ty, &col.name, ctx)?]
+            } else {
+                in_values(&r.rhs, &col.ty, &col.name, ctx)?
+                    .into_iter()
+                    .filter_map(|v| v.bytes().cloned())
+                    .collect()
+            };
+            prefix_vals.push(vals);
+        } else {
+            let mut bounds = Vec::new();
+            for r in rels {
+                if !matches!(
+                    r.op,
+                    Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge
+                ) {
+                    continue;
+                }
+                bounds.push((r.op, eval_one(&r.rhs, &col.ty, &col.name, ctx)?));
+            }
+            slice_col = Some((ci, bounds));
+            break;
+        }
+    }
+    Ok((prefix_vals, slice_col))
+}
+
+/// The single-column relations not used for key access, as filters; sets `need_filtering`
+/// where Cassandra asks for ALLOW FILTERING.
+fn column_filters(
+    t: &TableDef,
+    sel: &Select,
+    ctx: &Ctx,
+    single_partition: bool,
+    used_ck: usize,
+    need_filtering: &mut bool,
+) -> Result<Vec<Filter>> {
+    let mut filters = Vec::new();
+    for r in &sel.where_clause {
+        let RelationLhs::Column(name) = &r.lhs else {
+            continue;
+        };
+        let ci = column_index(t, name)?;
+        let col = &t.columns[ci];
+        let used = match col.kind {
+            ColumnKind::PartitionKey => single_partition,
+            ColumnKind::Clustering => col.position < used_ck && single_partition,
+            _ => false,
+        };
+        if used {
+            continue;
+        }
+        match col.kind {
+            ColumnKind::Clustering if !single_partition => {}
+            // A slice of a partition key column reads every partition (Cassandra: ALLOW
+            // FILTERING); = / IN of hierarchical key levels are read through token ranges.
+            ColumnKind::PartitionKey => {
+                if !matches!(r.op, Operator::Eq | Operator::In) {
+                    *need_filtering = true;
+                }
+            }
+            _ => *need_filtering = true,
+        }
+        if col.kind == ColumnKind::Clustering && col.position >= used_ck {
+            *need_filtering = true;
+        }
+        filters.push(Filter {
+            col: ci,
+            op: r.op,
+            values: filter_values(r, col, name, ctx)?,
+            tuple: None,
+            entry: false,
+        });
+    }
+    Ok(filters)
+}
+
+/// The values a single-column filter compares with.
+fn filter_values(
+    r: &Relation,
+    col: &crate::schema::ColumnDef,
+    name: &str,
+    ctx: &Ctx,
+) -> Result<Vec<Bytes>> {
+    Ok(match r.op {
+        Operator::In => in_values(&r.rhs, &col.ty, name, ctx)?
+            .into_iter()
+            .filter_map(|v| v.bytes().cloned())
+            .collect(),
+        Operator::Eq | Operator::Ne | Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge => {
+            vec![eval_one(&r.rhs, &col.ty, name, ctx)?]
+        }
+        Operator::Contains | Operator::ContainsKey => {
+            vec![eval_one(&r.rhs, &contains_type(col, r.op)?, name, ctx)?]
+        }
+        other => {
+            return Err(invalid(format!(
+                "Operator {} is not supported yet",
+                other.as_str()
+            )))
+        }
+    })
+}
+
+/// Whether ORDER BY reverses the clustering order (only on clustering columns, within named
+/// partitions).
+fn reversed_order(t: &TableDef, sel: &Select, single_partition: bool) -> Result<bool> {
     let mut reversed = false;
     if let Some((first, dir)) = sel.order_by.first() {
         let ci = column_index(t, first)?;
@@ -402,14 +491,7 @@ pub(super) fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
         }
         reversed = (*dir == crate::cql::ast::Order::Desc) != col.desc;
     }
-    Ok(Plan {
-        target,
-        slices,
-        filters,
-        limit,
-        reversed,
-        static_rows: selects_whole_partitions(t, sel),
-    })
+    Ok(reversed)
 }
 
 /// A secondary index on a column restricted by `=` serves the query: a scan becomes an index

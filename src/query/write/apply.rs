@@ -114,7 +114,7 @@ pub(crate) fn apply_once(
             x.row.merge(m.update);
             let pending = std::mem::take(&mut x.row.pending);
             x.row
-                .apply_pending(pending, crate::query::now_millis())
+                .apply_pending(pending, engine.clock.now_millis())
                 .map_err(invalid)?;
             continue;
         }
@@ -137,7 +137,7 @@ pub(crate) fn apply_once(
         current.merge(m.update);
         let pending = std::mem::take(&mut current.pending);
         current
-            .apply_pending(pending, crate::query::now_millis())
+            .apply_pending(pending, engine.clock.now_millis())
             .map_err(invalid)?;
         merged.push(Merged {
             key: m.key,
@@ -149,7 +149,7 @@ pub(crate) fn apply_once(
             pk: m.pk,
         });
     }
-    let now = crate::query::now_millis();
+    let now = engine.clock.now_millis();
     let mut sizes = crate::partition::sizes::Accounting::default();
     let limits = &engine.limits.partitions;
     // The (table, token) of the row each op of `batch` belongs to, to split it by partition.

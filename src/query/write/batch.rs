@@ -16,6 +16,7 @@ pub fn execute_batch(
     let ctx = Ctx {
         binds,
         max_value_bytes: engine.limits.max_value_bytes,
+        now_micros: engine.clock.now_micros(),
     };
     if b.using.ttl.is_some() {
         return Err(invalid(

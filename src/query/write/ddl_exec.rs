@@ -1,84 +1,33 @@
 //! Executing DDL statements: the schema change, its storage side (new tables' layout,
-//! throughput splits, dropped tables' data) and the outcome the client sees.
+//! throughput splits, dropped tables' data) and the outcome the client sees. One function
+//! per statement whose storage side is more than the schema swap.
 
 use super::*;
+use crate::cql::ast::{AlterTableAction, CreateTable, QualifiedName};
 
 pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> Result<Outcome> {
-    let done = |c: Option<ddl::SchemaChange>| -> Outcome {
-        match c {
-            Some(c) => Outcome::SchemaChange(c),
-            None => Outcome::Void,
-        }
-    };
     let cat = &engine.catalog;
+    let dc = &engine.node.data_center;
     match st {
         Statement::CreateKeyspace {
             name,
             if_not_exists,
             properties,
         } => {
-            let c = cat.update(|s, _| {
-                ddl::create_keyspace(
-                    s,
-                    name,
-                    *if_not_exists,
-                    properties,
-                    &engine.node.data_center,
-                )
-            })?;
-            Ok(done(c))
+            let c =
+                cat.update(|s, _| ddl::create_keyspace(s, name, *if_not_exists, properties, dc))?;
+            Ok(outcome(c))
         }
         Statement::AlterKeyspace {
             name,
             if_exists,
             properties,
         } => {
-            let c = cat.update(|s, _| {
-                ddl::alter_keyspace(s, name, *if_exists, properties, &engine.node.data_center)
-            })?;
-            Ok(done(c))
+            let c = cat.update(|s, _| ddl::alter_keyspace(s, name, *if_exists, properties, dc))?;
+            Ok(outcome(c))
         }
-        Statement::DropKeyspace { name, if_exists } => {
-            let res = cat.update(|s, batch| {
-                let r = ddl::drop_keyspace(s, name, *if_exists)?;
-                if let Some((_, tables)) = &r {
-                    for t in tables {
-                        engine.maps.remove(t.storage_id, batch);
-                        for id in table_storage_ids(t) {
-                            drop_data_marker(id, batch);
-                        }
-                    }
-                }
-                Ok(r)
-            })?;
-            if let Some((_, tables)) = &res {
-                for t in tables {
-                    for id in table_storage_ids(t) {
-                        spawn_drop_data(engine, id);
-                    }
-                }
-            }
-            Ok(done(res.map(|r| r.0)))
-        }
-        Statement::CreateTable(ct) => {
-            let ks = resolve_keyspace(keyspace, &ct.name)?;
-            let mut new_map = None;
-            let res = cat.update(|s, batch| {
-                let r = ddl::create_table(s, ks, ct)?;
-                if let Some((_, t)) = &r {
-                    let tp = table_throughput(s, t);
-                    new_map = Some((
-                        t.storage_id,
-                        engine.maps.initial_layout(t.storage_id, tp, batch),
-                    ));
-                }
-                Ok(r)
-            })?;
-            if let Some((sid, map)) = new_map {
-                engine.maps.install(sid, map);
-            }
-            Ok(done(res.map(|r| r.0)))
-        }
+        Statement::DropKeyspace { name, if_exists } => drop_keyspace(engine, name, *if_exists),
+        Statement::CreateTable(ct) => create_table(engine, keyspace, ct),
         Statement::AlterTable {
             name,
             if_exists,
@@ -86,75 +35,15 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
             if_column_not_exists,
             if_column_exists,
         } => {
-            let ks = resolve_keyspace(keyspace, name)?;
             let flags = ddl::AlterFlags {
                 if_exists: *if_exists,
                 if_column_not_exists: *if_column_not_exists,
                 if_column_exists: *if_column_exists,
             };
-            let c = cat.update(|s, _| {
-                ddl::alter_table(s, ks, name, flags, action, crate::query::now_micros())
-            })?;
-            ensure_throughput_layout(engine, ks, &name.name)?;
-            Ok(done(c.map(|r| r.0)))
+            alter_table(engine, keyspace, name, flags, action)
         }
-        Statement::DropTable { name, if_exists } => {
-            let ks = resolve_keyspace(keyspace, name)?;
-            let res = cat.update(|s, batch| {
-                let r = ddl::drop_table(s, ks, &name.name, *if_exists)?;
-                if let Some((_, t)) = &r {
-                    engine.maps.remove(t.storage_id, batch);
-                    for id in table_storage_ids(t) {
-                        drop_data_marker(id, batch);
-                    }
-                }
-                Ok(r)
-            })?;
-            if let Some((_, t)) = &res {
-                for id in table_storage_ids(t) {
-                    spawn_drop_data(engine, id);
-                }
-            }
-            Ok(done(res.map(|r| r.0)))
-        }
-        Statement::Truncate(name) => {
-            let schema = engine.schema();
-            let t = resolve_table(&schema, keyspace, name)?;
-            check_writable(t)?;
-            let (ks, tname) = (t.keyspace.clone(), t.name.clone());
-            let mut swap = None;
-            cat.update(|s, batch| {
-                let k = s.require_keyspace(&ks)?.clone();
-                let old = s.require_table(&ks, &tname)?.clone();
-                let mut t = (*old).clone();
-                t.storage_id = s.next_storage_id;
-                s.next_storage_id += 1;
-                // Index entries start empty too.
-                for ix in &mut t.indexes {
-                    ix.storage_id = s.next_storage_id;
-                    s.next_storage_id += 1;
-                }
-                let map = engine
-                    .maps
-                    .initial_layout(t.storage_id, table_throughput(s, &t), batch);
-                engine.maps.remove(old.storage_id, batch);
-                for id in table_storage_ids(&old) {
-                    drop_data_marker(id, batch);
-                }
-                swap = Some((table_storage_ids(&old), t.storage_id, map));
-                let mut k = (*k).clone();
-                k.tables.insert(tname.clone(), Arc::new(t));
-                s.keyspaces.insert(ks.clone(), Arc::new(k));
-                Ok(())
-            })?;
-            if let Some((old, new, map)) = swap {
-                engine.maps.install(new, map);
-                for id in old {
-                    spawn_drop_data(engine, id);
-                }
-            }
-            Ok(Outcome::Void)
-        }
+        Statement::DropTable { name, if_exists } => drop_table(engine, keyspace, name, *if_exists),
+        Statement::Truncate(name) => truncate(engine, keyspace, name),
         Statement::CreateType {
             name,
             if_not_exists,
@@ -163,12 +52,12 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
             let ks = resolve_keyspace(keyspace, name)?;
             let c =
                 cat.update(|s, _| ddl::create_type(s, ks, &name.name, *if_not_exists, fields))?;
-            Ok(done(c))
+            Ok(outcome(c))
         }
         Statement::DropType { name, if_exists } => {
             let ks = resolve_keyspace(keyspace, name)?;
             let c = cat.update(|s, _| ddl::drop_type(s, ks, &name.name, *if_exists))?;
-            Ok(done(c))
+            Ok(outcome(c))
         }
         Statement::AlterType {
             name,
@@ -189,53 +78,204 @@ pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> R
                     *if_field_exists,
                 )
             })?;
-            Ok(done(c))
+            Ok(outcome(c))
         }
-        Statement::CreateIndex {
-            name,
-            table,
-            target,
-            if_not_exists,
-            custom_class,
-            ..
-        } => {
-            let ks = resolve_keyspace(keyspace, table)?;
-            let res = cat.update(|s, _| {
-                ddl::create_index(
-                    s,
-                    ks,
-                    &table.name,
-                    name.as_deref(),
-                    target,
-                    *if_not_exists,
-                    custom_class.as_deref(),
-                )
-            })?;
-            match res {
-                Some((change, t, index)) => {
-                    crate::query::index::build(engine, &t, &index)?;
-                    Ok(Outcome::SchemaChange(change))
-                }
-                None => Ok(Outcome::Void),
-            }
-        }
-        Statement::DropIndex { name, if_exists } => {
-            let ks = resolve_keyspace(keyspace, name)?;
-            let res = cat.update(|s, batch| {
-                let r = ddl::drop_index(s, ks, &name.name, *if_exists)?;
-                if let Some((_, ix)) = &r {
-                    drop_data_marker(ix.storage_id, batch);
-                }
-                Ok(r)
-            })?;
-            match res {
-                Some((change, ix)) => {
-                    spawn_drop_data(engine, ix.storage_id);
-                    Ok(Outcome::SchemaChange(change))
-                }
-                None => Ok(Outcome::Void),
-            }
-        }
+        Statement::CreateIndex { .. } => create_index(engine, keyspace, st),
+        Statement::DropIndex { name, if_exists } => drop_index(engine, keyspace, name, *if_exists),
         _ => Err(invalid("Unsupported statement")),
+    }
+}
+
+/// A schema change for the client, or nothing (IF [NOT] EXISTS that changed nothing).
+fn outcome(c: Option<ddl::SchemaChange>) -> Outcome {
+    match c {
+        Some(c) => Outcome::SchemaChange(c),
+        None => Outcome::Void,
+    }
+}
+
+/// Drops the keyspace, its tables' maps, and their data in the background.
+fn drop_keyspace(engine: &Engine, name: &str, if_exists: bool) -> Result<Outcome> {
+    let res = engine.catalog.update(|s, batch| {
+        let r = ddl::drop_keyspace(s, name, if_exists)?;
+        if let Some((_, tables)) = &r {
+            for t in tables {
+                engine.maps.remove(t.storage_id, batch);
+                for id in table_storage_ids(t) {
+                    drop_data_marker(id, batch);
+                }
+            }
+        }
+        Ok(r)
+    })?;
+    if let Some((_, tables)) = &res {
+        for t in tables {
+            for id in table_storage_ids(t) {
+                spawn_drop_data(engine, id);
+            }
+        }
+    }
+    Ok(outcome(res.map(|r| r.0)))
+}
+
+/// Creates the table with its initial partition map (committed with the schema).
+fn create_table(engine: &Engine, keyspace: Option<&str>, ct: &CreateTable) -> Result<Outcome> {
+    let ks = resolve_keyspace(keyspace, &ct.name)?;
+    let mut new_map = None;
+    let res = engine.catalog.update(|s, batch| {
+        let r = ddl::create_table(s, ks, ct)?;
+        if let Some((_, t)) = &r {
+            let tp = table_throughput(s, t);
+            new_map = Some((
+                t.storage_id,
+                engine.maps.initial_layout(t.storage_id, tp, batch),
+            ));
+        }
+        Ok(r)
+    })?;
+    if let Some((sid, map)) = new_map {
+        engine.maps.install(sid, map);
+    }
+    Ok(outcome(res.map(|r| r.0)))
+}
+
+/// Alters the table; a throughput change may split its partitions.
+fn alter_table(
+    engine: &Engine,
+    keyspace: Option<&str>,
+    name: &QualifiedName,
+    flags: ddl::AlterFlags,
+    action: &AlterTableAction,
+) -> Result<Outcome> {
+    let ks = resolve_keyspace(keyspace, name)?;
+    let c = engine
+        .catalog
+        .update(|s, _| ddl::alter_table(s, ks, name, flags, action, engine.clock.now_micros()))?;
+    ensure_throughput_layout(engine, ks, &name.name)?;
+    Ok(outcome(c.map(|r| r.0)))
+}
+
+/// Drops the table and its map; its data (and its indexes') goes in the background.
+fn drop_table(
+    engine: &Engine,
+    keyspace: Option<&str>,
+    name: &QualifiedName,
+    if_exists: bool,
+) -> Result<Outcome> {
+    let ks = resolve_keyspace(keyspace, name)?;
+    let res = engine.catalog.update(|s, batch| {
+        let r = ddl::drop_table(s, ks, &name.name, if_exists)?;
+        if let Some((_, t)) = &r {
+            engine.maps.remove(t.storage_id, batch);
+            for id in table_storage_ids(t) {
+                drop_data_marker(id, batch);
+            }
+        }
+        Ok(r)
+    })?;
+    if let Some((_, t)) = &res {
+        for id in table_storage_ids(t) {
+            spawn_drop_data(engine, id);
+        }
+    }
+    Ok(outcome(res.map(|r| r.0)))
+}
+
+/// TRUNCATE: the table (and its indexes) get new storage ids and a new map in one schema
+/// swap; the old data goes in the background.
+fn truncate(engine: &Engine, keyspace: Option<&str>, name: &QualifiedName) -> Result<Outcome> {
+    let schema = engine.schema();
+    let t = resolve_table(&schema, keyspace, name)?;
+    check_writable(t)?;
+    let (ks, tname) = (t.keyspace.clone(), t.name.clone());
+    let mut swap = None;
+    engine.catalog.update(|s, batch| {
+        let k = s.require_keyspace(&ks)?.clone();
+        let old = s.require_table(&ks, &tname)?.clone();
+        let mut t = (*old).clone();
+        t.storage_id = s.next_storage_id;
+        s.next_storage_id += 1;
+        // Index entries start empty too.
+        for ix in &mut t.indexes {
+            ix.storage_id = s.next_storage_id;
+            s.next_storage_id += 1;
+        }
+        let map = engine
+            .maps
+            .initial_layout(t.storage_id, table_throughput(s, &t), batch);
+        engine.maps.remove(old.storage_id, batch);
+        for id in table_storage_ids(&old) {
+            drop_data_marker(id, batch);
+        }
+        swap = Some((table_storage_ids(&old), t.storage_id, map));
+        let mut k = (*k).clone();
+        k.tables.insert(tname.clone(), Arc::new(t));
+        s.keyspaces.insert(ks.clone(), Arc::new(k));
+        Ok(())
+    })?;
+    if let Some((old, new, map)) = swap {
+        engine.maps.install(new, map);
+        for id in old {
+            spawn_drop_data(engine, id);
+        }
+    }
+    Ok(Outcome::Void)
+}
+
+/// Creates the index and writes the entries of the table's existing rows.
+fn create_index(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> Result<Outcome> {
+    let Statement::CreateIndex {
+        name,
+        table,
+        target,
+        if_not_exists,
+        custom_class,
+        ..
+    } = st
+    else {
+        return Err(invalid("Unsupported statement"));
+    };
+    let ks = resolve_keyspace(keyspace, table)?;
+    let res = engine.catalog.update(|s, _| {
+        ddl::create_index(
+            s,
+            ks,
+            &table.name,
+            name.as_deref(),
+            target,
+            *if_not_exists,
+            custom_class.as_deref(),
+        )
+    })?;
+    match res {
+        Some((change, t, index)) => {
+            crate::query::index::build(engine, &t, &index)?;
+            Ok(Outcome::SchemaChange(change))
+        }
+        None => Ok(Outcome::Void),
+    }
+}
+
+/// Drops the index; its entries go in the background.
+fn drop_index(
+    engine: &Engine,
+    keyspace: Option<&str>,
+    name: &QualifiedName,
+    if_exists: bool,
+) -> Result<Outcome> {
+    let ks = resolve_keyspace(keyspace, name)?;
+    let res = engine.catalog.update(|s, batch| {
+        let r = ddl::drop_index(s, ks, &name.name, if_exists)?;
+        if let Some((_, ix)) = &r {
+            drop_data_marker(ix.storage_id, batch);
+        }
+        Ok(r)
+    })?;
+    match res {
+        Some((change, ix)) => {
+            spawn_drop_data(engine, ix.storage_id);
+            Ok(Outcome::SchemaChange(change))
+        }
+        None => Ok(Outcome::Void),
     }
 }

@@ -25,7 +25,7 @@ pub(super) fn delete_mutations(
         ctx,
         ts,
     )?;
-    let now = crate::query::now_secs();
+    let now = p.now_secs();
     let pks = partition_keys(
         table,
         key_values(table, &del.where_clause, ctx, &table.partition_key)?,
@@ -88,8 +88,8 @@ pub(super) fn delete_mutations(
                 Some(row::RangeTombstone {
                     lo,
                     hi,
-                    ts: p.ts,
-                    local_deletion: now,
+                    timestamp_micros: p.timestamp_micros,
+                    deletion_secs: now,
                 })
             })
             .collect()
@@ -109,7 +109,7 @@ pub(super) fn delete_mutations(
             for key in &ck.prefixes {
                 let update = if del.targets.is_empty() {
                     RowData {
-                        deletion: Some((p.ts, now)),
+                        deletion: Some((p.timestamp_micros, now)),
                         ..Default::default()
                     }
                 } else {
@@ -120,7 +120,7 @@ pub(super) fn delete_mutations(
         } else if del.targets.is_empty() {
             // The whole partition: a partition deletion in its header.
             let update = RowData {
-                deletion: Some((p.ts, now)),
+                deletion: Some((p.timestamp_micros, now)),
                 ..Default::default()
             };
             out.push(Mutation::header(table, &pk, update));
@@ -175,9 +175,9 @@ pub(super) fn delete_target(
 ) -> Result<()> {
     let name = &col.name;
     let ep = ElemParams {
-        ts: p.ts,
-        ttl: 0,
-        expiry: 0,
+        timestamp_micros: p.timestamp_micros,
+        ttl_secs: 0,
+        expiry_ms: 0,
         now: i64::from(now) * 1000,
     };
     match target {
@@ -185,17 +185,17 @@ pub(super) fn delete_target(
             if col.ty.is_multi_cell() {
                 upd.complex.push(ComplexCell {
                     col: col.id,
-                    deletion: Some((p.ts, now)),
+                    deletion: Some((p.timestamp_micros, now)),
                     elems: Vec::new(),
                 });
             } else {
                 upd.cells.push(Cell {
                     col: col.id,
-                    ts: p.ts,
-                    ttl: 0,
-                    expiry: 0,
+                    timestamp_micros: p.timestamp_micros,
+                    ttl_secs: 0,
+                    expiry_ms: 0,
                     value: None,
-                    local_deletion: now,
+                    deletion_secs: now,
                 });
             }
         }
@@ -224,9 +224,9 @@ pub(super) fn delete_target(
                     col: col.id,
                     index,
                     value: None,
-                    ts: p.ts,
-                    ttl: 0,
-                    expiry: 0,
+                    timestamp_micros: p.timestamp_micros,
+                    ttl_secs: 0,
+                    expiry_ms: 0,
                 });
             }
             _ => {

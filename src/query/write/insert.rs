@@ -96,9 +96,9 @@ pub(super) fn insert_mutations(
     for pk in pks {
         if let Some(ck) = &ck {
             let marker = Some(Marker {
-                ts: p.ts,
-                ttl: p.ttl,
-                expiry: p.expiry,
+                timestamp_micros: p.timestamp_micros,
+                ttl_secs: p.ttl_secs,
+                expiry_ms: p.expiry_ms,
             });
             out.push(Mutation::row(
                 table,

@@ -78,8 +78,9 @@ pub const MAX_KEY_BYTES: usize = 65535;
 /// Longest TTL (20 years).
 pub const MAX_TTL: i64 = 630_720_000;
 
-pub fn statement_timestamp(session: &mut Session, opts: &QueryOptions) -> i64 {
-    opts.timestamp.unwrap_or_else(|| session.next_timestamp())
+pub fn statement_timestamp(engine: &Engine, session: &mut Session, opts: &QueryOptions) -> i64 {
+    opts.timestamp
+        .unwrap_or_else(|| session.next_timestamp(&engine.clock))
 }
 
 /// One write to one storage key.
@@ -173,6 +174,7 @@ pub fn statement_mutations(
     let ctx = Ctx {
         binds,
         max_value_bytes: engine.limits.max_value_bytes,
+        now_micros: engine.clock.now_micros(),
     };
     mutations_for(engine, schema, keyspace, st, None, &ctx, ts)
 }
@@ -189,6 +191,7 @@ pub fn execute_single(
     let ctx = Ctx {
         binds,
         max_value_bytes: engine.limits.max_value_bytes,
+        now_micros: engine.clock.now_micros(),
     };
     if super::lwt::conditions(st).is_some() {
         let item = super::lwt::Item {

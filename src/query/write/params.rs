@@ -4,10 +4,19 @@
 use super::*;
 
 pub(super) struct WriteParams {
-    pub(super) ts: i64,
-    pub(super) ttl: i32,
+    pub(super) timestamp_micros: i64,
+    pub(super) ttl_secs: i32,
     /// Milliseconds since the epoch; 0 = never.
-    pub(super) expiry: i64,
+    pub(super) expiry_ms: i64,
+    /// The statement's time (`eval::Ctx::now_micros`): expiries count from it, tombstones
+    /// take their local deletion time from it.
+    pub(super) now_micros: i64,
+}
+
+impl WriteParams {
+    pub(super) fn now_secs(&self) -> i32 {
+        (self.now_micros / 1_000_000) as i32
+    }
 }
 
 /// The value of `USING TIMESTAMP t` (None: bound unset, the default applies). Long.MIN_VALUE
@@ -62,12 +71,13 @@ pub(super) fn using_params(
     let expiry = if ttl == 0 {
         0
     } else {
-        (crate::query::now_micros() + 999).div_euclid(1000) + ttl * 1000
+        (ctx.now_micros + 999).div_euclid(1000) + ttl * 1000
     };
     Ok(WriteParams {
-        ts,
-        ttl: ttl as i32,
-        expiry,
+        timestamp_micros: ts,
+        ttl_secs: ttl as i32,
+        expiry_ms: expiry,
+        now_micros: ctx.now_micros,
     })
 }
 
@@ -76,29 +86,29 @@ pub(super) fn cell_for(col: u32, v: Val, p: &WriteParams) -> Option<Cell> {
         Val::Unset => None,
         Val::Null => Some(Cell {
             col,
-            ts: p.ts,
-            ttl: 0,
-            expiry: 0,
+            timestamp_micros: p.timestamp_micros,
+            ttl_secs: 0,
+            expiry_ms: 0,
             value: None,
-            local_deletion: crate::query::now_secs(),
+            deletion_secs: p.now_secs(),
         }),
         Val::Value(b) => Some(Cell {
             col,
-            ts: p.ts,
-            ttl: p.ttl,
-            expiry: p.expiry,
+            timestamp_micros: p.timestamp_micros,
+            ttl_secs: p.ttl_secs,
+            expiry_ms: p.expiry_ms,
             value: Some(b),
-            local_deletion: 0,
+            deletion_secs: 0,
         }),
     }
 }
 
 pub(super) fn elem_params(p: &WriteParams) -> ElemParams {
     ElemParams {
-        ts: p.ts,
-        ttl: p.ttl,
-        expiry: p.expiry,
-        now: crate::query::now_millis(),
+        timestamp_micros: p.timestamp_micros,
+        ttl_secs: p.ttl_secs,
+        expiry_ms: p.expiry_ms,
+        now: p.now_micros.div_euclid(1000),
     }
 }
 
@@ -109,12 +119,12 @@ pub(super) fn put_column(upd: &mut RowData, col: &ColumnDef, v: Val, p: &WritePa
         upd.cells.extend(cell_for(col.id, v, p));
         return;
     }
-    let now = crate::query::now_secs();
+    let now = p.now_secs();
     let (deletion_ts, elems) = match v {
         Val::Unset => return,
-        Val::Null => (p.ts, Vec::new()),
+        Val::Null => (p.timestamp_micros, Vec::new()),
         Val::Value(b) => (
-            p.ts.saturating_sub(1),
+            p.timestamp_micros.saturating_sub(1),
             complex::elems_of_value(&col.ty, &b, &elem_params(p)),
         ),
     };

@@ -179,7 +179,7 @@ pub(super) fn assign(
             upd.pending.push(Pending::CounterAdd {
                 col: col.id,
                 delta,
-                ts: p.ts,
+                timestamp_micros: p.timestamp_micros,
             });
         }
         Assignment::Append { value, .. } | Assignment::Prepend { value, .. } => {
@@ -219,7 +219,7 @@ pub(super) fn assign(
                         upd.pending.push(Pending::ListRemove {
                             col: col.id,
                             values: items_of(&v),
-                            ts: p.ts,
+                            timestamp_micros: p.timestamp_micros,
                         });
                     }
                 }
@@ -267,9 +267,9 @@ pub(super) fn assign(
                     col: col.id,
                     index,
                     value: v,
-                    ts: p.ts,
-                    ttl: p.ttl,
-                    expiry: p.expiry,
+                    timestamp_micros: p.timestamp_micros,
+                    ttl_secs: p.ttl_secs,
+                    expiry_ms: p.expiry_ms,
                 });
             }
             _ => {

@@ -1,0 +1,69 @@
+//! The startup wiring from settings to a running engine, shared by `ringgate serve` and the
+//! engine test tier (`tests/engine/`), so that tests run what the server runs: the store,
+//! the catalog and partition maps (`Engine::with_clock` also starts the splitter and the
+//! owner handles and replays the batch log), the purge filter and tombstone sweeper,
+//! unfinished purges of dropped tables, and the limits taken from `Config`.
+
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::query::{Engine, EngineLimits};
+use crate::schema::system::NodeInfo;
+use crate::storage::{EmbeddedStore, Store};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// A store and the engine over it.
+pub struct Opened {
+    pub store: Arc<dyn Store>,
+    pub engine: Arc<Engine>,
+}
+
+/// Opens the store in `cfg.data_dir` and the engine over it. `listen` is the address clients
+/// reach (system.local, system.peers); `clock` is where the engine reads time.
+pub fn open(cfg: &Config, listen: SocketAddr, clock: Clock) -> Result<Opened, String> {
+    let store: Arc<dyn Store> = Arc::new(
+        EmbeddedStore::open(&cfg.data_dir, cfg.storage.sync)
+            .map_err(|e| e.to_string())?
+            .with_min_free_bytes(&cfg.data_dir, cfg.storage.min_free_bytes.0),
+    );
+    let node = NodeInfo {
+        listen,
+        host_id: crate::schema::system::host_id(&*store).map_err(|e| e.to_string())?,
+        cluster_name: cfg.cluster_name.clone(),
+        data_center: cfg.data_center.clone(),
+        rack: cfg.rack.clone(),
+        tokens: crate::schema::system::node_tokens(16),
+        native_protocol_version: "5".into(),
+    };
+    let limits = engine_limits(cfg, &clock);
+    let engine = Arc::new(Engine::with_clock(Arc::clone(&store), node, limits, clock)?);
+    crate::query::purge::install(&engine);
+    crate::query::write::resume_drop_data(&engine).map_err(|e| e.to_string())?;
+    Ok(Opened { store, engine })
+}
+
+/// The engine's limits from the settings.
+fn engine_limits(cfg: &Config, clock: &Clock) -> EngineLimits {
+    EngineLimits {
+        max_value_bytes: cfg.limits.max_value_bytes.0 as usize,
+        max_page_bytes: cfg.limits.max_page_bytes.0 as usize,
+        batch_warn_bytes: cfg.batch.size_warn_threshold.0 as usize,
+        batch_fail_bytes: cfg.batch.size_fail_threshold.0 as usize,
+        partitions: crate::partition::sizes::PartitionLimits {
+            physical_split_bytes: cfg.partitions.physical_split_bytes.0,
+            logical_max_bytes: cfg.partitions.logical_max_bytes.0,
+            row_max_bytes: cfg.partitions.row_max_bytes.0,
+        },
+        throughput: crate::partition::throttle::ThroughputLimits {
+            default_table_ru: cfg.throughput.default_table_ru,
+            burst: cfg.throughput.burst,
+            server_side_retry: cfg.throughput.server_side_retry,
+            server_side_retry_max: std::time::Duration::from_millis(
+                cfg.throughput.server_side_retry_max_ms,
+            ),
+            enforce: cfg.throughput.enforce.0,
+            clock: clock.clone(),
+        },
+        ..EngineLimits::default()
+    }
+}

@@ -1,0 +1,10 @@
+//! The engine test tier: the engine opened in-process with the server's own startup wiring
+//! (`ringgate::server::startup::open`) and a manual clock, CQL text executed through the API
+//! the connections use. Time-dependent behaviour (TTL expiry, gc_grace, throttling) is tested
+//! by moving the clock, never by sleeping. One file per behaviour; one test binary (each
+//! links the whole crate).
+
+mod gc_grace;
+mod support;
+mod throttle;
+mod ttl;
