@@ -125,6 +125,69 @@ pub struct StorageConfig {
     /// Writes are refused while the data directory's file system has less free space than
     /// this (room for the flushes and compactions already owed; 0 turns the check off).
     pub min_free_bytes: ByteSize,
+    /// "embedded" (fjall in `data_dir`) or "postgres" (tables in the database of
+    /// `storage.postgres`; `data_dir` then holds only the server's lock file).
+    pub backend: Backend,
+    pub postgres: Postgres,
+}
+
+/// Which storage engine holds the data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    Embedded,
+    Postgres,
+}
+
+/// Connection settings of `storage.backend = "postgres"`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Postgres {
+    /// A libpq connection string (`postgresql://user:password@host:port/dbname` or
+    /// `host=... port=...`); when set, the fields below are ignored.
+    pub url: String,
+    pub host: String,
+    pub port: u16,
+    pub user: String,
+    pub password: String,
+    pub dbname: String,
+    /// Connections the server opens at most (requests beyond it wait for one).
+    pub pool_size: usize,
+}
+
+impl Postgres {
+    /// The connection string: `url`, or one built from the separate fields.
+    pub fn connection_string(&self) -> String {
+        if !self.url.is_empty() {
+            return self.url.clone();
+        }
+        let quote = |v: &str| format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"));
+        let mut s = format!(
+            "host={} port={} user={} dbname={}",
+            quote(&self.host),
+            self.port,
+            quote(&self.user),
+            quote(&self.dbname)
+        );
+        if !self.password.is_empty() {
+            s.push_str(&format!(" password={}", quote(&self.password)));
+        }
+        s
+    }
+}
+
+impl Default for Postgres {
+    fn default() -> Self {
+        Postgres {
+            url: String::new(),
+            host: "127.0.0.1".into(),
+            port: 5432,
+            user: "postgres".into(),
+            password: String::new(),
+            dbname: "ringgate".into(),
+            pool_size: 16,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -339,6 +402,8 @@ impl Default for StorageConfig {
         StorageConfig {
             sync: crate::storage::SyncMode::None,
             min_free_bytes: ByteSize(256 << 20),
+            backend: Backend::Embedded,
+            postgres: Postgres::default(),
         }
     }
 }
@@ -664,6 +729,9 @@ impl Settings {
 
 impl Config {
     fn validate(&self) -> Result<(), String> {
+        if self.storage.postgres.pool_size == 0 {
+            return Err("storage.postgres.pool_size must be at least 1".into());
+        }
         if self.limits.max_connections == 0 {
             return Err("limits.max_connections must be at least 1".into());
         }

@@ -1,9 +1,11 @@
 //! The `ringgate` binary.
 
 use clap::{Parser, Subcommand};
+use ringgate::config::Backend;
 use ringgate::config::{Config, Settings};
 use ringgate::query::{Engine, EngineLimits};
 use ringgate::schema::system::NodeInfo;
+use ringgate::storage::postgres::{PgConfig, PostgresStore};
 use ringgate::storage::{EmbeddedStore, Store};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -132,11 +134,7 @@ fn serve(cfg: Config) -> Result<(), String> {
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        let store: Arc<dyn Store> = Arc::new(
-            EmbeddedStore::open(&cfg.data_dir, cfg.storage.sync)
-                .map_err(|e| e.to_string())?
-                .with_min_free_bytes(&cfg.data_dir, cfg.storage.min_free_bytes.0),
-        );
+        let store = open_store(&cfg)?;
         let node = NodeInfo {
             listen: addr,
             host_id: ringgate::schema::system::host_id(&*store).map_err(|e| e.to_string())?,
@@ -209,6 +207,26 @@ fn serve(cfg: Config) -> Result<(), String> {
         drop(dir_lock);
         tracing::info!("storage flushed; bye");
         Ok(())
+    })
+}
+
+/// The configured backend: the embedded store in the data directory, or PostgreSQL.
+fn open_store(cfg: &Config) -> Result<Arc<dyn Store>, String> {
+    Ok(match cfg.storage.backend {
+        Backend::Embedded => Arc::new(
+            EmbeddedStore::open(&cfg.data_dir, cfg.storage.sync)
+                .map_err(|e| e.to_string())?
+                .with_min_free_bytes(&cfg.data_dir, cfg.storage.min_free_bytes.0),
+        ),
+        Backend::Postgres => {
+            let pg = &cfg.storage.postgres;
+            let config = PgConfig {
+                url: pg.connection_string(),
+                pool_size: pg.pool_size,
+            };
+            tracing::info!("storage: PostgreSQL ({} connections at most)", pg.pool_size);
+            Arc::new(PostgresStore::open(&config).map_err(|e| format!("storage.postgres: {e}"))?)
+        }
     })
 }
 

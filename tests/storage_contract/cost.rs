@@ -4,7 +4,7 @@
 
 use super::support::*;
 use bytes::Bytes;
-use ringgate::storage::{Condition, PartitionCommit, PartitionStore, Space, Store, WriteBatch};
+use ringgate::storage::{Condition, PartitionCommit, Space, WriteBatch};
 use std::time::Instant;
 
 const COMMITS: usize = 20_000;
@@ -16,8 +16,11 @@ fn per_commit_ns(start: Instant) -> u128 {
 #[test]
 #[ignore]
 fn cost_of_a_conditional_commit() {
-    let dir = TempDir::new("contract-cost");
-    let store = open(&dir);
+    each_backend("contract-cost", cost_of_a_conditional_commit_on);
+}
+
+fn cost_of_a_conditional_commit_on(dir: &TempDir) {
+    let store = open(dir);
     let h = store.open_partition(parts()[1].clone(), 1).unwrap();
     let k = |i: usize| Bytes::from(key((i % 200) as i64 - 99, &i.to_be_bytes()));
 
