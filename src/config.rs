@@ -505,8 +505,9 @@ impl Settings {
                 .map(|(_, s)| s.to_string())
                 .next_back()
                 .unwrap_or_else(|| SettingSource::Default.to_string());
-            // Passwords are not printed.
-            let v = if name.starts_with("auth.users.") {
+            // Passwords are not printed (nor the PostgreSQL URL, which may hold one).
+            let secret = name == "storage.postgres.password" || name == "storage.postgres.url";
+            let v = if name.starts_with("auth.users.") || (secret && v != "\"\"") {
                 "\"<hidden>\"".to_string()
             } else {
                 v

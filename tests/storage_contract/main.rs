@@ -8,6 +8,7 @@ mod conditions;
 mod cost;
 mod fencing;
 mod pg;
+mod pg_errors;
 mod ranges;
 mod reads;
 mod support;

@@ -1,19 +1,21 @@
 //! Writes to one key space table inside a transaction: all puts as one `INSERT ... SELECT FROM
 //! unnest(...) ON CONFLICT DO UPDATE`, all deletes as one `DELETE ... WHERE k = ANY(...)`, so a
 //! commit costs two statements per table whatever its size. One statement may touch a row only
-//! once, so the last write of a key in the list wins (as in a storage batch).
+//! once, so the last write of a key in the list wins (as in a storage batch). Rows are written
+//! in key order, so two transactions writing the same keys lock them in the same order and
+//! cannot deadlock on them.
 
 use super::errors::map_err;
 use super::pool::{wait, Conn};
 use crate::storage::Result;
 use bytes::Bytes;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 /// One write: key, value (None deletes), and the token of a local record (data table only).
 pub(super) type Write = (Bytes, Option<Bytes>, Option<i64>);
 
 pub(super) fn apply(c: &mut Conn, table: &str, writes: Vec<Write>) -> Result<()> {
-    let mut last: HashMap<Bytes, (Option<Bytes>, Option<i64>)> = HashMap::new();
+    let mut last: BTreeMap<Bytes, (Option<Bytes>, Option<i64>)> = BTreeMap::new();
     for (k, v, t) in writes {
         last.insert(k, (v, t));
     }
