@@ -808,6 +808,45 @@ mod tests {
     }
 
     #[test]
+    fn postgres_backend_settings() {
+        let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let c = Config::load(None, &[]).unwrap();
+        assert_eq!(c.storage.backend, Backend::Embedded);
+        let s = Settings::load(
+            None,
+            &set(&[
+                "storage.backend=postgres",
+                "storage.postgres.port=5433",
+                "storage.postgres.password=it's",
+            ]),
+            &[],
+        )
+        .unwrap();
+        assert_eq!(s.config.storage.backend, Backend::Postgres);
+        assert_eq!(
+            s.config.storage.postgres.connection_string(),
+            "host='127.0.0.1' port=5433 user='postgres' dbname='ringgate' password='it\\'s'"
+        );
+        let shown = s.describe();
+        assert!(
+            shown.contains("storage.postgres.password = \"<hidden>\""),
+            "{shown}"
+        );
+        assert!(!shown.contains("it's"), "{shown}");
+        let url = "storage.postgres.url=postgresql://u:secret@h/db";
+        let s = Settings::load(None, &set(&[url]), &[]).unwrap();
+        assert_eq!(
+            s.config.storage.postgres.connection_string(),
+            "postgresql://u:secret@h/db"
+        );
+        assert!(!s.describe().contains("secret"));
+        let e = Config::load(None, &set(&["storage.backend=mysql"])).unwrap_err();
+        assert!(e.contains("mysql"), "{e}");
+        let e = Config::load(None, &set(&["storage.postgres.pool_size=0"])).unwrap_err();
+        assert!(e.contains("storage.postgres.pool_size"), "{e}");
+    }
+
+    #[test]
     fn overrides_and_errors() {
         let c = Config::load(
             None,
