@@ -9,6 +9,7 @@ mod cost;
 mod fencing;
 mod pg;
 mod pg_errors;
+mod pg_local;
 mod ranges;
 mod reads;
 mod support;
