@@ -250,10 +250,10 @@ fn transport(endpoint: &str, e: HttpError) -> EtcdError {
         HttpError::Connect(e) => EtcdError::Unavailable {
             detail: format!("{endpoint}: {e}"),
         },
-        // The request was (partly) sent: its outcome is unknown, like a timeout.
-        HttpError::Io(e) => EtcdError::Timeout {
-            endpoint: format!("{endpoint}: {e}"),
-            after_ms: 0,
+        // The request was (partly) sent: its outcome is unknown.
+        HttpError::Io(e) => EtcdError::Interrupted {
+            endpoint: endpoint.to_string(),
+            detail: e.to_string(),
         },
         HttpError::Malformed(m) => EtcdError::Protocol(format!("{endpoint}: {m}")),
     }

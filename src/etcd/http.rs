@@ -105,9 +105,12 @@ async fn read_line<R: AsyncBufRead + Unpin>(
         )));
     }
     if !line.ends_with(b"\n") {
-        return Err(HttpError::Malformed(
-            "connection closed in the response head".into(),
-        ));
+        // The server went away mid-answer (killed, restarted): not a malformed answer.
+        let eof = std::io::ErrorKind::UnexpectedEof;
+        return Err(HttpError::Io(std::io::Error::new(
+            eof,
+            "connection closed mid-answer",
+        )));
     }
     *budget -= line.len();
     String::from_utf8(line)
@@ -189,6 +192,12 @@ mod tests {
             read_chunked(&mut again, 4).await,
             Err(HttpError::Malformed(_))
         ));
+    }
+
+    #[tokio::test]
+    async fn a_cut_answer_is_an_io_error() {
+        let mut r = &b"HTTP/1.1 200 OK\r\nContent-Le"[..];
+        assert!(matches!(read_head(&mut r).await, Err(HttpError::Io(_))));
     }
 
     #[tokio::test]

@@ -21,7 +21,8 @@
 //!
 //! Errors say what the caller may assume (`EtcdError::is_retryable`, `may_have_applied`):
 //! `Unavailable` (no endpoint could be connected: nothing was sent), `Timeout` (sent, no
-//! answer in time: outcome unknown), `Server` (etcd's gRPC status code and message).
+//! answer in time) and `Interrupted` (connection broke mid-request): outcome unknown; `Server`
+//! (etcd's gRPC status code and message).
 
 mod b64;
 mod client;
@@ -55,6 +56,10 @@ pub enum EtcdError {
     /// may not have been applied.
     #[error("etcd request to {endpoint} timed out after {after_ms} ms (outcome unknown)")]
     Timeout { endpoint: String, after_ms: u64 },
+    /// The connection broke after the request was sent (etcd killed or restarted): it may or
+    /// may not have been applied.
+    #[error("etcd connection to {endpoint} broke mid-request: {detail} (outcome unknown)")]
+    Interrupted { endpoint: String, detail: String },
     /// etcd refused the request; `code` is the gRPC status code.
     #[error("etcd error (code {code}): {message}")]
     Server { code: i64, message: String },
@@ -73,7 +78,9 @@ impl EtcdError {
     /// (gRPC Unavailable 14, DeadlineExceeded 4).
     pub fn is_retryable(&self) -> bool {
         match self {
-            EtcdError::Unavailable { .. } | EtcdError::Timeout { .. } => true,
+            EtcdError::Unavailable { .. }
+            | EtcdError::Timeout { .. }
+            | EtcdError::Interrupted { .. } => true,
             EtcdError::Server { code, .. } => matches!(code, 4 | 14),
             _ => false,
         }
@@ -81,8 +88,10 @@ impl EtcdError {
 
     /// Whether a write that failed this way may still have been applied: read before retrying.
     pub fn may_have_applied(&self) -> bool {
-        matches!(self, EtcdError::Timeout { .. })
-            || matches!(self, EtcdError::Server { code: 4 | 14, .. })
+        matches!(
+            self,
+            EtcdError::Timeout { .. } | EtcdError::Interrupted { .. }
+        ) || matches!(self, EtcdError::Server { code: 4 | 14, .. })
     }
 }
 

@@ -54,7 +54,9 @@ async fn kill9_mid_writes_gives_retryable_errors_then_recovers() {
     assert!(
         matches!(
             err,
-            EtcdError::Unavailable { .. } | EtcdError::Timeout { .. }
+            EtcdError::Unavailable { .. }
+                | EtcdError::Timeout { .. }
+                | EtcdError::Interrupted { .. }
         ),
         "{err:?}"
     );
