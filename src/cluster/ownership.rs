@@ -178,3 +178,28 @@ pub async fn epoch_of(ctl: &Control, storage_id: u64, partition_id: u64) -> Resu
         .await?
         .0)
 }
+
+/// At most this many owner records are listed (a bound far above any real partition count).
+pub const MAX_OWNERS: usize = 1_000_000;
+
+/// Every current owner by (storage id, partition id), read at one revision: what a node polls
+/// to see partitions freed by an expired lease (absent here) and who owns the rest.
+pub async fn owners(ctl: &Control) -> Result<std::collections::BTreeMap<(u64, u64), Owner>> {
+    let mut out = std::collections::BTreeMap::new();
+    for kv in ctl.scan_prefix("owner/", 1000, MAX_OWNERS).await? {
+        let key = String::from_utf8_lossy(&kv.key).into_owned();
+        let ids = key
+            .rsplit('/')
+            .take(2)
+            .map(str::parse::<u64>)
+            .collect::<Vec<_>>();
+        let (Some(Ok(pid)), Some(Ok(sid))) = (ids.first().cloned(), ids.get(1).cloned()) else {
+            return Err(corrupt(
+                &kv.key,
+                "expected owner/<storage id>/<partition id>",
+            ));
+        };
+        out.insert((sid, pid), parse_owner(&kv.key, &kv.value)?);
+    }
+    Ok(out)
+}

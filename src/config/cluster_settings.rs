@@ -102,4 +102,36 @@ mod tests {
             assert!(b.validate().is_err(), "{b:?}");
         }
     }
+
+    #[test]
+    fn loads_from_overrides_and_prints() {
+        let set = |s: &[&str]| {
+            let o: Vec<String> = s.iter().map(|x| x.to_string()).collect();
+            super::super::Settings::load(None, &o, &[])
+        };
+        let s = set(&[
+            "cluster.etcd=[\"http://10.0.0.1:2379\", \"10.0.0.2:2379\"]",
+            "cluster.lease_ms=3000",
+        ])
+        .unwrap();
+        assert!(s.config.cluster.enabled());
+        assert_eq!(s.config.cluster.lease_ms, 3000);
+        let printed = s.describe();
+        assert!(
+            printed.contains("cluster.lease_ms = 3000  # --set"),
+            "{printed}"
+        );
+        assert!(
+            printed.contains("cluster.node_name = \"\"  # default"),
+            "{printed}"
+        );
+        let e = set(&["cluster.etcd=[\"nope\"]"]).unwrap_err();
+        assert!(
+            e.contains("cluster.etcd") && e.contains("not an etcd endpoint"),
+            "{e}"
+        );
+        assert!(set(&["cluster.lease_ms=\"x\""])
+            .unwrap_err()
+            .contains("cluster.lease_ms"));
+    }
 }

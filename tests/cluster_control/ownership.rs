@@ -73,6 +73,15 @@ async fn expired_owner_cannot_renew_its_old_epoch() {
         Err(ControlError::Taken { epoch, .. }) if epoch == old.epoch
     ));
 
+    // Another partition owned by b stays listed throughout.
+    let other = ownership::take(&cb, &lb, "b", SID, PID + 1).await.unwrap();
+    let listed = ownership::owners(&cb).await.unwrap();
+    assert_eq!(
+        listed.keys().collect::<Vec<_>>(),
+        [&(SID, PID), &(SID, PID + 1)]
+    );
+    assert_eq!(listed[&(SID, PID)].node, "a");
+
     // a stops renewing (paused, partitioned): b observes the ownership vanish.
     la.stop_keepalive();
     let freed = eventually(Duration::from_millis(10 * TTL_MS), || async {
@@ -80,6 +89,9 @@ async fn expired_owner_cannot_renew_its_old_epoch() {
     })
     .await;
     assert!(freed, "a's ownership outlived its lease");
+    let listed = ownership::owners(&cb).await.unwrap();
+    assert_eq!(listed.keys().collect::<Vec<_>>(), [&(SID, PID + 1)]);
+    assert_eq!(listed[&(SID, PID + 1)].epoch, other.epoch);
     let lost = ControlError::Lost {
         storage_id: SID,
         partition_id: PID,

@@ -1,7 +1,7 @@
 //! An etcd process for one test: found through RINGGATE_ETCD_BIN, the env file that
 //! scripts/install-cluster-deps writes ($RINGGATE_DEPS_DIR or /opt/ringgate-deps, `etcd.env`),
-//! or `etcd` on PATH; started on free ports with `--unsafe-no-fsync` (tests need no
-//! durability across power loss) and killed when dropped.
+//! or `etcd` on PATH; started on free ports with `--unsafe-no-fsync` where it has it (tests
+//! need no durability across power loss) and killed when dropped.
 
 use ringgate::cluster::{Control, NodeLease};
 use ringgate::etcd::{ClientOptions, EtcdClient};
@@ -30,6 +30,14 @@ fn etcd_binary() -> Option<PathBuf> {
     std::env::split_paths(&path)
         .map(|d| d.join("etcd"))
         .find(|p| p.exists())
+}
+
+/// `--unsafe-no-fsync` where this etcd has it (3.5 does; Debian's 3.4 may not).
+fn no_fsync_flag(bin: &PathBuf) -> Option<&'static str> {
+    let help = Command::new(bin).arg("--help").output().ok()?;
+    let text = [help.stdout, help.stderr].concat();
+    let has = text.windows(17).any(|w| w == b"--unsafe-no-fsync");
+    has.then_some("--unsafe-no-fsync")
 }
 
 fn free_port() -> u16 {
@@ -96,11 +104,8 @@ impl Etcd {
                 "--initial-advertise-peer-urls",
                 &peer,
             ])
-            .args([
-                "--initial-cluster",
-                &format!("t={peer}"),
-                "--unsafe-no-fsync",
-            ])
+            .args(["--initial-cluster", &format!("t={peer}")])
+            .args(no_fsync_flag(&self.bin))
             .args(["--log-level", "warn"])
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
