@@ -1,6 +1,6 @@
 //! Membership: `members/<node name>` = JSON [`Member`], attached to the node's lease, so a
 //! node that stops renewing leaves by itself after the TTL. Changes are observed by polling
-//! at a bounded interval ([`MemberWatch`]); a streaming watch can replace it later without
+//! at a bounded interval ([`MemberWatch`]); `etcd::Watch` (a stream) can replace it later without
 //! changing the callers.
 
 use super::{Control, ControlError, NodeLease, Result};

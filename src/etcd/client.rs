@@ -3,8 +3,10 @@
 //! applied.
 
 use super::http::{self, HttpError};
+use super::stream::LineStream;
 use super::txn::{Txn, MAX_TXN_OPS};
 use super::types::{int, RangeResponse, TxnResponse};
+use super::watch::Watch;
 use super::{b64, EtcdError};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -100,6 +102,24 @@ impl EtcdClient {
                 limit_bytes: self.opts.max_request_bytes,
             });
         }
+        let (stream, at) = self.connect_any().await?;
+        let endpoint = &self.endpoints[at];
+        let limit = self.opts.max_response_bytes;
+        let deadline = Duration::from_millis(self.opts.request_timeout_ms);
+        let answer =
+            tokio::time::timeout(deadline, http::post(stream, endpoint, path, &body, limit));
+        match answer.await {
+            Ok(Ok(response)) => decode(endpoint, response),
+            Ok(Err(e)) => Err(transport(endpoint, e)),
+            Err(_) => Err(EtcdError::Timeout {
+                endpoint: endpoint.clone(),
+                after_ms: self.opts.request_timeout_ms,
+            }),
+        }
+    }
+
+    /// A connection to the first endpoint that accepts one, starting from the last that did.
+    async fn connect_any(&self) -> Result<(tokio::net::TcpStream, usize), EtcdError> {
         let n = self.endpoints.len();
         let first = self.preferred.load(Ordering::Relaxed);
         let mut errors = Vec::new();
@@ -107,38 +127,67 @@ impl EtcdClient {
             let at = (first + i) % n;
             let endpoint = &self.endpoints[at];
             let connect = Duration::from_millis(self.opts.connect_timeout_ms);
-            let stream = match tokio::time::timeout(connect, http::connect(endpoint)).await {
-                Ok(Ok(s)) => s,
-                Ok(Err(HttpError::Connect(e))) => {
-                    errors.push(format!("{endpoint}: {e}"));
-                    continue;
+            match tokio::time::timeout(connect, http::connect(endpoint)).await {
+                Ok(Ok(s)) => {
+                    self.preferred.store(at, Ordering::Relaxed);
+                    return Ok((s, at));
                 }
-                Ok(Err(e)) => return Err(transport(endpoint, e)),
-                Err(_) => {
-                    errors.push(format!("{endpoint}: connect timed out"));
-                    continue;
-                }
-            };
-            let limit = self.opts.max_response_bytes;
-            let deadline = Duration::from_millis(self.opts.request_timeout_ms);
-            let answer =
-                tokio::time::timeout(deadline, http::post(stream, endpoint, path, &body, limit));
-            let response = match answer.await {
-                Ok(Ok(r)) => r,
-                Ok(Err(e)) => return Err(transport(endpoint, e)),
-                Err(_) => {
-                    return Err(EtcdError::Timeout {
-                        endpoint: endpoint.clone(),
-                        after_ms: self.opts.request_timeout_ms,
-                    })
-                }
-            };
-            self.preferred.store(at, Ordering::Relaxed);
-            return decode(endpoint, response);
+                Ok(Err(HttpError::Connect(e))) => errors.push(format!("{endpoint}: {e}")),
+                Ok(Err(e)) => errors.push(format!("{endpoint}: {e:?}")),
+                Err(_) => errors.push(format!("{endpoint}: connect timed out")),
+            }
         }
         Err(EtcdError::Unavailable {
             detail: errors.join("; "),
         })
+    }
+
+    /// Watches `[key, range_end)` (None: `key` alone) from `start_revision` (0: from now on).
+    /// Returns once etcd confirmed the watch (within the request deadline).
+    pub async fn watch(
+        &self,
+        key: &[u8],
+        range_end: Option<&[u8]>,
+        start_revision: i64,
+    ) -> Result<Watch, EtcdError> {
+        let req = with_range(
+            json!({"start_revision": start_revision.to_string()}),
+            key,
+            range_end,
+        );
+        let body = json!({ "create_request": req }).to_string().into_bytes();
+        let (stream, at) = self.connect_any().await?;
+        let endpoint = self.endpoints[at].clone();
+        let setup = async {
+            let sent = http::send(stream, &endpoint, "/v3/watch", &body).await;
+            let (r, status, framing) = sent.map_err(|e| transport(&endpoint, e))?;
+            let lines = LineStream::new(r, framing, self.opts.max_response_bytes);
+            let mut w = Watch {
+                lines,
+                endpoint: endpoint.clone(),
+            };
+            if status != 200 {
+                let text = w.lines.next_line().await.ok().flatten().unwrap_or_default();
+                let message = String::from_utf8_lossy(&text).into_owned();
+                return Err(EtcdError::Server {
+                    code: 2,
+                    message: format!("HTTP {status}: {message}"),
+                });
+            }
+            let first = w.message().await?;
+            if first.get("created").and_then(Value::as_bool) != Some(true) {
+                return Err(EtcdError::Protocol(format!("watch not created: {first}")));
+            }
+            Ok(w)
+        };
+        let deadline = Duration::from_millis(self.opts.request_timeout_ms);
+        match tokio::time::timeout(deadline, setup).await {
+            Ok(r) => r,
+            Err(_) => Err(EtcdError::Timeout {
+                endpoint,
+                after_ms: self.opts.request_timeout_ms,
+            }),
+        }
     }
 
     /// Keys in `[key, range_end)` (`range_end` None: `key` alone), at most `limit` (0: all).
@@ -160,11 +209,12 @@ impl EtcdClient {
         limit: i64,
         revision: i64,
     ) -> Result<RangeResponse, EtcdError> {
-        let mut req = json!({"key": b64::encode(key), "limit": limit.to_string(),
-            "revision": revision.to_string()});
-        if let Some(end) = range_end {
-            req["range_end"] = json!(b64::encode(end));
-        }
+        let req = with_range(
+            json!({"limit": limit.to_string(),
+            "revision": revision.to_string()}),
+            key,
+            range_end,
+        );
         RangeResponse::from_json(&self.call("/v3/kv/range", &req).await?)
     }
 
@@ -180,10 +230,7 @@ impl EtcdClient {
 
     /// Deletes `[key, range_end)` (None: `key` alone); returns how many keys went.
     pub async fn delete(&self, key: &[u8], range_end: Option<&[u8]>) -> Result<i64, EtcdError> {
-        let mut req = json!({"key": b64::encode(key)});
-        if let Some(end) = range_end {
-            req["range_end"] = json!(b64::encode(end));
-        }
+        let req = with_range(json!({}), key, range_end);
         int(&self.call("/v3/kv/deleterange", &req).await?, "deleted")
     }
 
@@ -244,6 +291,15 @@ impl EtcdClient {
 }
 
 const GRPC_NOT_FOUND: i64 = 5;
+
+/// `req` with the key range `[key, range_end)` (None: `key` alone) in the gateway's fields.
+fn with_range(mut req: Value, key: &[u8], range_end: Option<&[u8]>) -> Value {
+    req["key"] = json!(b64::encode(key));
+    if let Some(end) = range_end {
+        req["range_end"] = json!(b64::encode(end));
+    }
+    req
+}
 
 fn transport(endpoint: &str, e: HttpError) -> EtcdError {
     match e {

@@ -34,14 +34,13 @@ pub async fn connect(addr: &str) -> Result<TcpStream, HttpError> {
     Ok(stream)
 }
 
-/// Sends `POST path` with a JSON body on `stream` and reads the whole answer.
-pub async fn post(
+/// Sends `POST path` with a JSON body on `stream` and reads the answer's head.
+pub async fn send(
     stream: TcpStream,
     host: &str,
     path: &str,
     body: &[u8],
-    max_body_bytes: usize,
-) -> Result<Response, HttpError> {
+) -> Result<(BufReader<TcpStream>, u16, Framing), HttpError> {
     let mut stream = BufReader::new(stream);
     let head = format!(
         "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
@@ -53,6 +52,18 @@ pub async fn post(
     w.write_all(body).await.map_err(HttpError::Io)?;
     w.flush().await.map_err(HttpError::Io)?;
     let (status, framing) = read_head(&mut stream).await?;
+    Ok((stream, status, framing))
+}
+
+/// Sends `POST path` with a JSON body on `stream` and reads the whole answer.
+pub async fn post(
+    stream: TcpStream,
+    host: &str,
+    path: &str,
+    body: &[u8],
+    max_body_bytes: usize,
+) -> Result<Response, HttpError> {
+    let (mut stream, status, framing) = send(stream, host, path, body).await?;
     let body = match framing {
         Framing::Length(n) if n > max_body_bytes => return Err(too_large(n, max_body_bytes)),
         Framing::Length(n) => {
@@ -78,17 +89,17 @@ pub async fn post(
     Ok(Response { status, body })
 }
 
-fn too_large(n: usize, max: usize) -> HttpError {
+pub(super) fn too_large(n: usize, max: usize) -> HttpError {
     HttpError::Malformed(format!("response body of {n}+ bytes exceeds {max} bytes"))
 }
 
-enum Framing {
+pub enum Framing {
     Length(usize),
     Chunked,
     Close,
 }
 
-async fn read_line<R: AsyncBufRead + Unpin>(
+pub(super) async fn read_line<R: AsyncBufRead + Unpin>(
     r: &mut R,
     budget: &mut usize,
 ) -> Result<String, HttpError> {

@@ -1,5 +1,5 @@
 //! An etcd v3 client over etcd's JSON gateway (HTTP/1.1: `POST /v3/kv/range|put|deleterange|txn`,
-//! `/v3/lease/grant|keepalive|timetolive|revoke`), on tokio. A leaf: it imports nothing of the
+//! `/v3/lease/grant|keepalive|timetolive|revoke`, `/v3/watch` as a stream), on tokio. A leaf: it imports nothing of the
 //! crate.
 //!
 //! Why the gateway and not gRPC: a fresh machine has Rust and Python but no `protoc`, and
@@ -10,8 +10,7 @@
 //! time of those crates alone, of 128 s for a scratch crate with tokio (and again for
 //! `cargo test`'s debug build). This client is ~800 lines of code using only tokio and
 //! serde_json, which the crate already has: no new dependency to build or audit. What it
-//! gives up: one connection per request (no HTTP/2 multiplexing) and
-//! no streaming watch yet (`cluster` polls with a bounded interval instead) — both fine for a
+//! gives up: one connection per request or watch (no HTTP/2 multiplexing), fine for a
 //! control plane of a few requests per second per node.
 //!
 //! Formats: keys and values are base64 strings, int64 fields decimal strings, zero values
@@ -27,12 +26,15 @@
 mod b64;
 mod client;
 mod http;
+mod stream;
 mod txn;
 mod types;
+mod watch;
 
 pub use client::{parse_endpoint, ClientOptions, EtcdClient, Lease};
 pub use txn::{Cmp, Compare, Op, Target, Txn, MAX_TXN_OPS};
 pub use types::{KeyValue, OpResponse, RangeResponse, TxnResponse};
+pub use watch::{EventKind, Watch, WatchBatch, WatchEvent};
 
 /// The smallest key greater than every key that starts with `prefix` (etcd's `range_end` of a
 /// prefix read); a prefix of only 0xff bytes (or empty) ranges to the end, `[0]`.
@@ -60,6 +62,9 @@ pub enum EtcdError {
     /// may not have been applied.
     #[error("etcd connection to {endpoint} broke mid-request: {detail} (outcome unknown)")]
     Interrupted { endpoint: String, detail: String },
+    /// A watch asked for history etcd has compacted away: list again and watch from there.
+    #[error("etcd revision {revision} is compacted")]
+    Compacted { revision: i64 },
     /// etcd refused the request; `code` is the gRPC status code.
     #[error("etcd error (code {code}): {message}")]
     Server { code: i64, message: String },

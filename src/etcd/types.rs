@@ -70,7 +70,7 @@ pub(super) fn revision(v: &Value) -> Result<i64, EtcdError> {
 }
 
 impl KeyValue {
-    fn from_json(v: &Value) -> Result<KeyValue, EtcdError> {
+    pub(super) fn from_json(v: &Value) -> Result<KeyValue, EtcdError> {
         Ok(KeyValue {
             key: bytes(v, "key")?,
             value: bytes(v, "value")?,

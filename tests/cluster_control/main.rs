@@ -13,3 +13,4 @@ mod members;
 mod meta;
 mod ownership;
 mod support;
+mod watch;
