@@ -35,8 +35,11 @@ pub const MAX_META_COMMIT_BYTES: usize = 1 << 20;
 /// Keys per range request of a scan: with values of at most 1 MiB an answer stays well under
 /// the client's response bound.
 const SCAN_PAGE: i64 = 16;
-/// A scan of more keys than this fails (metadata is small by design).
+/// A scan of more keys, or more bytes of keys and values, than this fails (metadata is small
+/// by design; a scan is collected before it is returned, so that its pages read one revision
+/// without holding the caller's iterator across requests).
 pub const MAX_META_SCAN_KEYS: usize = 1_000_000;
+pub const MAX_META_SCAN_BYTES: usize = 256 << 20;
 
 pub struct EtcdMetaStore {
     client: Arc<EtcdClient>,
@@ -166,6 +169,7 @@ impl EtcdMetaStore {
     fn scan_all(&self, mut from: Vec<u8>, to: Vec<u8>) -> Result<Vec<(Bytes, Bytes)>> {
         let mut out = Vec::new();
         let mut revision = 0;
+        let mut bytes = 0;
         loop {
             let (client, key, end) = (self.client.clone(), from.clone(), to.clone());
             let r = self
@@ -176,12 +180,14 @@ impl EtcdMetaStore {
                 from = [&last.key[..], &[0]].concat();
             }
             for kv in r.kvs {
+                bytes += kv.key.len() + kv.value.len();
                 let key = kv.key[self.prefix.len()..].to_vec();
                 out.push((Bytes::from(key), Bytes::from(kv.value)));
             }
-            if out.len() > MAX_META_SCAN_KEYS {
+            if out.len() > MAX_META_SCAN_KEYS || bytes > MAX_META_SCAN_BYTES {
                 return Err(StorageError::Io(format!(
-                    "metadata scan of more than {MAX_META_SCAN_KEYS} keys"
+                    "metadata scan of more than {MAX_META_SCAN_KEYS} keys or \
+                     {MAX_META_SCAN_BYTES} bytes"
                 )));
             }
             if !r.more {
