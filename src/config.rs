@@ -8,6 +8,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+mod cluster_settings;
+pub use cluster_settings::Cluster;
+
 /// A byte size: an integer, or a string with a KiB/MiB/GiB (or KB/MB/GB, B) suffix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ByteSize(pub u64);
@@ -78,6 +81,7 @@ pub struct Config {
     pub protocol: Protocol,
     pub http: Http,
     pub log: Log,
+    pub cluster: Cluster,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -357,6 +361,7 @@ impl Default for Config {
             protocol: Protocol::default(),
             http: Http::default(),
             log: Log::default(),
+            cluster: Cluster::default(),
         }
     }
 }
@@ -767,6 +772,7 @@ impl Config {
             return Err("throughput.default_table_ru must be at most 1000000".into());
         }
         validate_log_level(&self.log_level)?;
+        self.cluster.validate()?;
         if self.throughput.server_side_retry_max_ms > 600_000 {
             return Err(
                 "throughput.server_side_retry_max_ms must be at most 600000 (10 minutes)".into(),

@@ -5,9 +5,11 @@
 //! See docs/ARCHITECTURE.md.
 
 pub mod admin;
+pub mod cluster;
 pub mod config;
 pub mod cql;
 pub mod error;
+pub mod etcd;
 pub mod format;
 pub mod metrics;
 pub mod partition;
