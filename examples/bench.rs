@@ -14,7 +14,7 @@
 //! working, its figures mean little).
 //!
 //! For profiling one phase: `BENCH_ONLY=ringgate-write|ringgate-read|canned-read|...|scan` runs
-//! only that phase (point phases in the first shape), `BENCH_PHASE_SECS` sets the phase time and
+//! only that phase (a comma-separated list: those; point phases in the first shape), `BENCH_PHASE_SECS` sets the phase time and
 //! `BENCH_READ_KEYS=N` lets reads take keys below N written by an earlier run;
 //! `BENCH_VALUE_BYTES` sets the value size (default 100).
 
@@ -49,7 +49,9 @@ struct Settings {
 
 impl Settings {
     fn runs(&self, phase: &str) -> bool {
-        self.only.as_ref().is_none_or(|o| o == phase)
+        self.only
+            .as_ref()
+            .is_none_or(|o| o.split(',').any(|p| p == phase))
     }
 }
 

@@ -8,6 +8,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+mod cluster_settings;
+pub use cluster_settings::Cluster;
+
 /// A byte size: an integer, or a string with a KiB/MiB/GiB (or KB/MB/GB, B) suffix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ByteSize(pub u64);
@@ -78,6 +81,7 @@ pub struct Config {
     pub protocol: Protocol,
     pub http: Http,
     pub log: Log,
+    pub cluster: Cluster,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -125,6 +129,69 @@ pub struct StorageConfig {
     /// Writes are refused while the data directory's file system has less free space than
     /// this (room for the flushes and compactions already owed; 0 turns the check off).
     pub min_free_bytes: ByteSize,
+    /// "embedded" (fjall in `data_dir`) or "postgres" (tables in the database of
+    /// `storage.postgres`; `data_dir` then holds only the server's lock file).
+    pub backend: Backend,
+    pub postgres: Postgres,
+}
+
+/// Which storage engine holds the data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    Embedded,
+    Postgres,
+}
+
+/// Connection settings of `storage.backend = "postgres"`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Postgres {
+    /// A libpq connection string (`postgresql://user:password@host:port/dbname` or
+    /// `host=... port=...`); when set, the fields below are ignored.
+    pub url: String,
+    pub host: String,
+    pub port: u16,
+    pub user: String,
+    pub password: String,
+    pub dbname: String,
+    /// Connections the server opens at most (requests beyond it wait for one).
+    pub pool_size: usize,
+}
+
+impl Postgres {
+    /// The connection string: `url`, or one built from the separate fields.
+    pub fn connection_string(&self) -> String {
+        if !self.url.is_empty() {
+            return self.url.clone();
+        }
+        let quote = |v: &str| format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"));
+        let mut s = format!(
+            "host={} port={} user={} dbname={}",
+            quote(&self.host),
+            self.port,
+            quote(&self.user),
+            quote(&self.dbname)
+        );
+        if !self.password.is_empty() {
+            s.push_str(&format!(" password={}", quote(&self.password)));
+        }
+        s
+    }
+}
+
+impl Default for Postgres {
+    fn default() -> Self {
+        Postgres {
+            url: String::new(),
+            host: "127.0.0.1".into(),
+            port: 5432,
+            user: "postgres".into(),
+            password: String::new(),
+            dbname: "ringgate".into(),
+            pool_size: 16,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -294,6 +361,7 @@ impl Default for Config {
             protocol: Protocol::default(),
             http: Http::default(),
             log: Log::default(),
+            cluster: Cluster::default(),
         }
     }
 }
@@ -339,6 +407,8 @@ impl Default for StorageConfig {
         StorageConfig {
             sync: crate::storage::SyncMode::None,
             min_free_bytes: ByteSize(256 << 20),
+            backend: Backend::Embedded,
+            postgres: Postgres::default(),
         }
     }
 }
@@ -440,8 +510,9 @@ impl Settings {
                 .map(|(_, s)| s.to_string())
                 .next_back()
                 .unwrap_or_else(|| SettingSource::Default.to_string());
-            // Passwords are not printed.
-            let v = if name.starts_with("auth.users.") {
+            // Passwords are not printed (nor the PostgreSQL URL, which may hold one).
+            let secret = name == "storage.postgres.password" || name == "storage.postgres.url";
+            let v = if name.starts_with("auth.users.") || (secret && v != "\"\"") {
                 "\"<hidden>\"".to_string()
             } else {
                 v
@@ -664,6 +735,9 @@ impl Settings {
 
 impl Config {
     fn validate(&self) -> Result<(), String> {
+        if self.storage.postgres.pool_size == 0 {
+            return Err("storage.postgres.pool_size must be at least 1".into());
+        }
         if self.limits.max_connections == 0 {
             return Err("limits.max_connections must be at least 1".into());
         }
@@ -698,6 +772,7 @@ impl Config {
             return Err("throughput.default_table_ru must be at most 1000000".into());
         }
         validate_log_level(&self.log_level)?;
+        self.cluster.validate()?;
         if self.throughput.server_side_retry_max_ms > 600_000 {
             return Err(
                 "throughput.server_side_retry_max_ms must be at most 600000 (10 minutes)".into(),
@@ -736,6 +811,45 @@ mod tests {
         assert_eq!(ByteSize::parse("123").unwrap().0, 123);
         assert!(ByteSize::parse("4 parsecs").is_err());
         assert!(ByteSize::parse("MiB").is_err());
+    }
+
+    #[test]
+    fn postgres_backend_settings() {
+        let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let c = Config::load(None, &[]).unwrap();
+        assert_eq!(c.storage.backend, Backend::Embedded);
+        let s = Settings::load(
+            None,
+            &set(&[
+                "storage.backend=postgres",
+                "storage.postgres.port=5433",
+                "storage.postgres.password=it's",
+            ]),
+            &[],
+        )
+        .unwrap();
+        assert_eq!(s.config.storage.backend, Backend::Postgres);
+        assert_eq!(
+            s.config.storage.postgres.connection_string(),
+            "host='127.0.0.1' port=5433 user='postgres' dbname='ringgate' password='it\\'s'"
+        );
+        let shown = s.describe();
+        assert!(
+            shown.contains("storage.postgres.password = \"<hidden>\""),
+            "{shown}"
+        );
+        assert!(!shown.contains("it's"), "{shown}");
+        let url = "storage.postgres.url=postgresql://u:secret@h/db";
+        let s = Settings::load(None, &set(&[url]), &[]).unwrap();
+        assert_eq!(
+            s.config.storage.postgres.connection_string(),
+            "postgresql://u:secret@h/db"
+        );
+        assert!(!s.describe().contains("secret"));
+        let e = Config::load(None, &set(&["storage.backend=mysql"])).unwrap_err();
+        assert!(e.contains("mysql"), "{e}");
+        let e = Config::load(None, &set(&["storage.postgres.pool_size=0"])).unwrap_err();
+        assert!(e.contains("storage.postgres.pool_size"), "{e}");
     }
 
     #[test]

@@ -6,9 +6,11 @@
 
 pub mod admin;
 pub mod clock;
+pub mod cluster;
 pub mod config;
 pub mod cql;
 pub mod error;
+pub mod etcd;
 pub mod format;
 pub mod metrics;
 pub mod partition;

@@ -564,7 +564,11 @@ impl Call {
     /// they take). None if the blocking task died.
     async fn run(self) -> Option<Produced> {
         let engine = &self.shared.engine;
-        let fsync = self.shared.config.storage.sync == crate::storage::SyncMode::Fsync;
+        // Requests that wait for a disk flush or for PostgreSQL (whose client blocks the calling
+        // thread, `storage/postgres/pool.rs`) run on the blocking pool.
+        let storage = &self.shared.config.storage;
+        let fsync = storage.sync == crate::storage::SyncMode::Fsync
+            || storage.backend == crate::config::Backend::Postgres;
         let long = match &self.env.request {
             Request::Query(q) => engine.query_may_run_long(&q.query, &self.session),
             Request::Execute(e) => engine

@@ -5,9 +5,10 @@
 //! unfinished purges of dropped tables, and the limits taken from `Config`.
 
 use crate::clock::Clock;
-use crate::config::Config;
+use crate::config::{Backend, Config};
 use crate::query::{Engine, EngineLimits};
 use crate::schema::system::NodeInfo;
+use crate::storage::postgres::{PgConfig, PostgresStore};
 use crate::storage::{EmbeddedStore, Store};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -21,11 +22,7 @@ pub struct Opened {
 /// Opens the store in `cfg.data_dir` and the engine over it. `listen` is the address clients
 /// reach (system.local, system.peers); `clock` is where the engine reads time.
 pub fn open(cfg: &Config, listen: SocketAddr, clock: Clock) -> Result<Opened, String> {
-    let store: Arc<dyn Store> = Arc::new(
-        EmbeddedStore::open(&cfg.data_dir, cfg.storage.sync)
-            .map_err(|e| e.to_string())?
-            .with_min_free_bytes(&cfg.data_dir, cfg.storage.min_free_bytes.0),
-    );
+    let store = open_store(cfg)?;
     let node = NodeInfo {
         listen,
         host_id: crate::schema::system::host_id(&*store).map_err(|e| e.to_string())?,
@@ -40,6 +37,26 @@ pub fn open(cfg: &Config, listen: SocketAddr, clock: Clock) -> Result<Opened, St
     crate::query::purge::install(&engine);
     crate::query::write::resume_drop_data(&engine).map_err(|e| e.to_string())?;
     Ok(Opened { store, engine })
+}
+
+/// The configured backend: the embedded store in the data directory, or PostgreSQL.
+fn open_store(cfg: &Config) -> Result<Arc<dyn Store>, String> {
+    Ok(match cfg.storage.backend {
+        Backend::Embedded => Arc::new(
+            EmbeddedStore::open(&cfg.data_dir, cfg.storage.sync)
+                .map_err(|e| e.to_string())?
+                .with_min_free_bytes(&cfg.data_dir, cfg.storage.min_free_bytes.0),
+        ),
+        Backend::Postgres => {
+            let pg = &cfg.storage.postgres;
+            let config = PgConfig {
+                url: pg.connection_string(),
+                pool_size: pg.pool_size,
+            };
+            tracing::info!("storage: PostgreSQL ({} connections at most)", pg.pool_size);
+            Arc::new(PostgresStore::open(&config).map_err(|e| format!("storage.postgres: {e}"))?)
+        }
+    })
 }
 
 /// The engine's limits from the settings.

@@ -16,6 +16,7 @@ mod embedded_handle;
 pub mod free_space;
 pub mod handle;
 mod legacy_sizes;
+pub mod postgres;
 
 use bytes::Bytes;
 use std::ops::Bound;
@@ -75,6 +76,12 @@ pub enum StorageError {
     /// The backend cannot be reached now (networked backends); a retry may succeed.
     #[error("storage unavailable: {0}")]
     Unavailable(String),
+    /// A networked backend lost its connection while the commit was being committed: it may or
+    /// may not have been applied (and may become visible later). Not retryable as such (a
+    /// blind retry could apply a non-idempotent write twice); the client sees a WriteTimeout,
+    /// Cassandra's answer for a write whose outcome is unknown.
+    #[error("the outcome of the commit is unknown (connection lost while committing): {0}")]
+    Unknown(String),
 }
 
 impl StorageError {
@@ -118,12 +125,17 @@ impl From<fjall::Error> for StorageError {
 
 pub type Result<T> = std::result::Result<T, StorageError>;
 
-/// What a client sees of a storage failure: a refused key is the request's fault (Invalid);
+/// What a client sees of a storage failure: a refused key is the request's fault (Invalid); a
+/// commit of unknown outcome is a WriteTimeout (as Cassandra answers a write it cannot confirm);
 /// anything else is the server's.
 impl From<StorageError> for crate::error::ClientError {
     fn from(e: StorageError) -> Self {
         match e {
             StorageError::KeyTooLong(_) => crate::error::ClientError::Invalid(e.to_string()),
+            StorageError::Unknown(_) => crate::error::ClientError::WriteTimeout(
+                e.to_string(),
+                crate::error::WriteType::Simple,
+            ),
             _ => crate::error::ClientError::Server(e.to_string()),
         }
     }

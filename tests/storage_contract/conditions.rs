@@ -3,7 +3,7 @@
 
 use super::support::*;
 use bytes::Bytes;
-use ringgate::storage::{Condition, PartitionCommit, PartitionStore, StorageError};
+use ringgate::storage::{Condition, PartitionCommit, StorageError};
 use std::sync::{Arc, Barrier};
 
 fn b(s: &str) -> Bytes {
@@ -12,8 +12,11 @@ fn b(s: &str) -> Bytes {
 
 #[test]
 fn absent_and_unchanged_conditions() {
-    let dir = TempDir::new("contract-conditions");
-    let store = open(&dir);
+    each_backend("contract-conditions", absent_and_unchanged_conditions_on);
+}
+
+fn absent_and_unchanged_conditions_on(dir: &TempDir) {
+    let store = open(dir);
     let h = store.open_partition(parts()[1].clone(), 1).unwrap();
     let k = Bytes::from(key(5, b"k"));
     let other = Bytes::from(key(6, b"o"));
@@ -68,9 +71,15 @@ fn absent_and_unchanged_conditions() {
 /// unchanged; a barrier lines them up. Every round exactly one wins.
 #[test]
 fn two_writers_race_on_one_key_exactly_one_wins() {
+    each_backend(
+        "contract-race",
+        two_writers_race_on_one_key_exactly_one_wins_on,
+    );
+}
+
+fn two_writers_race_on_one_key_exactly_one_wins_on(dir: &TempDir) {
     const ROUNDS: usize = 200;
-    let dir = TempDir::new("contract-race");
-    let store = open(&dir);
+    let store = open(dir);
     let part = parts()[1].clone();
     let handles = [
         store.open_partition(part.clone(), 1).unwrap(),

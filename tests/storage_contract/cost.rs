@@ -4,7 +4,7 @@
 
 use super::support::*;
 use bytes::Bytes;
-use ringgate::storage::{Condition, PartitionCommit, PartitionStore, Space, Store, WriteBatch};
+use ringgate::storage::{Condition, PartitionCommit, Space, WriteBatch};
 use std::ops::Bound::{Excluded, Included};
 use std::time::Instant;
 
@@ -17,8 +17,11 @@ fn per_commit_ns(start: Instant) -> u128 {
 #[test]
 #[ignore]
 fn cost_of_a_conditional_commit() {
-    let dir = TempDir::new("contract-cost");
-    let store = open(&dir);
+    each_backend("contract-cost", cost_of_a_conditional_commit_on);
+}
+
+fn cost_of_a_conditional_commit_on(dir: &TempDir) {
+    let store = open(dir);
     let h = store.open_partition(parts()[1].clone(), 1).unwrap();
     let k = |i: usize| Bytes::from(key((i % 200) as i64 - 99, &i.to_be_bytes()));
 
@@ -61,7 +64,7 @@ fn cost_of_a_conditional_commit() {
 fn cost_of_reads_through_a_handle() {
     const READS: usize = 50_000;
     const ROUNDS: usize = 4;
-    let dir = TempDir::new("contract-read-cost");
+    let dir = TempDir::embedded("contract-read-cost");
     let store = open(&dir);
     let h = store.open_partition(parts()[1].clone(), 1).unwrap();
     let k = |i: usize| Bytes::from(key((i % 200) as i64 - 99, &i.to_be_bytes()));

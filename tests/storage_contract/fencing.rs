@@ -4,7 +4,7 @@
 
 use super::support::*;
 use bytes::Bytes;
-use ringgate::storage::{PartitionCommit, PartitionRef, PartitionStore, StorageError};
+use ringgate::storage::{PartitionCommit, PartitionRef, StorageError};
 
 fn put(k: &[u8], v: &str) -> PartitionCommit {
     let mut c = PartitionCommit::default();
@@ -14,8 +14,11 @@ fn put(k: &[u8], v: &str) -> PartitionCommit {
 
 #[test]
 fn a_newer_epoch_fences_older_handles() {
-    let dir = TempDir::new("contract-fencing");
-    let store = open(&dir);
+    each_backend("contract-fencing", a_newer_epoch_fences_older_handles_on);
+}
+
+fn a_newer_epoch_fences_older_handles_on(dir: &TempDir) {
+    let store = open(dir);
     let part = parts()[1].clone();
     let k = key(3, b"k");
     let old = store.open_partition(part.clone(), 1).unwrap();
@@ -51,13 +54,16 @@ fn a_newer_epoch_fences_older_handles() {
 
 #[test]
 fn epochs_survive_a_restart() {
-    let dir = TempDir::new("contract-fencing-restart");
+    each_backend("contract-fencing-restart", epochs_survive_a_restart_on);
+}
+
+fn epochs_survive_a_restart_on(dir: &TempDir) {
     let part = parts()[2].clone();
     {
-        let store = open(&dir);
+        let store = open(dir);
         store.open_partition(part.clone(), 5).unwrap();
     }
-    let store = open(&dir);
+    let store = open(dir);
     assert_eq!(store.current_epoch(SID, part.partition_id).unwrap(), 5);
     assert!(matches!(
         store.open_partition(part.clone(), 4),
@@ -71,11 +77,17 @@ fn epochs_survive_a_restart() {
 /// restart too), each child is opened with its own handle over its half of the range.
 #[test]
 fn a_split_retires_the_parent_and_children_get_handles() {
-    let dir = TempDir::new("contract-fencing-split");
+    each_backend(
+        "contract-fencing-split",
+        a_split_retires_the_parent_and_children_get_handles_on,
+    );
+}
+
+fn a_split_retires_the_parent_and_children_get_handles_on(dir: &TempDir) {
     let parent = parts()[1].clone();
     let (lk, rk) = (key(-50, b"k"), key(50, b"k"));
     {
-        let store = open(&dir);
+        let store = open(dir);
         let h = store.open_partition(parent.clone(), 3).unwrap();
         h.commit(put(&lk, "l")).unwrap();
         h.commit(put(&rk, "r")).unwrap();
@@ -96,7 +108,7 @@ fn a_split_retires_the_parent_and_children_get_handles() {
         ));
         r.commit(put(&rk, "r2")).unwrap();
     }
-    let store = open(&dir);
+    let store = open(dir);
     assert!(matches!(
         store.open_partition(parent, u64::MAX - 1),
         Err(StorageError::Fenced { .. })

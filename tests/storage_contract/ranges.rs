@@ -3,12 +3,18 @@
 //! right keys.
 
 use super::support::*;
-use ringgate::storage::{Condition, KeyRange, PartitionCommit, PartitionStore, StorageError};
+use ringgate::storage::{Condition, KeyRange, PartitionCommit, StorageError};
 
 #[test]
 fn commits_outside_the_range_are_refused_whole() {
-    let dir = TempDir::new("contract-ranges");
-    let store = open(&dir);
+    each_backend(
+        "contract-ranges",
+        commits_outside_the_range_are_refused_whole_on,
+    );
+}
+
+fn commits_outside_the_range_are_refused_whole_on(dir: &TempDir) {
+    let store = open(dir);
     let [left, mid, _] = parts();
     let h = store.open_partition(mid, 1).unwrap();
     let inside = key(100, b"in");

@@ -3,7 +3,7 @@
 
 use super::support::*;
 use bytes::Bytes;
-use ringgate::storage::{PartitionCommit, PartitionStore, Space, Store, WriteBatch};
+use ringgate::storage::{PartitionCommit, Space, WriteBatch};
 use std::ops::Bound;
 
 fn keys(it: ringgate::storage::ScanIter) -> Vec<Vec<u8>> {
@@ -12,8 +12,14 @@ fn keys(it: ringgate::storage::ScanIter) -> Vec<Vec<u8>> {
 
 #[test]
 fn get_and_scans_both_ways_stay_in_the_partition() {
-    let dir = TempDir::new("contract-reads");
-    let store = open(&dir);
+    each_backend(
+        "contract-reads",
+        get_and_scans_both_ways_stay_in_the_partition_on,
+    );
+}
+
+fn get_and_scans_both_ways_stay_in_the_partition_on(dir: &TempDir) {
+    let store = open(dir);
     // Rows in all three partitions, written through the plain store (as existing data is).
     let mut b = WriteBatch::default();
     for t in [-500i64, -100, -99, 0, 100, 101, 500] {
@@ -56,8 +62,14 @@ fn get_and_scans_both_ways_stay_in_the_partition() {
 
 #[test]
 fn a_snapshot_serves_several_reads_at_one_point_in_time() {
-    let dir = TempDir::new("contract-snapshot");
-    let store = open(&dir);
+    each_backend(
+        "contract-snapshot",
+        a_snapshot_serves_several_reads_at_one_point_in_time_on,
+    );
+}
+
+fn a_snapshot_serves_several_reads_at_one_point_in_time_on(dir: &TempDir) {
+    let store = open(dir);
     let h = store.open_partition(parts()[1].clone(), 1).unwrap();
     let mut c = PartitionCommit::default();
     c.put(key(1, b"a"), "1").put(key(2, b"b"), "2");

@@ -1,31 +1,62 @@
-//! Shared by the storage contract tests (`tests/storage_contract/`): a fresh store, data keys at a
-//! token, and a partition layout. A second backend runs the same tests by changing `open`.
+//! Shared by the storage contract tests (`tests/storage_contract/`): a fresh store of each
+//! backend, data keys at a token, and a partition layout. Every test runs once per backend
+//! (`each_backend`): the embedded store in a temporary data directory, PostgreSQL in a new
+//! database of the test binary's server (`pg.rs`; skipped loudly without binaries).
 
-use ringgate::storage::{EmbeddedStore, PartitionRef, SyncMode};
+use ringgate::storage::postgres::{PgConfig, PostgresStore};
+use ringgate::storage::{EmbeddedStore, PartitionRef, PartitionStore, Store, SyncMode};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 pub const SID: u64 = 42;
 
-/// A fresh data directory, removed when dropped.
-pub struct TempDir(pub PathBuf);
+/// Both contracts of one backend.
+pub trait Contract: Store + PartitionStore {}
+impl<T: Store + PartitionStore> Contract for T {}
+
+/// A fresh place for one backend's data: a data directory (removed when dropped) or a new
+/// PostgreSQL database. Opening it again is a restart.
+pub enum TempDir {
+    Embedded(PathBuf),
+    Postgres(String),
+}
 
 impl TempDir {
-    pub fn new(name: &str) -> TempDir {
+    pub fn embedded(name: &str) -> TempDir {
         let dir = std::env::temp_dir().join(format!("ringgate-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        TempDir(dir)
+        TempDir::Embedded(dir)
     }
 }
 
 impl Drop for TempDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        if let TempDir::Embedded(dir) = self {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
-pub fn open(dir: &TempDir) -> Arc<EmbeddedStore> {
-    Arc::new(EmbeddedStore::open(&dir.0, SyncMode::None).unwrap())
+/// Runs `test` on the embedded store, then on PostgreSQL (when its binaries are there).
+pub fn each_backend(name: &str, test: impl Fn(&TempDir)) {
+    test(&TempDir::embedded(name));
+    if let Some(pg) = super::pg::server() {
+        eprintln!("{name}: the same on PostgreSQL");
+        test(&TempDir::Postgres(pg.new_database(name)));
+    }
+}
+
+pub fn open(dir: &TempDir) -> Arc<dyn Contract> {
+    match dir {
+        TempDir::Embedded(path) => Arc::new(EmbeddedStore::open(path, SyncMode::None).unwrap()),
+        TempDir::Postgres(url) => {
+            let config = PgConfig {
+                url: url.clone(),
+                pool_size: 8,
+            };
+            Arc::new(PostgresStore::open(&config).unwrap())
+        }
+    }
 }
 
 /// A data key of table `sid` at `token` with `tail` after it (as the engine lays keys out).

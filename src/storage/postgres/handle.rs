@@ -1,0 +1,336 @@
+//! The per-partition contract on PostgreSQL: owner epochs in `ringgate_owner`, handles whose
+//! commit is one transaction, snapshots as REPEATABLE READ transactions.
+//!
+//! A commit (READ COMMITTED):
+//! 1. `SELECT epoch FROM ringgate_owner ... FOR SHARE`: a different epoch is `Fenced`. The
+//!    share lock is held to the end, so an owner change (`open_partition` with a newer epoch,
+//!    `retire_partition`: both lock the row for update) waits for commits in flight and every
+//!    later commit sees the new epoch: the check and the writes are atomic against it.
+//! 2. A transaction-scoped advisory lock per condition key (FNV-1a of the key; sorted, so two
+//!    commits cannot deadlock on them), then `SELECT k, v ... FOR UPDATE` of the condition
+//!    keys: a condition that does not hold is `Conflict`. The advisory lock is what makes
+//!    `Absent` exact: two commits that both expect a key absent are serialized even though
+//!    there is no row yet to lock, and each statement of a READ COMMITTED transaction sees
+//!    everything committed before it started.
+//! 3. The writes (data with local records' tokens, sizes), then COMMIT.
+//!
+//! Key ranges and local records' tokens are checked before anything is sent (`OutOfRange`).
+
+use super::errors::{in_txn, map_err};
+use super::pool::{wait, Conn};
+use super::scan::{self, SnapConn, Source};
+use super::store::{check_key_len, PostgresStore};
+use super::{write, DATA, SIZES};
+use crate::storage::handle::*;
+use crate::storage::{HexKey, Result, ScanIter, StorageError};
+use bytes::Bytes;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::sync::Arc;
+
+fn fenced(part: &PartitionRef, epoch: Epoch, current: Epoch) -> StorageError {
+    StorageError::Fenced {
+        storage_id: part.storage_id,
+        partition_id: part.partition_id,
+        epoch,
+        current,
+    }
+}
+
+fn check_range(part: &PartitionRef, key: &[u8]) -> Result<()> {
+    if part.range.contains(key) {
+        return check_key_len(key);
+    }
+    Err(StorageError::OutOfRange {
+        storage_id: part.storage_id,
+        partition_id: part.partition_id,
+        key: HexKey(Bytes::copy_from_slice(key)),
+    })
+}
+
+/// The owner row's epoch (0: none), locked `FOR SHARE` or `FOR UPDATE`.
+fn locked_epoch(c: &mut Conn, storage_id: u64, partition_id: u64, lock: &str) -> Result<Epoch> {
+    let stmt = c.stmt(&format!(
+        "SELECT epoch FROM ringgate_owner WHERE storage_id = $1 AND partition_id = $2 {lock}"
+    ))?;
+    let ids = (storage_id as i64, partition_id as i64);
+    let row = wait(c.client.query_opt(&stmt, &[&ids.0, &ids.1])).map_err(map_err)?;
+    Ok(row.map_or(0, |r| r.get::<_, i64>(0) as u64))
+}
+
+/// Sets the owner row's epoch (creating it), inside a transaction.
+fn set_epoch(c: &mut Conn, storage_id: u64, partition_id: u64, epoch: Epoch) -> Result<()> {
+    let stmt = c.stmt(
+        "INSERT INTO ringgate_owner (storage_id, partition_id, epoch) VALUES ($1, $2, $3) \
+         ON CONFLICT (storage_id, partition_id) DO UPDATE SET epoch = excluded.epoch",
+    )?;
+    let row = (storage_id as i64, partition_id as i64, epoch as i64);
+    wait(c.client.execute(&stmt, &[&row.0, &row.1, &row.2])).map_err(map_err)?;
+    Ok(())
+}
+
+/// Creates the owner row if missing, so that it can be locked `FOR UPDATE`.
+fn ensure_owner_row(c: &mut Conn, storage_id: u64, partition_id: u64) -> Result<()> {
+    let stmt = c.stmt(
+        "INSERT INTO ringgate_owner (storage_id, partition_id, epoch) VALUES ($1, $2, 0) \
+         ON CONFLICT DO NOTHING",
+    )?;
+    let ids = (storage_id as i64, partition_id as i64);
+    wait(c.client.execute(&stmt, &[&ids.0, &ids.1])).map_err(map_err)?;
+    Ok(())
+}
+
+impl PartitionStore for PostgresStore {
+    fn open_partition(&self, part: PartitionRef, epoch: Epoch) -> Result<Arc<dyn PartitionHandle>> {
+        in_txn(&self.pool, "BEGIN", |c| {
+            ensure_owner_row(c, part.storage_id, part.partition_id)?;
+            let current = locked_epoch(c, part.storage_id, part.partition_id, "FOR UPDATE")?;
+            if epoch < current || epoch == RETIRED_EPOCH || current == RETIRED_EPOCH {
+                return Err(fenced(&part, epoch, current));
+            }
+            if epoch > current {
+                set_epoch(c, part.storage_id, part.partition_id, epoch)?;
+            }
+            Ok(())
+        })?;
+        Ok(Arc::new(PgHandle {
+            store_source: self.source(),
+            pool: Arc::clone(&self.pool),
+            part,
+            epoch,
+        }))
+    }
+
+    fn current_epoch(&self, storage_id: u64, partition_id: u64) -> Result<Epoch> {
+        self.source()
+            .run(|c| locked_epoch(c, storage_id, partition_id, ""))
+    }
+
+    fn drop_data(&self, storage_id: u64) -> Result<()> {
+        let lo = storage_id.to_be_bytes().to_vec();
+        let hi = crate::storage::prefix_successor(&lo);
+        for table in [DATA, SIZES] {
+            drop_range(&self.pool, table, &lo, hi.as_deref())?;
+        }
+        in_txn(&self.pool, "BEGIN", |c| {
+            let stmt = c.stmt("DELETE FROM ringgate_owner WHERE storage_id = $1")?;
+            wait(c.client.execute(&stmt, &[&(storage_id as i64)])).map_err(map_err)?;
+            Ok(())
+        })
+    }
+
+    fn retire_partition(&self, storage_id: u64, partition_id: u64) -> Result<()> {
+        in_txn(&self.pool, "BEGIN", |c| {
+            set_epoch(c, storage_id, partition_id, RETIRED_EPOCH)
+        })
+    }
+}
+
+/// Deletes the keys of `table` in `[lo, hi)` (hi None: to the end) in transactions of at most
+/// `DROP_BATCH` rows each, so that dropping a large table holds no long transaction; the
+/// caller's marker makes the whole idempotent.
+fn drop_range(pool: &Arc<super::pool::Pool>, table: &str, lo: &[u8], hi: Option<&[u8]>) -> Result<()> {
+    const DROP_BATCH: i64 = 10_000;
+    let upper = match hi {
+        Some(_) => "AND k < $2",
+        None => "AND $2::bytea IS NULL",
+    };
+    let sql = format!(
+        "DELETE FROM {table} WHERE k IN \
+         (SELECT k FROM {table} WHERE k >= $1 {upper} ORDER BY k LIMIT {DROP_BATCH})"
+    );
+    loop {
+        let deleted = in_txn(pool, "BEGIN", |c| {
+            let stmt = c.stmt(&sql)?;
+            wait(c.client.execute(&stmt, &[&lo, &hi])).map_err(map_err)
+        })?;
+        if deleted < DROP_BATCH as u64 {
+            return Ok(());
+        }
+    }
+}
+
+struct PgHandle {
+    store_source: Source,
+    pool: Arc<super::pool::Pool>,
+    part: PartitionRef,
+    epoch: Epoch,
+}
+
+/// The advisory lock key of a condition key (FNV-1a, 64 bits: stable across processes).
+fn lock_key(key: &[u8]) -> i64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in key {
+        h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h as i64
+}
+
+impl PgHandle {
+    fn validate(&self, commit: &PartitionCommit) -> Result<()> {
+        let keys = commit.writes.iter().chain(&commit.sizes).map(|(k, _)| k);
+        for key in keys.chain(commit.conditions.iter().map(Condition::key)) {
+            check_range(&self.part, key)?;
+        }
+        for l in &commit.local {
+            if !self.part.owns_token(l.token) {
+                return Err(StorageError::OutOfRange {
+                    storage_id: self.part.storage_id,
+                    partition_id: self.part.partition_id,
+                    key: HexKey(l.key.clone()),
+                });
+            }
+            check_key_len(&l.key)?;
+        }
+        Ok(())
+    }
+
+    /// Step 2 of the module doc: lock and check every condition.
+    fn check_conditions(&self, c: &mut Conn, conditions: &[Condition]) -> Result<()> {
+        if conditions.is_empty() {
+            return Ok(());
+        }
+        let mut locks: Vec<i64> = conditions.iter().map(|x| lock_key(x.key())).collect();
+        locks.sort_unstable();
+        locks.dedup();
+        let stmt = c.stmt("SELECT pg_advisory_xact_lock(x) FROM unnest($1::int8[]) AS x")?;
+        wait(c.client.execute(&stmt, &[&locks])).map_err(map_err)?;
+        let keys: Vec<&[u8]> = conditions.iter().map(|x| &x.key()[..]).collect();
+        let stmt =
+            c.stmt("SELECT k, v FROM ringgate_data WHERE k = ANY($1::bytea[]) FOR UPDATE")?;
+        let rows = wait(c.client.query(&stmt, &[&keys])).map_err(map_err)?;
+        let now: HashMap<Vec<u8>, Vec<u8>> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        for cond in conditions {
+            if !cond.holds(now.get(&cond.key()[..]).map(Vec::as_slice)) {
+                return Err(StorageError::Conflict {
+                    key: HexKey(cond.key().clone()),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+impl PartitionHandle for PgHandle {
+    fn partition(&self) -> &PartitionRef {
+        &self.part
+    }
+
+    fn epoch(&self) -> Epoch {
+        self.epoch
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
+        check_range(&self.part, key)?;
+        scan::get(&self.store_source, DATA, key)
+    }
+
+    fn scan(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, reverse: bool) -> ScanIter {
+        let (lower, upper) = self.part.range.clamp(lower, upper);
+        scan::scan(self.store_source.clone(), DATA, lower, upper, reverse)
+    }
+
+    fn scan_local(
+        &self,
+        prefix: &[u8],
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        reverse: bool,
+    ) -> ScanIter {
+        let own = KeyRange::of_prefixed_tokens(prefix, self.part.start, self.part.end);
+        let (lower, upper) = own.clamp(lower, upper);
+        scan::scan(self.store_source.clone(), DATA, lower, upper, reverse)
+    }
+
+    fn get_size(&self, key: &[u8]) -> Result<Option<Bytes>> {
+        check_range(&self.part, key)?;
+        scan::get(&self.store_source, SIZES, key)
+    }
+
+    fn scan_sizes(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> ScanIter {
+        let (lower, upper) = self.part.range.clamp(lower, upper);
+        scan::scan(self.store_source.clone(), SIZES, lower, upper, false)
+    }
+
+    fn snapshot(&self) -> Arc<dyn PartitionSnapshot> {
+        Arc::new(PgSnapshot {
+            conn: Arc::new(begin_snapshot(&self.pool)),
+            part: self.part.clone(),
+        })
+    }
+
+    fn commit(&self, commit: PartitionCommit) -> Result<()> {
+        self.validate(&commit)?;
+        let (sid, pid) = (self.part.storage_id, self.part.partition_id);
+        in_txn(&self.pool, "BEGIN", |c| {
+            let current = locked_epoch(c, sid, pid, "FOR SHARE")?;
+            if current != self.epoch {
+                return Err(fenced(&self.part, self.epoch, current));
+            }
+            self.check_conditions(c, &commit.conditions)?;
+            let local = commit
+                .local
+                .into_iter()
+                .map(|l| (l.key, l.value, Some(l.token)));
+            let data: Vec<write::Write> = (commit.writes.into_iter())
+                .map(|(k, v)| (k, v, None))
+                .chain(local)
+                .collect();
+            if !data.is_empty() {
+                write::apply(c, DATA, data)?;
+            }
+            if !commit.sizes.is_empty() {
+                let sizes = commit.sizes.into_iter().map(|(k, v)| (k, v, None));
+                write::apply(c, SIZES, sizes.collect())?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// A connection in a REPEATABLE READ READ ONLY transaction whose snapshot is taken now (a
+/// first statement fixes it; BEGIN alone does not).
+fn begin_snapshot(pool: &Arc<super::pool::Pool>) -> SnapConn {
+    let begun = pool.get().map_err(|e| e.to_string()).and_then(|mut lease| {
+        let sql = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT 1";
+        match wait(lease.conn().client.batch_execute(sql)) {
+            Ok(()) => Ok(lease),
+            Err(e) => {
+                let text = map_err(e).to_string();
+                lease.discard();
+                Err(text)
+            }
+        }
+    });
+    SnapConn(Mutex::new(begun))
+}
+
+impl Drop for SnapConn {
+    fn drop(&mut self) {
+        let slot = std::mem::replace(self.0.get_mut(), Err(String::new()));
+        if let Ok(mut lease) = slot {
+            if wait(lease.conn().client.batch_execute("ROLLBACK")).is_err() {
+                lease.discard();
+            }
+        }
+    }
+}
+
+struct PgSnapshot {
+    conn: Arc<SnapConn>,
+    part: PartitionRef,
+}
+
+impl PartitionSnapshot for PgSnapshot {
+    fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
+        check_range(&self.part, key)?;
+        scan::get(&Source::Snapshot(Arc::clone(&self.conn)), DATA, key)
+    }
+
+    fn scan(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, reverse: bool) -> ScanIter {
+        let (lower, upper) = self.part.range.clamp(lower, upper);
+        let source = Source::Snapshot(Arc::clone(&self.conn));
+        scan::scan(source, DATA, lower, upper, reverse)
+    }
+}

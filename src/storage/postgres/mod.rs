@@ -1,0 +1,30 @@
+//! The PostgreSQL backend: ringgate's storage (`Store`, the per-partition contract and
+//! `MetaStore`) in tables of one PostgreSQL database, through tokio-postgres.
+//!
+//! Files: `pool.rs` (connections, the backend's own runtime, used synchronously), `schema.rs`
+//! (tables and their version), `errors.rs` (error mapping, the transaction wrapper), `scan.rs`
+//! (gets, paged scans), `write.rs` (a transaction's writes to one table), `store.rs` (`Store`,
+//! `MetaStore`), `handle.rs` (partition handles, snapshots, owner epochs).
+
+mod errors;
+mod handle;
+mod pool;
+mod scan;
+mod schema;
+mod store;
+mod write;
+
+pub use store::{PgConfig, PostgresStore};
+
+use crate::storage::Space;
+
+const DATA: &str = "ringgate_data";
+const SIZES: &str = "ringgate_sizes";
+
+fn table_of(space: Space) -> &'static str {
+    match space {
+        Space::Data => DATA,
+        Space::Sizes => SIZES,
+        Space::Meta => "ringgate_meta",
+    }
+}

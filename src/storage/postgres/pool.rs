@@ -1,0 +1,221 @@
+//! A bounded pool of PostgreSQL connections, driven by a small tokio runtime of the backend's
+//! own, used synchronously.
+//!
+//! Why a runtime of its own: the storage contract is synchronous (the query engine calls it from
+//! request threads), tokio-postgres is async. Each connection's I/O task runs on this runtime;
+//! a caller sends its request through the client and waits for the answer with a plain thread
+//! park (`futures_executor::block_on`), so it may be any thread: a blocking-pool thread of the
+//! server's runtime (`Call::run` sends every request there with this backend), a test thread,
+//! or startup code inside the server's `block_on`. Nothing here ever blocks a thread of this
+//! runtime.
+//!
+//! At most `max` connections; a caller that finds none idle and the pool full waits up to
+//! `WAIT_MS` for one to come back, then gets `Unavailable` (so a leak or a burst cannot hang
+//! requests forever). A connection whose socket closed is dropped when returned or taken.
+
+use super::errors::map_err;
+use crate::storage::{Result, StorageError};
+use parking_lot::{Condvar, Mutex};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_postgres::{Client, NoTls, Statement};
+
+/// How long a caller waits for a free connection before `Unavailable`.
+const WAIT_MS: u64 = 10_000;
+/// How long connecting may take before `Unavailable`.
+const CONNECT_TIMEOUT_MS: u64 = 5_000;
+/// Prepared statements kept per connection (scans prepare one per bound shape: few).
+const MAX_STATEMENTS: usize = 64;
+
+pub(super) struct Pool {
+    rt: Option<tokio::runtime::Runtime>,
+    config: tokio_postgres::Config,
+    max: usize,
+    state: Mutex<PoolState>,
+    returned: Condvar,
+}
+
+#[derive(Default)]
+struct PoolState {
+    idle: Vec<Conn>,
+    /// Connections open, idle or lent.
+    open: usize,
+}
+
+/// One connection and its prepared statements.
+pub(super) struct Conn {
+    pub client: Client,
+    stmts: HashMap<String, Statement>,
+}
+
+impl Conn {
+    /// The statement for `sql`, prepared once per connection.
+    pub fn stmt(&mut self, sql: &str) -> Result<Statement> {
+        if let Some(s) = self.stmts.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = wait(self.client.prepare(sql)).map_err(map_err)?;
+        if self.stmts.len() >= MAX_STATEMENTS {
+            self.stmts.clear();
+        }
+        self.stmts.insert(sql.to_string(), s.clone());
+        Ok(s)
+    }
+}
+
+/// Waits for a client future on the calling thread (the connection task runs elsewhere).
+pub(super) fn wait<F: std::future::Future>(f: F) -> F::Output {
+    futures_executor::block_on(f)
+}
+
+impl Pool {
+    pub fn new(config: tokio_postgres::Config, max: usize) -> Result<Arc<Pool>> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("ringgate-pg")
+            .enable_all()
+            .build()
+            .map_err(|e| StorageError::Io(format!("cannot start the PostgreSQL runtime: {e}")))?;
+        let mut config = config;
+        config.connect_timeout(Duration::from_millis(CONNECT_TIMEOUT_MS));
+        // Acknowledged means committed (and, with a synchronous standby, replicated), whatever
+        // the server's default.
+        config.options("-c synchronous_commit=on");
+        Ok(Arc::new(Pool {
+            rt: Some(rt),
+            config,
+            max: max.max(1),
+            state: Mutex::new(PoolState::default()),
+            returned: Condvar::new(),
+        }))
+    }
+
+    /// An idle connection, a new one, or (pool full) the next one returned.
+    pub fn get(self: &Arc<Self>) -> Result<Lease> {
+        let mut st = self.state.lock();
+        loop {
+            if let Some(c) = st.idle.pop() {
+                if c.client.is_closed() {
+                    st.open -= 1;
+                    continue;
+                }
+                return Ok(self.lease(c));
+            }
+            if st.open < self.max {
+                st.open += 1;
+                drop(st);
+                return match self.connect() {
+                    Ok(c) => Ok(self.lease(c)),
+                    Err(e) => {
+                        self.state.lock().open -= 1;
+                        self.returned.notify_one();
+                        Err(e)
+                    }
+                };
+            }
+            if self
+                .returned
+                .wait_for(&mut st, Duration::from_millis(WAIT_MS))
+                .timed_out()
+            {
+                return Err(StorageError::Unavailable(format!(
+                    "no PostgreSQL connection free within {WAIT_MS} ms (storage.postgres.pool_size \
+                     = {})",
+                    self.max
+                )));
+            }
+        }
+    }
+
+    fn lease(self: &Arc<Self>, conn: Conn) -> Lease {
+        Lease {
+            pool: Arc::clone(self),
+            conn: Some(conn),
+        }
+    }
+
+    /// Opens a connection; its I/O task runs on the pool's runtime until the socket closes.
+    fn connect(&self) -> Result<Conn> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let config = self.config.clone();
+        self.runtime().spawn(async move {
+            match config.connect(NoTls).await {
+                Ok((client, connection)) => {
+                    let _ = tx.send(Ok(client));
+                    if let Err(e) = connection.await {
+                        tracing::warn!("PostgreSQL connection closed: {e}");
+                    }
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                }
+            }
+        });
+        let client = rx
+            .recv()
+            .map_err(|_| StorageError::Unavailable("the PostgreSQL runtime stopped".into()))?
+            .map_err(|e| StorageError::Unavailable(format!("cannot connect to PostgreSQL: {e}")))?;
+        Ok(Conn {
+            client,
+            stmts: HashMap::new(),
+        })
+    }
+
+    fn runtime(&self) -> &tokio::runtime::Runtime {
+        self.rt
+            .as_ref()
+            .expect("the runtime lives as long as the pool")
+    }
+
+    fn give_back(&self, conn: Conn) {
+        let mut st = self.state.lock();
+        if conn.client.is_closed() {
+            st.open -= 1;
+        } else {
+            st.idle.push(conn);
+        }
+        drop(st);
+        self.returned.notify_one();
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        // The pool may be dropped inside another runtime's async context (the server's
+        // shutdown), where dropping a runtime in place would panic.
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// A connection lent by the pool; returned when dropped. `discard` drops it instead (its
+/// session is in an unknown state).
+pub(super) struct Lease {
+    pool: Arc<Pool>,
+    conn: Option<Conn>,
+}
+
+impl Lease {
+    pub fn conn(&mut self) -> &mut Conn {
+        self.conn
+            .as_mut()
+            .expect("a lease holds its connection until dropped")
+    }
+
+    pub fn discard(mut self) {
+        if self.conn.take().is_some() {
+            self.pool.state.lock().open -= 1;
+            self.pool.returned.notify_one();
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Some(c) = self.conn.take() {
+            self.pool.give_back(c);
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! Reads: point gets and ordered scans that page through a key range.
+//!
+//! A scan never loads its whole range: it fetches pages of `LIMIT n` rows in key order (an
+//! index range scan, ascending or descending) and resumes after the last key it returned. The
+//! page adapts to the rows' size: it starts at `FIRST_PAGE_ROWS`, doubles while pages stay under
+//! `SMALL_PAGE_BYTES` and halves above `LARGE_PAGE_BYTES`, within [1, `MAX_PAGE_ROWS`].
+//! Scans through the pool read each page at its own point in time (each page is consistent,
+//! the whole scan is not, as with a paged CQL query); scans of a snapshot run every page in the
+//! snapshot's REPEATABLE READ transaction, so they see one point in time.
+
+use super::errors::map_err;
+use super::pool::{wait, Conn, Lease, Pool};
+use crate::storage::{Entry, Result, ScanIter, StorageError};
+use bytes::Bytes;
+use parking_lot::Mutex;
+use std::collections::VecDeque;
+use std::ops::Bound;
+use std::sync::Arc;
+
+const FIRST_PAGE_ROWS: i64 = 64;
+const MAX_PAGE_ROWS: i64 = 1024;
+const SMALL_PAGE_BYTES: usize = 1 << 20;
+const LARGE_PAGE_BYTES: usize = 4 << 20;
+
+/// Where reads run: any pooled connection, or one snapshot's transaction.
+#[derive(Clone)]
+pub(super) enum Source {
+    Pool(Arc<Pool>),
+    Snapshot(Arc<SnapConn>),
+}
+
+/// A connection inside a REPEATABLE READ READ ONLY transaction (or why it could not start).
+pub(super) struct SnapConn(pub Mutex<std::result::Result<Lease, String>>);
+
+impl Source {
+    pub fn run<T>(&self, f: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
+        match self {
+            Source::Pool(pool) => f(pool.get()?.conn()),
+            Source::Snapshot(snap) => match &mut *snap.0.lock() {
+                Ok(lease) => f(lease.conn()),
+                Err(e) => Err(StorageError::Unavailable(e.clone())),
+            },
+        }
+    }
+}
+
+pub(super) fn get(source: &Source, table: &str, key: &[u8]) -> Result<Option<Bytes>> {
+    source.run(|c| {
+        let stmt = c.stmt(&format!("SELECT v FROM {table} WHERE k = $1"))?;
+        let row = wait(c.client.query_opt(&stmt, &[&key])).map_err(map_err)?;
+        Ok(row.map(|r| Bytes::from(r.get::<_, Vec<u8>>(0))))
+    })
+}
+
+pub(super) fn scan(
+    source: Source,
+    table: &'static str,
+    lower: Bound<&[u8]>,
+    upper: Bound<&[u8]>,
+    reverse: bool,
+) -> ScanIter {
+    Box::new(PagedScan {
+        source,
+        table,
+        lower: lower.map(<[u8]>::to_vec),
+        upper: upper.map(<[u8]>::to_vec),
+        reverse,
+        buf: VecDeque::new(),
+        done: false,
+        page_rows: FIRST_PAGE_ROWS,
+    })
+}
+
+struct PagedScan {
+    source: Source,
+    table: &'static str,
+    lower: Bound<Vec<u8>>,
+    upper: Bound<Vec<u8>>,
+    reverse: bool,
+    buf: VecDeque<Entry>,
+    done: bool,
+    page_rows: i64,
+}
+
+impl PagedScan {
+    /// `SELECT ... WHERE <bounds> ORDER BY k <dir> LIMIT $n`, bounds as parameters.
+    fn sql(&self) -> String {
+        let mut conds = Vec::new();
+        for (b, incl, excl) in [(&self.lower, ">=", ">"), (&self.upper, "<=", "<")] {
+            match b {
+                Bound::Included(_) => conds.push(format!("k {incl} ${}", conds.len() + 1)),
+                Bound::Excluded(_) => conds.push(format!("k {excl} ${}", conds.len() + 1)),
+                Bound::Unbounded => {}
+            }
+        }
+        let filter = if conds.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", conds.join(" AND "))
+        };
+        let dir = if self.reverse { "DESC" } else { "ASC" };
+        format!(
+            "SELECT k, v FROM {}{filter} ORDER BY k {dir} LIMIT ${}",
+            self.table,
+            conds.len() + 1
+        )
+    }
+
+    fn fetch(&mut self) -> Result<()> {
+        let sql = self.sql();
+        let limit = self.page_rows;
+        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = Vec::new();
+        for b in [&self.lower, &self.upper] {
+            if let Bound::Included(k) | Bound::Excluded(k) = b {
+                params.push(k);
+            }
+        }
+        params.push(&limit);
+        let rows = self.source.run(|c| {
+            let stmt = c.stmt(&sql)?;
+            wait(c.client.query(&stmt, &params)).map_err(map_err)
+        })?;
+        let mut bytes = 0usize;
+        for r in &rows {
+            let (k, v): (Vec<u8>, Vec<u8>) = (r.get(0), r.get(1));
+            bytes += k.len() + v.len();
+            self.buf.push_back((Bytes::from(k), Bytes::from(v)));
+        }
+        if (rows.len() as i64) < limit {
+            self.done = true;
+        } else if let Some((last, _)) = self.buf.back() {
+            let after = Bound::Excluded(last.to_vec());
+            if self.reverse {
+                self.upper = after;
+            } else {
+                self.lower = after;
+            }
+        }
+        self.page_rows = if bytes > LARGE_PAGE_BYTES {
+            (limit / 2).max(1)
+        } else if bytes < SMALL_PAGE_BYTES {
+            (limit * 2).min(MAX_PAGE_ROWS)
+        } else {
+            limit
+        };
+        Ok(())
+    }
+}
+
+impl Iterator for PagedScan {
+    type Item = Result<Entry>;
+
+    fn next(&mut self) -> Option<Result<Entry>> {
+        if self.buf.is_empty() && !self.done {
+            if let Err(e) = self.fetch() {
+                self.done = true;
+                return Some(Err(e));
+            }
+        }
+        self.buf.pop_front().map(Ok)
+    }
+}

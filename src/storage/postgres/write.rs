@@ -1,0 +1,56 @@
+//! Writes to one key space table inside a transaction: all puts as one `INSERT ... SELECT FROM
+//! unnest(...) ON CONFLICT DO UPDATE`, all deletes as one `DELETE ... WHERE k = ANY(...)`, so a
+//! commit costs two statements per table whatever its size. One statement may touch a row only
+//! once, so the last write of a key in the list wins (as in a storage batch). Rows are written
+//! in key order, so two transactions writing the same keys lock them in the same order and
+//! cannot deadlock on them.
+
+use super::errors::map_err;
+use super::pool::{wait, Conn};
+use crate::storage::Result;
+use bytes::Bytes;
+use std::collections::BTreeMap;
+
+/// One write: key, value (None deletes), and the token of a local record (data table only).
+pub(super) type Write = (Bytes, Option<Bytes>, Option<i64>);
+
+pub(super) fn apply(c: &mut Conn, table: &str, writes: Vec<Write>) -> Result<()> {
+    let mut last: BTreeMap<Bytes, (Option<Bytes>, Option<i64>)> = BTreeMap::new();
+    for (k, v, t) in writes {
+        last.insert(k, (v, t));
+    }
+    let (mut keys, mut values, mut tokens, mut deleted) = (vec![], vec![], vec![], vec![]);
+    for (k, (v, t)) in &last {
+        match v {
+            Some(v) => {
+                keys.push(&k[..]);
+                values.push(&v[..]);
+                tokens.push(*t);
+            }
+            None => deleted.push(&k[..]),
+        }
+    }
+    if !keys.is_empty() {
+        if table == super::DATA {
+            // A write without a token (the plain `Store` path) keeps the record's token.
+            let stmt = c.stmt(
+                "INSERT INTO ringgate_data (k, v, token) \
+                 SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::int8[]) \
+                 ON CONFLICT (k) DO UPDATE SET v = excluded.v, \
+                 token = COALESCE(excluded.token, ringgate_data.token)",
+            )?;
+            wait(c.client.execute(&stmt, &[&keys, &values, &tokens])).map_err(map_err)?;
+        } else {
+            let stmt = c.stmt(&format!(
+                "INSERT INTO {table} (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) \
+                 ON CONFLICT (k) DO UPDATE SET v = excluded.v"
+            ))?;
+            wait(c.client.execute(&stmt, &[&keys, &values])).map_err(map_err)?;
+        }
+    }
+    if !deleted.is_empty() {
+        let stmt = c.stmt(&format!("DELETE FROM {table} WHERE k = ANY($1::bytea[])"))?;
+        wait(c.client.execute(&stmt, &[&deleted])).map_err(map_err)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,132 @@
+//! The PostgreSQL backend's errors, through a real server: no server is `Unavailable`
+//! (retryable); a connection cut right after COMMIT was sent is `Unknown` (not retryable) and
+//! the commit may well have been applied; the pool recovers with a new connection.
+
+use super::support::*;
+use bytes::Bytes;
+use ringgate::storage::postgres::{PgConfig, PostgresStore};
+use ringgate::storage::{PartitionCommit, PartitionStore, StorageError};
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+fn config(url: String) -> PgConfig {
+    PgConfig { url, pool_size: 2 }
+}
+
+#[test]
+fn no_server_is_unavailable() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("host=127.0.0.1 port={port} user=postgres dbname=none");
+    let err = PostgresStore::open(&config(url))
+        .err()
+        .expect("no server there");
+    assert!(matches!(err, StorageError::Unavailable(_)), "{err}");
+    assert!(err.is_retryable());
+}
+
+/// Forwards connections to PostgreSQL; once armed, cuts the connection that sends a COMMIT
+/// right after forwarding it (so the server commits, the client never hears back).
+struct CutAtCommit {
+    port: u16,
+    armed: Arc<AtomicBool>,
+}
+
+impl CutAtCommit {
+    fn start(upstream: u16) -> CutAtCommit {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let armed = Arc::new(AtomicBool::new(false));
+        let arm = Arc::clone(&armed);
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { return };
+                let server = TcpStream::connect(("127.0.0.1", upstream)).unwrap();
+                let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                let mute = Arc::new(AtomicBool::new(false));
+                let m2 = Arc::clone(&mute);
+                std::thread::spawn(move || answers(s2, c2, m2));
+                let arm = Arc::clone(&arm);
+                std::thread::spawn(move || requests(client, server, arm, mute));
+            }
+        });
+        CutAtCommit { port, armed }
+    }
+}
+
+/// Client to server; the armed cut mutes the answers before it forwards the COMMIT.
+fn requests(mut from: TcpStream, mut to: TcpStream, armed: Arc<AtomicBool>, mute: Arc<AtomicBool>) {
+    let mut buf = [0u8; 16 << 10];
+    while let Ok(n) = from.read(&mut buf) {
+        let commit = buf[..n].windows(6).any(|w| w == b"COMMIT");
+        let cut = commit && armed.swap(false, Ordering::SeqCst);
+        if cut {
+            mute.store(true, Ordering::SeqCst);
+        }
+        if n == 0 || to.write_all(&buf[..n]).is_err() {
+            break;
+        }
+        if cut {
+            // Let the server commit, then lose the answer.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            break;
+        }
+    }
+    let _ = from.shutdown(Shutdown::Both);
+    let _ = to.shutdown(Shutdown::Both);
+}
+
+/// Server to client, until muted.
+fn answers(mut from: TcpStream, mut to: TcpStream, mute: Arc<AtomicBool>) {
+    let mut buf = [0u8; 16 << 10];
+    while let Ok(n) = from.read(&mut buf) {
+        if n == 0 || mute.load(Ordering::SeqCst) || to.write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+}
+
+#[test]
+fn a_commit_whose_answer_is_lost_is_unknown() {
+    let Some(pg) = super::pg::server() else {
+        return;
+    };
+    let url = pg.new_database("contract-unknown");
+    let direct = PostgresStore::open(&config(url.clone())).unwrap();
+    let proxy = CutAtCommit::start(pg.port);
+    let via = url.replace(
+        &format!("port={}", pg.port),
+        &format!("port={}", proxy.port),
+    );
+    let store = PostgresStore::open(&config(via)).unwrap();
+    let h = store.open_partition(parts()[1].clone(), 1).unwrap();
+    let (k1, k2) = (Bytes::from(key(1, b"a")), Bytes::from(key(2, b"b")));
+
+    let mut c = PartitionCommit::default();
+    c.put(k1.clone(), "before");
+    h.commit(c).unwrap();
+
+    proxy.armed.store(true, Ordering::SeqCst);
+    let mut c = PartitionCommit::default();
+    c.put(k2.clone(), "unknown");
+    let err = h.commit(c).unwrap_err();
+    assert!(matches!(err, StorageError::Unknown(_)), "{err}");
+    assert!(!err.is_retryable());
+    // "Unknown" is not "failed": PostgreSQL got the COMMIT and applied it.
+    let other = direct.open_partition(parts()[1].clone(), 1).unwrap();
+    assert_eq!(
+        other.get(&k2).unwrap(),
+        Some(Bytes::from_static(b"unknown"))
+    );
+
+    // The broken connection is gone; the next commit gets a new one.
+    let mut c = PartitionCommit::default();
+    c.put(k1.clone(), "after");
+    h.commit(c).unwrap();
+    assert_eq!(other.get(&k1).unwrap(), Some(Bytes::from_static(b"after")));
+}
