@@ -76,7 +76,7 @@ pub(super) fn selects_whole_partitions(t: &TableDef, sel: &Select) -> bool {
         RelationLhs::Column(c) | RelationLhs::Element(c, _) => t
             .column(c)
             .is_some_and(|c| matches!(c.kind, ColumnKind::Clustering | ColumnKind::Regular)),
-        RelationLhs::Token(_) => false,
+        RelationLhs::Token(_) | RelationLhs::Function(_) => false,
     })
 }
 
@@ -118,6 +118,11 @@ pub(super) fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
         match &r.lhs {
             RelationLhs::Column(c) => {
                 column_index(t, c)?;
+            }
+            RelationLhs::Function(f) => {
+                return Err(invalid(format!(
+                    "Unknown function {f}() in a WHERE relation"
+                )));
             }
             RelationLhs::Token(cols) => {
                 let pk: Vec<&str> = t.pk_columns().map(|c| c.name.as_str()).collect();

@@ -39,6 +39,7 @@ pub(super) fn purge(
     let hi = (storage_id + 1).to_be_bytes();
     crate::storage::delete_range(store, Space::Data, &lo, &hi)?;
     crate::partition::sizes::purge(store, storage_id)?;
+    crate::query::changefeed::keys::purge(store, storage_id)?;
     let mut batch = WriteBatch::default();
     batch.delete(Space::Meta, purge_key(storage_id));
     store.commit(batch)
