@@ -149,7 +149,7 @@ def test_feed_across_split_and_restart(server_factory, unique_name):
     c, s = connect(srv)
     ks = create_keyspace(s, unique_name("ks"))
     s.execute(f"CREATE TABLE {ks}.t (k int, c int, v int, PRIMARY KEY (k, c)) "
-              f"WITH cosmosdb_provisioned_throughput = 400")
+              f"WITH cosmosdb_provisioned_throughput = 400 AND cdc = true")
     w = Writer(s, ks)
     w.run(60)
     old = s.prepare(f"INSERT INTO {ks}.t (k, c, v) VALUES (?, 0, -1)")
@@ -227,7 +227,7 @@ def test_concurrent_writers_and_the_consumer_script(server_factory, unique_name,
     srv = server_factory()
     c, s = connect(srv)
     ks = create_keyspace(s, unique_name("ks"))
-    s.execute(f"CREATE TABLE {ks}.t (k int, c int, v int, PRIMARY KEY (k, c))")
+    s.execute(f"CREATE TABLE {ks}.t (k int, c int, v int, PRIMARY KEY (k, c)) WITH cdc = true")
     start = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=1)
     state_file = tmp_path / "feed.state"
     cmd = [sys.executable, str(ROOT / "cql" / "changefeed_consumer.py"), f"{ks}.t",
@@ -272,6 +272,12 @@ def test_pages_paging_states_and_errors(server_factory, unique_name):
     s.execute(f"CREATE TABLE {ks}.t (k int, c int, v int, PRIMARY KEY (k, c))")
     start_ms = int(time.time() * 1000) - 1000
     ins = s.prepare(f"INSERT INTO {ks}.t (k, c, v) VALUES (?, ?, ?)")
+    # The feed is recorded for tables with Cassandra's `cdc = true` (it costs writes).
+    s.execute(ins, (9, 9, -1))
+    with pytest.raises(InvalidRequest) as e:
+        Consumer(s, feed_query(ks, start_ms)).poll()
+    assert f"ALTER TABLE {ks}.t WITH cdc = true" in error_text(e.value)
+    s.execute(f"ALTER TABLE {ks}.t WITH cdc = true")
     for i in range(30):
         s.execute(ins, (i % 4, i, i))
     con = Consumer(s, feed_query(ks, start_ms), page=4)
@@ -308,3 +314,15 @@ def test_pages_paging_states_and_errors(server_factory, unique_name):
     fresh.drain()
     assert fresh.events == []
     c.shutdown()
+
+
+def test_example_script_runs_in_cqlsh(server_factory, cqlsh):
+    """cql/changefeed.cql through cqlsh -f: with PAGING OFF a feed query answers once."""
+    srv = server_factory()
+    r = cqlsh(["-f", str(ROOT / "cql" / "changefeed.cql")], server=srv, timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    # All, one partition, with deletes, one token slice.
+    assert [line.strip() for line in out.splitlines() if line.strip().endswith("rows)")] == \
+        ["(2 rows)", "(2 rows)", "(3 rows)", "(2 rows)"]
+    assert "paid" in out and "null" in out

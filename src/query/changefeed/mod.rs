@@ -2,6 +2,10 @@
 //! version of every row inserted or updated since that time, in order of modification, and a
 //! paging state that continues the feed for ever (Cosmos DB's API for Cassandra serves it so).
 //!
+//! Which tables: those with Cassandra's change data capture option, `WITH cdc = true`
+//! (`write::records`): recording costs point writes about a fifth of their throughput
+//! (scripts/bench), so it is opt-in; a feed query on another table is refused.
+//!
 //! Storage (`keys.rs`): every row write also writes, in the same partition commit, a feed
 //! entry `[0xFF 0x01][table storage id u64 BE][sequence u64 BE][row key tail]` (empty value)
 //! and a reverse record `[0xFF 0x02][storage id][row key tail]` -> sequence (u64 BE); the row

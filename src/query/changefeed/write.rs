@@ -7,6 +7,13 @@
 use super::keys;
 use crate::storage::{Space, Store, WriteBatch};
 
+/// Whether writes to `table` record the change feed: Cassandra's change data capture option,
+/// `WITH cdc = true` (off by default: the feed costs point writes ~20% of their throughput,
+/// measured with scripts/bench's write phase).
+pub fn records(table: &crate::schema::TableDef) -> bool {
+    table.options.cdc
+}
+
 /// Records that data key `row_key` of table `storage_id` was written by the write with
 /// sequence `seq`. Reads the row's reverse record (under the row's lock stripe, and the row's
 /// own `Unchanged` condition covers it: both change only together).
@@ -38,12 +45,15 @@ pub fn record(
     Ok(())
 }
 
-/// The sequence of a write of `muts` (None: nothing to record).
+/// The sequence of a write of `muts` (None: none of their tables records a feed).
 pub fn ticket(
     engine: &crate::query::Engine,
     muts: &[crate::query::write::Mutation],
 ) -> crate::storage::Result<Option<super::clock::Ticket>> {
-    let mut sids: Vec<u64> = muts.iter().map(|m| m.table.storage_id).collect();
+    let mut sids: Vec<u64> = (muts.iter())
+        .filter(|m| records(&m.table))
+        .map(|m| m.table.storage_id)
+        .collect();
     sids.sort_unstable();
     sids.dedup();
     if sids.is_empty() {

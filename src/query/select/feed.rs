@@ -25,6 +25,12 @@ pub(super) fn read_feed(
     q: &FeedQuery,
     opts: &QueryOptions,
 ) -> Result<()> {
+    if !crate::query::changefeed::write::records(t) {
+        return Err(invalid(format!(
+            "Table {}.{} records no change feed: ALTER TABLE {}.{} WITH cdc = true (it records changes from then on)",
+            t.keyspace, t.name, t.keyspace, t.name
+        )));
+    }
     if out.agg.is_some() {
         return Err(invalid("Change feed queries support no aggregates"));
     }

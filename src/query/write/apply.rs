@@ -10,6 +10,7 @@
 
 use super::*;
 use crate::error::WriteType;
+use crate::query::changefeed::write as changefeed;
 use crate::query::QueryError;
 use crate::storage::handle::Condition;
 use crate::storage::StorageError;
@@ -95,7 +96,7 @@ pub(crate) fn apply_once(
 ) -> Result<std::result::Result<(), StorageError>> {
     let budgets = write_partitions(engine, &muts).0;
     // The write's modification sequence, in flight until this attempt ends (change feed).
-    let feed = crate::query::changefeed::write::ticket(engine, &muts)?;
+    let feed = changefeed::ticket(engine, &muts)?;
     let mut conditions = extra;
     let mut batch = WriteBatch::default();
     // Several mutations of one batch may hit the same key: merge them in order. The stored
@@ -177,7 +178,7 @@ pub(crate) fn apply_once(
             .as_ref()
             .filter(|_| m.stored.as_deref() != Some(&buf[..]))
         {
-            crate::query::changefeed::write::record(
+            changefeed::record(
                 &*engine.store,
                 m.table.storage_id,
                 &m.key,
