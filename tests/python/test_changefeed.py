@@ -326,3 +326,39 @@ def test_example_script_runs_in_cqlsh(server_factory, cqlsh):
     assert [line.strip() for line in out.splitlines() if line.strip().endswith("rows)")] == \
         ["(2 rows)", "(2 rows)", "(3 rows)", "(2 rows)"]
     assert "paid" in out and "null" in out
+
+
+def test_charges_follow_the_read_model_and_tracing_names_partitions(server_factory, unique_name):
+    import struct
+    srv = server_factory()
+    c, s = connect(srv)
+    ks = create_keyspace(s, unique_name("ks"))
+    s.execute(f"CREATE TABLE {ks}.t (k int, c int, v text, PRIMARY KEY (k, c)) "
+              f"WITH cdc = true AND cosmosdb_provisioned_throughput = 20000")
+    start_ms = int(time.time() * 1000) - 1000
+    ins = s.prepare(f"INSERT INTO {ks}.t (k, c, v) VALUES (?, ?, ?)")
+    for k in range(20):
+        s.execute(ins, (k, 0, "x" * 1000))  # about 1 KB stored per row
+
+    def charge(rs):
+        return struct.unpack(">d", rs.response_future.custom_payload["RequestCharge"])[0]
+
+    st = SimpleStatement(feed_query(ks, start_ms).replace("token(k) AS t, k, c, v", "k, v"),
+                         fetch_size=10)
+    rs = s.execute(st, trace=True)
+    assert len(rs.current_rows) == 10
+    # 10 rows of about 1 KB: about 10 RU, as a scan returning them (read model, ru.rs).
+    assert 9.5 < charge(rs) < 12
+    events = [e.description for e in rs.get_query_trace(max_wait_sec=5).events]
+    feed = [e for e in events if e.startswith("Change feed read")]
+    assert feed, events
+    parts = physical_partitions(s, ks, "t")
+    assert len(parts) == 2
+    # Both physical partitions are named with their token ranges (20 keys land in both).
+    for start, end in parts:
+        assert f"({start}, {end}]" in feed[0], feed[0]
+    rest = s.execute(st, paging_state=rs.paging_state)
+    empty = s.execute(st, paging_state=rest.paging_state)
+    assert len(rest.current_rows) == 10 and not empty.current_rows
+    assert charge(empty) == 1.0  # the read minimum
+    c.shutdown()
