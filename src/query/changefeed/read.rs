@@ -86,47 +86,67 @@ pub fn read_page(
         .store
         .scan(Space::Data, lower, Bound::Excluded(&to[..]), false)
     {
+        if end.scanned >= max_scanned {
+            end.caught_up = false;
+            break;
+        }
         let (k, _) = entry?;
         end.scanned += 1;
         end.position.after = k[prefix.len()..].to_vec();
         end.position.inclusive = false;
-        let Some((seq, tail)) = keys::split_entry(&k[prefix.len()..]) else {
-            continue;
-        };
-        let key = [&storage_id.to_be_bytes()[..], tail].concat();
-        let Ok(dk) = decode_key(&key, &[]) else {
-            continue;
-        };
-        if scope.holds(dk.token, &dk.pk) {
-            let (value, header) =
-                read_row(engine, map.as_deref(), storage_id, &key, &dk, &mut end)?;
-            // Read after the row: if the row's latest entry is still this one, the row read
-            // is this entry's version (row and reverse record change in one commit). If not,
-            // the row changed since the scan began and its newer entry will return it.
-            let reverse = engine
-                .store
-                .get(Space::Data, &keys::reverse_key(storage_id, tail))?;
-            if reverse.as_deref() == Some(&seq.to_be_bytes()[..]) {
-                let found = Found {
-                    token: dk.token,
-                    key: &key,
-                    pk: &dk.pk,
-                    kind: dk.kind,
-                    value,
-                    header,
-                };
-                if emit(&found)? {
-                    end.caught_up = false;
-                    break;
-                }
-            }
-        }
-        if end.scanned >= max_scanned {
+        if visit(
+            engine,
+            map.as_deref(),
+            storage_id,
+            scope,
+            &k[prefix.len()..],
+            &mut end,
+            emit,
+        )? {
             end.caught_up = false;
             break;
         }
     }
     Ok(end)
+}
+
+/// One feed entry (`suffix`: `[seq][tail]`): emitted when in scope and still the row's latest;
+/// true when `emit` says the page is full.
+fn visit(
+    engine: &Engine,
+    map: Option<&crate::partition::map::PartitionMap>,
+    storage_id: u64,
+    scope: &Scope,
+    suffix: &[u8],
+    end: &mut PageEnd,
+    emit: &mut dyn FnMut(&Found) -> Result<bool>,
+) -> Result<bool> {
+    let Some((seq, tail)) = keys::split_entry(suffix) else {
+        return Ok(false);
+    };
+    let key = [&storage_id.to_be_bytes()[..], tail].concat();
+    let Ok(dk) = decode_key(&key, &[]) else {
+        return Ok(false);
+    };
+    if !scope.holds(dk.token, &dk.pk) {
+        return Ok(false);
+    }
+    let (value, header) = read_row(engine, map, storage_id, &key, &dk, end)?;
+    // Read after the row: if the row's latest entry is still this one, the row read is this
+    // entry's version (row and reverse record change in one commit). If not, the row changed
+    // since the scan began and its newer entry returns it.
+    let reverse = (engine.store).get(Space::Data, &keys::reverse_key(storage_id, tail))?;
+    if reverse.as_deref() != Some(&seq.to_be_bytes()[..]) {
+        return Ok(false);
+    }
+    emit(&Found {
+        token: dk.token,
+        key: &key,
+        pk: &dk.pk,
+        kind: dk.kind,
+        value,
+        header,
+    })
 }
 
 /// The row's value and its partition header, read through the partition's handle (the store
