@@ -308,6 +308,21 @@ def test_pages_paging_states_and_errors(server_factory, unique_name):
     with pytest.raises(InvalidRequest) as e:
         s.execute(f"SELECT * FROM {ks}.t WHERE no_such_function() = 1")
     assert "Unknown function no_such_function()" in error_text(e.value)
+    # With deletes, a partition deletion appears as its partition key alone, a row deletion
+    # as the row's key with null columns; without, neither appears.
+    dels = Consumer(s, feed_query(ks, start_ms, " AND CHANGEFEED_DELETES() = true"))
+    plain = Consumer(s, feed_query(ks, start_ms))
+    dels.drain()
+    plain.drain()
+    s.execute(f"DELETE FROM {ks}.t WHERE k = 2")
+    s.execute(f"DELETE FROM {ks}.t WHERE k = 1 AND c = 1")
+    dels.events.clear()
+    plain.events.clear()
+    dels.drain()
+    plain.drain()
+    assert sorted(e[1:] for e in dels.events if e[1] == 2) == [(2, None, None)]
+    assert (1, 1, None) in [e[1:] for e in dels.events]
+    assert plain.events == []
     # TRUNCATE gives the table a new feed.
     s.execute(f"TRUNCATE {ks}.t")
     fresh = Consumer(s, feed_query(ks, start_ms))
