@@ -135,6 +135,9 @@ pub enum RelationLhs {
     Tuple(Vec<String>),
     /// `token(a, b)`
     Token(Vec<String>),
+    /// `name()`: a function of no arguments compared to a value (Cosmos DB's
+    /// `COSMOS_CHANGEFEED_START_TIME() = '...'`); the name as written, lower-cased.
+    Function(String),
 }
 
 /// The right side of `IN`: a list of terms, or a single bind marker for the whole list.

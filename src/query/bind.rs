@@ -189,6 +189,10 @@ impl Collector<'_> {
                     self.term(&r.rhs, c, &v);
                 }
                 RelationLhs::Token(_) => self.term(&r.rhs, "partition key token", &CqlType::Bigint),
+                RelationLhs::Function(f) => {
+                    let ty = super::changefeed::bind_type(f).unwrap_or(CqlType::Blob);
+                    self.term(&r.rhs, f, &ty)
+                }
                 RelationLhs::Tuple(cols) => {
                     let types: Vec<CqlType> = cols.iter().map(|c| self.column_type(c)).collect();
                     let tuple = CqlType::Tuple(types.clone());

@@ -4,6 +4,7 @@
 pub mod aggregate;
 pub mod arith;
 pub mod bind;
+pub mod changefeed;
 pub mod clustering;
 pub mod complex;
 pub mod eval;

@@ -51,7 +51,7 @@ fn check_distinct(t: &TableDef, rels: &[Relation]) -> Result<()> {
         RelationLhs::Column(c) | RelationLhs::Element(c, _) => t
             .column(c)
             .is_some_and(|c| matches!(c.kind, ColumnKind::Clustering | ColumnKind::Regular)),
-        RelationLhs::Token(_) => false,
+        RelationLhs::Token(_) | RelationLhs::Function(_) => false,
     });
     if refused {
         return Err(invalid(

@@ -152,6 +152,13 @@ impl PartitionStore for EmbeddedStore {
         Ok(())
     }
 
+    fn drop_prefix(&self, prefix: &[u8]) -> Result<()> {
+        match super::prefix_successor(prefix) {
+            Some(end) => super::delete_range(self, Space::Data, prefix, &end),
+            None => Err(StorageError::Io("drop_prefix: a prefix of 0xff bytes only".into())),
+        }
+    }
+
     fn retire_partition(&self, storage_id: u64, partition_id: u64) -> Result<()> {
         let state = self.part_state(storage_id, partition_id)?;
         let mut current = state.epoch.write();

@@ -258,6 +258,10 @@ pub trait PartitionStore: Send + Sync {
     /// partitions' owner records. Idempotent: an interrupted run is finished by calling it
     /// again (the caller keeps a marker until it returns).
     fn drop_data(&self, storage_id: u64) -> Result<()>;
+    /// Deletes every data-space record whose key starts with `prefix`: local records of a
+    /// dropped table kept under a prefix of their own (change-feed entries). Idempotent, as
+    /// `drop_data`.
+    fn drop_prefix(&self, prefix: &[u8]) -> Result<()>;
     /// Fences the partition for good (its range now belongs to its split children, or its
     /// table is gone): every handle's commit fails with `Fenced` and it cannot be opened again.
     fn retire_partition(&self, storage_id: u64, partition_id: u64) -> Result<()>;

@@ -461,6 +461,21 @@ impl Parser<'_> {
                 self.nested(|p| p.relation(out))?;
                 self.expect(T::RParen)?;
             }
+            k if is_ident_kind(k)
+                && self.kind_at(1) == T::LParen
+                && self.kind_at(2) == T::RParen =>
+            {
+                let name = self.cident()?;
+                self.expect(T::LParen)?;
+                self.expect(T::RParen)?;
+                let op = self.relation_operator()?;
+                let rhs = self.term()?;
+                out.push(Relation {
+                    lhs: RelationLhs::Function(name),
+                    op,
+                    rhs,
+                });
+            }
             _ => {
                 let column = self.cident()?;
                 out.push(self.column_relation(column)?);

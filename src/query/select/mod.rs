@@ -22,6 +22,7 @@ use std::sync::Arc;
 // siblings' items through `use super::*` (the globs below), so moving code between them needs
 // no import changes.
 mod cells;
+mod feed;
 mod filters;
 mod limits;
 mod output;
@@ -76,6 +77,13 @@ pub fn execute(
         max_value_bytes: engine.limits.max_value_bytes,
         now_micros: engine.clock.now_micros(),
     };
+    let feed = super::changefeed::detect(sel, &ctx)?;
+    let sel = feed.as_ref().map_or(sel, |(_, rest)| rest);
+    if feed.is_some() && t.virtual_table {
+        return Err(invalid(
+            "Change feed queries are not supported on system tables",
+        ));
+    }
     let proj = plan_projection(t, Some(&ctx), sel)?;
     let group_cols = group_by_columns(t, sel)?;
     let aggregating =
@@ -92,7 +100,7 @@ pub fn execute(
         opts.ctx.trace(|| routing(engine, t, &plan.target));
     }
     let paging = match &opts.paging_state {
-        Some(b) if !count_only => Some(PagingState::decode(b)?),
+        Some(b) if !count_only && feed.is_none() => Some(PagingState::decode(b)?),
         _ => None,
     };
     let page_rows = match opts.page_size {
@@ -138,7 +146,10 @@ pub fn execute(
         read_virtual(engine, &schema, t, &plan, &mut out, paging)?;
     } else {
         let budget = admit_read(engine, &schema, t, &plan, out.map.as_deref(), opts)?;
-        let res = read_stored(engine, t, &plan, &mut out, paging);
+        let res = match &feed {
+            Some((q, _)) => self::feed::read_feed(engine, t, &plan, &mut out, q, opts),
+            None => read_stored(engine, t, &plan, &mut out, paging),
+        };
         let (rows, bytes) = out
             .meter
             .iter()

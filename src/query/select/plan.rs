@@ -76,7 +76,7 @@ pub(super) fn selects_whole_partitions(t: &TableDef, sel: &Select) -> bool {
         RelationLhs::Column(c) | RelationLhs::Element(c, _) => t
             .column(c)
             .is_some_and(|c| matches!(c.kind, ColumnKind::Clustering | ColumnKind::Regular)),
-        RelationLhs::Token(_) => false,
+        RelationLhs::Token(_) | RelationLhs::Function(_) => false,
     })
 }
 
@@ -189,6 +189,11 @@ fn check_relations(
         match &r.lhs {
             RelationLhs::Column(c) => {
                 column_index(t, c)?;
+            }
+            RelationLhs::Function(f) => {
+                return Err(invalid(format!(
+                    "Unknown function {f}() in a WHERE relation"
+                )));
             }
             RelationLhs::Token(cols) => token_relation(t, cols, r, ctx, &mut bounds)?,
             RelationLhs::Tuple(cols) => tuple_filters.push(tuple_filter(t, cols, r, ctx)?),

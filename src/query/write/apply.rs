@@ -10,6 +10,7 @@
 
 use super::*;
 use crate::error::WriteType;
+use crate::query::changefeed::write as changefeed;
 use crate::query::QueryError;
 use crate::storage::handle::Condition;
 use crate::storage::StorageError;
@@ -94,6 +95,8 @@ pub(crate) fn apply_once(
     extra: Vec<(u64, Token, Condition)>,
 ) -> Result<std::result::Result<(), StorageError>> {
     let budgets = write_partitions(engine, &muts).0;
+    // The write's modification sequence, in flight until this attempt ends (change feed).
+    let feed = changefeed::ticket(engine, &muts)?;
     let mut conditions = extra;
     let mut batch = WriteBatch::default();
     // Several mutations of one batch may hit the same key: merge them in order. The stored
@@ -107,6 +110,8 @@ pub(crate) fn apply_once(
         token: Token,
         old_len: usize,
         pk: Bytes,
+        /// The stored value (a write that leaves it as it was is no change to the feed).
+        stored: Option<Bytes>,
     }
     let mut merged: Vec<Merged> = Vec::with_capacity(muts.len());
     for m in muts {
@@ -129,8 +134,8 @@ pub(crate) fn apply_once(
             },
         ));
         let old_len = stored.as_ref().map_or(0, |b| m.key.len() + b.len());
-        let mut current = match stored {
-            Some(b) => RowData::decode(&b)?,
+        let mut current = match &stored {
+            Some(b) => RowData::decode(b)?,
             None => RowData::default(),
         };
         let old = (!m.table.indexes.is_empty()).then(|| current.clone());
@@ -147,6 +152,7 @@ pub(crate) fn apply_once(
             token,
             old_len,
             pk: m.pk,
+            stored,
         });
     }
     let now = engine.clock.now_millis();
@@ -168,6 +174,18 @@ pub(crate) fn apply_once(
             m.old_len,
             m.key.len() + buf.len(),
         )?;
+        if let Some(f) = feed
+            .as_ref()
+            .filter(|_| m.stored.as_deref() != Some(&buf[..]))
+        {
+            changefeed::record(
+                &*engine.store,
+                m.table.storage_id,
+                &m.key,
+                f.seq,
+                &mut batch,
+            )?;
+        }
         batch.put(Space::Data, m.key, buf);
         owners.resize(batch.ops.len(), (m.table.storage_id, m.token));
     }

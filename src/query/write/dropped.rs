@@ -43,6 +43,7 @@ fn drop_data(store: &dyn crate::storage::Store, storage_id: u64) -> crate::stora
         crate::storage::StorageError::Io("the store offers no per-partition handles".into())
     })?;
     parts.drop_data(storage_id)?;
+    crate::query::changefeed::keys::drop_data(parts, storage_id)?;
     let marker = drop_data_key(storage_id).into();
     store.metadata().meta_commit(vec![(marker, None)])
 }

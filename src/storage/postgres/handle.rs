@@ -120,6 +120,11 @@ impl PartitionStore for PostgresStore {
         })
     }
 
+    fn drop_prefix(&self, prefix: &[u8]) -> Result<()> {
+        let end = crate::storage::prefix_successor(prefix);
+        drop_range(&self.pool, DATA, prefix, end.as_deref())
+    }
+
     fn retire_partition(&self, storage_id: u64, partition_id: u64) -> Result<()> {
         in_txn(&self.pool, "BEGIN", |c| {
             set_epoch(c, storage_id, partition_id, RETIRED_EPOCH)
