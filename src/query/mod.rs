@@ -349,6 +349,8 @@ pub struct EngineLimits {
     pub partitions: crate::partition::sizes::PartitionLimits,
     /// Provisioned throughput and rate limiting.
     pub throughput: crate::partition::throttle::ThroughputLimits,
+    /// Every user table records the change feed, not only those `WITH cdc = true`.
+    pub changefeed_all_tables: bool,
 }
 
 impl Default for EngineLimits {
@@ -361,6 +363,7 @@ impl Default for EngineLimits {
             batch_fail_bytes: 50 << 10,
             partitions: Default::default(),
             throughput: Default::default(),
+            changefeed_all_tables: false,
         }
     }
 }

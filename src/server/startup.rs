@@ -81,6 +81,7 @@ fn engine_limits(cfg: &Config, clock: &Clock) -> EngineLimits {
             enforce: cfg.throughput.enforce.0,
             clock: clock.clone(),
         },
+        changefeed_all_tables: cfg.changefeed.all_tables,
         ..EngineLimits::default()
     }
 }

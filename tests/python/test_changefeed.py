@@ -377,3 +377,39 @@ def test_charges_follow_the_read_model_and_tracing_names_partitions(server_facto
     assert len(rest.current_rows) == 10 and not empty.current_rows
     assert charge(empty) == 1.0  # the read minimum
     c.shutdown()
+
+
+def test_all_tables_setting_records_tables_created_without_cdc(server_factory, unique_name):
+    """`changefeed.all_tables = true`: a Cosmos DB application's schema (no `cdc`) has a feed,
+    and a batch over a cdc table and a table without it records only the cdc one by default."""
+    srv = server_factory(set_args=["changefeed.all_tables=true"])
+    c, s = connect(srv)
+    ks = create_keyspace(s, unique_name("ks"))
+    s.execute(f"CREATE TABLE {ks}.t (k int, c int, v int, PRIMARY KEY (k, c))")
+    start_ms = int(time.time() * 1000) - 1000
+    for i in range(5):
+        s.execute(f"INSERT INTO {ks}.t (k, c, v) VALUES ({i}, {i}, {i})")
+    con = Consumer(s, feed_query(ks, start_ms), page=2)
+    con.drain()
+    assert sorted(e[3] for e in con.events) == list(range(5))
+    c.shutdown()
+
+    srv = server_factory()
+    c, s = connect(srv)
+    ks = create_keyspace(s, unique_name("ks"))
+    s.execute(f"CREATE TABLE {ks}.t (k int, c int, v int, PRIMARY KEY (k, c)) WITH cdc = true")
+    s.execute(f"CREATE TABLE {ks}.plain (k int, c int, v int, PRIMARY KEY (k, c))")
+    s.execute(f"ALTER TABLE {ks}.plain WITH cdc = true")
+    s.execute(f"ALTER TABLE {ks}.plain WITH cdc = false")
+    start_ms = int(time.time() * 1000) - 1000
+    s.execute(f"BEGIN BATCH INSERT INTO {ks}.t (k, c, v) VALUES (1, 1, 1); "
+              f"INSERT INTO {ks}.plain (k, c, v) VALUES (1, 1, 1); APPLY BATCH")
+    con = Consumer(s, feed_query(ks, start_ms))
+    con.drain()
+    assert [e[3] for e in con.events] == [1]
+    # The table without cdc recorded nothing: turned on now, its feed since the start is empty.
+    s.execute(f"ALTER TABLE {ks}.plain WITH cdc = true")
+    plain = Consumer(s, feed_query(ks, start_ms).replace(f"{ks}.t ", f"{ks}.plain "))
+    plain.drain()
+    assert plain.events == []
+    c.shutdown()

@@ -8,10 +8,12 @@ use super::keys;
 use crate::storage::{Space, Store, WriteBatch};
 
 /// Whether writes to `table` record the change feed: Cassandra's change data capture option,
-/// `WITH cdc = true` (off by default: the feed costs point writes ~20% of their throughput,
-/// measured with scripts/bench's write phase).
-pub fn records(table: &crate::schema::TableDef) -> bool {
-    table.options.cdc
+/// `WITH cdc = true`, or every user table with the setting `changefeed.all_tables` (off by
+/// default: the feed costs point writes ~20% of their throughput, measured with
+/// scripts/bench's write phase; Cosmos DB applications that read the feed of tables created
+/// without `cdc` turn it on).
+pub fn records(engine: &crate::query::Engine, table: &crate::schema::TableDef) -> bool {
+    table.options.cdc || (engine.limits.changefeed_all_tables && !table.keyspace.starts_with("system"))
 }
 
 /// Records that data key `row_key` of table `storage_id` was written by the write with
@@ -51,7 +53,7 @@ pub fn ticket(
     muts: &[crate::query::write::Mutation],
 ) -> crate::storage::Result<Option<super::clock::Ticket>> {
     let mut sids: Vec<u64> = (muts.iter())
-        .filter(|m| records(&m.table))
+        .filter(|m| records(engine, &m.table))
         .map(|m| m.table.storage_id)
         .collect();
     sids.sort_unstable();

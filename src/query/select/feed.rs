@@ -25,9 +25,9 @@ pub(super) fn read_feed(
     q: &FeedQuery,
     opts: &QueryOptions,
 ) -> Result<()> {
-    if !crate::query::changefeed::write::records(t) {
+    if !crate::query::changefeed::write::records(engine, t) {
         return Err(invalid(format!(
-            "Table {}.{} records no change feed: ALTER TABLE {}.{} WITH cdc = true (it records changes from then on)",
+            "Table {}.{} records no change feed: ALTER TABLE {}.{} WITH cdc = true, or set changefeed.all_tables = true (it records changes from then on)",
             t.keyspace, t.name, t.keyspace, t.name
         )));
     }

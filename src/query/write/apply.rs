@@ -177,6 +177,7 @@ pub(crate) fn apply_once(
         if let Some(f) = feed
             .as_ref()
             .filter(|_| m.stored.as_deref() != Some(&buf[..]))
+            .filter(|_| changefeed::records(engine, &m.table))
         {
             changefeed::record(
                 &*engine.store,
