@@ -170,9 +170,11 @@ pub enum SelectorExpr {
         name: String,
         args: Vec<SelectorExpr>,
     },
-    WriteTime(String),
-    MaxWriteTime(String),
-    Ttl(String),
+    /// `writetime(c)`, `maxwritetime(c)`, `ttl(c)`: of a column (`Column`) or of an element,
+    /// slice or field of one (`Element` / `Slice` / `Field` chains over a `Column`).
+    WriteTime(Box<SelectorExpr>),
+    MaxWriteTime(Box<SelectorExpr>),
+    Ttl(Box<SelectorExpr>),
     Cast(Box<SelectorExpr>, TypeExpr),
     /// `udt_col.field`
     Field(Box<SelectorExpr>, String),

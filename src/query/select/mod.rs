@@ -32,6 +32,7 @@ mod read;
 mod routing;
 mod selection;
 mod slices;
+mod timing;
 
 pub(crate) use self::cells::column_value;
 use self::cells::*;
@@ -55,6 +56,7 @@ use self::selection::*;
 pub(crate) use self::slices::clustering_slices;
 pub(crate) use self::slices::max_lo;
 pub(crate) use self::slices::min_hi;
+use self::timing::*;
 
 /// A range of storage keys.
 pub(crate) type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);

@@ -44,6 +44,8 @@ pub(super) enum SExpr {
         CqlType,
     ),
     Neg(Box<SExpr>, CqlType),
+    /// writetime(), maxwritetime() or ttl() of (part of) a column.
+    Timing(Box<TimingSel>),
 }
 
 pub(super) struct RowCtx<'a, 'r> {
@@ -140,6 +142,7 @@ pub(super) fn eval_sexpr(e: &SExpr, rc: &RowCtx) -> Option<Vec<u8>> {
                 }
             }
         }
+        SExpr::Timing(sel) => eval_timing(sel, rc),
         SExpr::Neg(inner, ty) => {
             let v = eval_sexpr(inner, rc);
             match crate::query::arith::negate(ty, v.as_deref()) {
@@ -201,6 +204,10 @@ pub(super) fn plan_sexpr(
                 format!("system.{name}({})", names.join(", ")),
                 ret,
             )
+        }
+        SelectorExpr::WriteTime(_) | SelectorExpr::MaxWriteTime(_) | SelectorExpr::Ttl(_) => {
+            let (sel, name, ty) = plan_timing(t, ctx, e)?;
+            (SExpr::Timing(Box::new(sel)), name, ty)
         }
         SelectorExpr::Cast(inner, to) => {
             let (x, n, from) = plan_sexpr(t, ctx, inner)?;
@@ -429,29 +436,14 @@ pub(super) fn plan_selector(
             "count".into(),
             CqlType::Bigint,
         ),
-        SelectorExpr::WriteTime(c) | SelectorExpr::MaxWriteTime(c) | SelectorExpr::Ttl(c) => {
-            let i = column_index(t, c)?;
-            let col = &t.columns[i];
-            let (timing, fname, ty) = match e {
-                SelectorExpr::WriteTime(_) => (Timing::WriteTime, "writetime", CqlType::Bigint),
-                SelectorExpr::MaxWriteTime(_) => {
-                    (Timing::MaxWriteTime, "maxwritetime", CqlType::Bigint)
-                }
-                _ => (Timing::Ttl, "ttl", CqlType::Int),
-            };
-            if matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
-                return Err(invalid(format!(
-                    "Cannot use selection function {fname} on PRIMARY KEY part {c}"
-                )));
-            }
-            // Cassandra 5.0: one timestamp or TTL per element of a non-frozen collection or
-            // UDT, as a list (maxwritetime stays one value: the newest).
-            let ty = if col.ty.is_multi_cell() && timing != Timing::MaxWriteTime {
-                CqlType::List(Box::new(ty))
-            } else {
-                ty
-            };
-            (Proj::Timing(i, timing), format!("{fname}({c})"), ty)
+        // A whole column's timing is read straight from its cell; anything else (elements,
+        // fields, slices) is a computed selector (`timing.rs`).
+        SelectorExpr::WriteTime(arg) | SelectorExpr::MaxWriteTime(arg) | SelectorExpr::Ttl(arg)
+            if matches!(**arg, SelectorExpr::Column(_)) =>
+        {
+            let (sel, name, ty) = plan_timing(t, ctx, e)?;
+            let (col, timing) = sel.column_timing();
+            (Proj::Timing(col, timing), name, ty)
         }
         SelectorExpr::Function { name, args, .. } if name == "token" => {
             let cols: Vec<&str> = args
