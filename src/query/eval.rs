@@ -52,7 +52,11 @@ pub fn eval(term: &Term, ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val>
             BoundValue::Unset => return Ok(Val::Unset),
             BoundValue::Value(b) => {
                 value::validate(ty, b).map_err(|e| invalid(e.for_column(receiver)))?;
-                b.clone()
+                // sets and maps in Cassandra's sorted, duplicate-free form, as literals are
+                match value::normalize(ty, b) {
+                    Some(n) => Bytes::from(n),
+                    None => b.clone(),
+                }
             }
         },
         Term::TypeHint(_, inner) => return eval(inner, ty, receiver, ctx),

@@ -732,3 +732,48 @@ def test_ttl_lists_with_untimed_elements_decode(session, ks):
         session.client_protocol_handler = before
     for got in (ts, tm, tslice):
         assert got[0] is None and 1900 < got[1] <= 2000, got
+
+
+# ------------------------------------------------------------------ frozen values from binds
+
+
+class _Pairs(list):
+    """Map entries for the driver's map serializer in the order given, duplicates included
+    (what another client may send)."""
+
+    def items(self):
+        return list(self)
+
+
+def test_bound_frozen_sets_and_maps_are_normalised(session, ks):
+    """Sets.Value / Maps.Value.fromSerialized: a bound set or map becomes a sorted,
+    duplicate-free value (a map keeps the last value of a repeated key), so it is the same
+    frozen value as the literal, as a cell, a clustering key or in a comparison."""
+    from cassandra.protocol import _ProtocolHandler
+
+    session.execute(
+        f"CREATE TABLE {ks}.t (k int, c frozen<set<int>>, m frozen<map<int, text>>, "
+        f"l frozen<list<frozen<set<int>>>>, PRIMARY KEY (k, c))"
+    )
+    ins = session.prepare(f"INSERT INTO {ks}.t (k, c, m, l) VALUES (0, ?, ?, ?)")
+    session.execute(ins, ([3, 1, 3, 2], _Pairs([(2, "b"), (1, "a"), (2, "c")]), [[2, 1, 2]]))
+    # the literal names the same row
+    session.execute(f"UPDATE {ks}.t SET m = {{5: 'e'}} WHERE k = 0 AND c = {{1, 2, 3}}")
+    assert rows(session, f"SELECT k FROM {ks}.t") == [(0,)]
+    # read raw (the pure-Python decoder keeps the order sent: a map is a list of pairs)
+    before = session.client_protocol_handler
+    session.client_protocol_handler = _ProtocolHandler
+    try:
+        session.execute(ins, ([9, 8], _Pairs([(2, "b"), (1, "a"), (2, "c")]), [[2, 1, 2]]))
+        got = {tuple(r.c): (list(r.m.items()), [list(x) for x in r.l])
+               for r in session.execute(f"SELECT c, m, l FROM {ks}.t WHERE k = 0")}
+    finally:
+        session.client_protocol_handler = before
+    assert got == {
+        (1, 2, 3): ([(5, "e")], [[1, 2]]),
+        (8, 9): ([(1, "a"), (2, "c")], [[1, 2]]),
+    }
+    sel = session.prepare(f"SELECT k FROM {ks}.t WHERE k = 0 AND c = ?")
+    assert [tuple(r) for r in session.execute(sel, ([9, 8, 9],))] == [(0,)]
+    flt = session.prepare(f"SELECT c FROM {ks}.t WHERE l = ? ALLOW FILTERING")
+    assert len(list(session.execute(flt, ([[2, 2, 1]],)))) == 2
