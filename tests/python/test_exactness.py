@@ -777,3 +777,50 @@ def test_bound_frozen_sets_and_maps_are_normalised(session, ks):
     assert [tuple(r) for r in session.execute(sel, ([9, 8, 9],))] == [(0,)]
     flt = session.prepare(f"SELECT c FROM {ks}.t WHERE l = ? ALLOW FILTERING")
     assert len(list(session.execute(flt, ([[2, 2, 1]],)))) == 2
+
+
+# ------------------------------------------------------------------ aggregates in selectors
+
+
+def test_aggregates_of_computed_inputs_and_inside_functions(session, ks):
+    """Cassandra 5.0 (WritetimeOrTTLTest.testFunctions, AggregationTest): aggregates over
+    writetime()/maxwritetime() and other selectors, functions and operations over
+    aggregates; an aggregate inside an aggregate is refused."""
+    import datetime
+
+    session.execute(
+        f"CREATE TABLE {ks}.t (k int, c int, v int, ts timestamp, s set<int>, PRIMARY KEY (k, c))"
+    )
+    session.execute(
+        f"INSERT INTO {ks}.t (k, c, v, ts, s) VALUES (0, 0, 0, '2024-03-05 10:00:00+0000', {{1, 2, 3}}) "
+        "USING TIMESTAMP 1"
+    )
+    session.execute(
+        f"INSERT INTO {ks}.t (k, c, v, ts, s) VALUES (0, 1, 5, '2024-03-07 23:00:00+0000', {{10, 20, 30}}) "
+        "USING TIMESTAMP 10"
+    )
+    session.execute(f"UPDATE {ks}.t USING TIMESTAMP 2 SET s = s + {{2, 3}} WHERE k = 0 AND c = 0")
+    session.execute(f"UPDATE {ks}.t USING TIMESTAMP 20 SET s = s + {{20, 30}} WHERE k = 0 AND c = 1")
+    session.execute(
+        f"INSERT INTO {ks}.t (k, c, v, ts) VALUES (1, 0, 7, '2024-01-01 00:00:00+0000') USING TIMESTAMP 5"
+    )
+
+    def q(sel, where=""):
+        return rows(session, f"SELECT {sel} FROM {ks}.t {where}")
+
+    assert q("min(writetime(v)), max(writetime(v)), min(maxwritetime(s)), max(maxwritetime(s))",
+             "WHERE k = 0") == [(1, 10, 2, 20)]
+    assert q("min(writetime(s)), max(writetime(s))", "WHERE k = 0") == [([1, 2, 2], [10, 20, 20])]
+    assert q("toDate(min(ts)), toDate(max(ts))", "WHERE k = 0") == [
+        (datetime.date(2024, 3, 5), datetime.date(2024, 3, 7))
+    ]
+    assert q("max(v) - min(v), count(*) + 1, sum(v + 1)", "WHERE k = 0") == [(5, 3, 7)]
+    assert sorted(q("k, toUnixTimestamp(max(ts)), max(v) * 2", "GROUP BY k")) == [
+        (0, 1709852400000, 10),
+        (1, 1704067200000, 14),
+    ]
+    r = session.execute(f"SELECT toDate(max(ts)), min(writetime(v)) FROM {ks}.t")
+    assert r.column_names == ["system.todate(system.max(ts))", "system.min(writetime(v))"]
+    assert invalid(session, f"SELECT max(min(v)) FROM {ks}.t") == (
+        "aggregate functions cannot be used as arguments of aggregate functions"
+    )

@@ -16,6 +16,8 @@ pub(super) enum Proj {
     Agg(crate::query::aggregate::AggKind, Option<usize>),
     /// Functions, CAST, field and element selection.
     Expr(Box<SExpr>),
+    /// Aggregates of computed inputs, or a selector over aggregates (`agg_expr.rs`).
+    AggOf(Box<AggCall>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +48,9 @@ pub(super) enum SExpr {
     Neg(Box<SExpr>, CqlType),
     /// writetime(), maxwritetime() or ttl() of (part of) a column.
     Timing(Box<TimingSel>),
+    /// The result of aggregate `i` of the selector (`agg_expr.rs`; replaced by a constant
+    /// before the selector is evaluated).
+    AggRef(usize),
 }
 
 pub(super) struct RowCtx<'a, 'r> {
@@ -60,6 +65,59 @@ pub(super) struct RowCtx<'a, 'r> {
     /// A virtual (system) table's row: its column values by column index, read instead of the
     /// stored row.
     pub(super) values: Option<&'r [Option<Bytes>]>,
+}
+
+/// A row with no stored cells.
+static NO_ROW: RowData = RowData {
+    marker: None,
+    deletion: None,
+    cells: Vec::new(),
+    ranges: Vec::new(),
+    complex: Vec::new(),
+    pending: Vec::new(),
+};
+
+impl<'a, 'r> RowCtx<'a, 'r> {
+    /// A stored row's context.
+    pub(super) fn stored(
+        t: &'a TableDef,
+        pk_parts: &'a [&'r [u8]],
+        ck: &'r [Bytes],
+        (row, statics): (&'r RowData, &'r RowData),
+        now: i64,
+        err: &'a std::cell::RefCell<Option<crate::query::QueryError>>,
+    ) -> Self {
+        RowCtx {
+            t,
+            pk_parts,
+            ck,
+            row,
+            statics,
+            now,
+            err,
+            values: None,
+        }
+    }
+
+    /// The context of values given by column index (a system table's row; none: only
+    /// constants can be evaluated).
+    pub(super) fn of_values(
+        t: &'a TableDef,
+        values: &'r [Option<Bytes>],
+        now: i64,
+        err: &'a std::cell::RefCell<Option<crate::query::QueryError>>,
+    ) -> Self {
+        RowCtx {
+            t,
+            pk_parts: &[],
+            ck: &[],
+            row: &NO_ROW,
+            statics: &NO_ROW,
+            now,
+            err,
+            values: Some(values),
+        }
+    }
 }
 
 pub(super) fn eval_sexpr(e: &SExpr, rc: &RowCtx) -> Option<Vec<u8>> {
@@ -143,6 +201,7 @@ pub(super) fn eval_sexpr(e: &SExpr, rc: &RowCtx) -> Option<Vec<u8>> {
             }
         }
         SExpr::Timing(sel) => eval_timing(sel, rc),
+        SExpr::AggRef(_) => None,
         SExpr::Neg(inner, ty) => {
             let v = eval_sexpr(inner, rc);
             match crate::query::arith::negate(ty, v.as_deref()) {
@@ -163,6 +222,9 @@ pub(super) fn plan_sexpr(
     e: &SelectorExpr,
 ) -> Result<(SExpr, String, CqlType)> {
     Ok(match e {
+        _ if aggregate_kind(e).is_some() => {
+            plan_aggregate(t, ctx, e, aggregate_kind(e).expect("checked"))?
+        }
         SelectorExpr::Column(c) => {
             let i = column_index(t, c)?;
             (SExpr::Col(i), c.clone(), t.columns[i].ty.clone())
@@ -490,18 +552,18 @@ pub(super) fn plan_selector(
         {
             let kind = crate::query::aggregate::AggKind::from_name(name).expect("checked");
             let SelectorExpr::Column(c) = &args[0] else {
-                return Err(invalid(format!(
-                    "Aggregate {name} takes a column as its argument"
-                )));
+                let (call, n, ty) = plan_agg_call(t, ctx, e)?;
+                return Ok((Proj::AggOf(Box::new(call)), n, ty));
             };
             let i = column_index(t, c)?;
             let ty = t.columns[i].ty.clone();
-            let rt = crate::query::aggregate::result_type(kind, &ty).ok_or_else(|| {
-                invalid(format!(
-                    "Invalid call to function {name}, none of its type signatures match (known type signatures: system.{name} : (numeric type) -> numeric type) for column {c} of type {ty}"
-                ))
-            })?;
+            let rt = crate::query::aggregate::result_type(kind, &ty)
+                .ok_or_else(|| invalid(no_signature(name, c, &ty)))?;
             (Proj::Agg(kind, Some(i)), format!("system.{name}({c})"), rt)
+        }
+        other if holds_aggregate(other) => {
+            let (call, n, ty) = plan_agg_call(t, ctx, other)?;
+            (Proj::AggOf(Box::new(call)), n, ty)
         }
         other => {
             let (x, n, ty) = plan_sexpr(t, ctx, other)?;
