@@ -382,7 +382,8 @@ pub struct CreateTable {
 #[derive(Debug, Clone, PartialEq)]
 pub enum AlterTableAction {
     Add(Vec<ColumnDef>),
-    Drop(Vec<String>),
+    /// The columns, and the drop's timestamp (`USING TIMESTAMP`, micros; default: now).
+    Drop(Vec<String>, Option<i64>),
     Rename(Vec<(String, String)>),
     AlterType(String, TypeExpr),
     With(Properties),

@@ -824,3 +824,79 @@ def test_aggregates_of_computed_inputs_and_inside_functions(session, ks):
     assert invalid(session, f"SELECT max(min(v)) FROM {ks}.t") == (
         "aggregate functions cannot be used as arguments of aggregate functions"
     )
+
+
+# ------------------------------------------------------------------ DDL
+
+
+def test_ddl_names_options_and_drop_using_timestamp(session, ks):
+    """Cassandra 5.0: table names up to 222 characters (SchemaUtils.validateTableName,
+    CASSANDRA-20389), keyspace names up to 48; compaction classes and numeric table options
+    validated with TableParams' / CompactionParams' messages; ALTER TABLE DROP ... USING
+    TIMESTAMP records the drop at that time."""
+    import datetime
+
+    from cassandra.protocol import ConfigurationException
+
+    def refused(q, kind=ConfigurationException):
+        with pytest.raises(kind) as e:
+            session.execute(q)
+        text = error_text(e.value)
+        m = re.search(r'message="(.*)"$', text, re.S)
+        return m.group(1) if m else text
+
+    long_name = "t" * 222
+    session.execute(f"CREATE TABLE {ks}.{long_name} (k int PRIMARY KEY, v int)")
+    session.execute(f"INSERT INTO {ks}.{long_name} (k, v) VALUES (1, 1)")
+    assert rows(session, f"SELECT v FROM {ks}.{long_name}") == [(1,)]
+    too_long = "l" * 223
+    assert refused(f"CREATE TABLE {ks}.{too_long} (k int PRIMARY KEY)") == (
+        f'{ks}.{too_long}: Table name must not be more than 222 characters long (got 223 characters for "{too_long}")'
+    )
+    assert refused(f'CREATE TABLE {ks}."d-3" (k int PRIMARY KEY)') == (
+        f'{ks}.d-3: Table name must not be empty or not contain non-alphanumeric-underscore characters (got "d-3")'
+    )
+    ks_name = "k" * 49
+    assert refused(
+        f"CREATE KEYSPACE {ks_name} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}",
+        InvalidRequest,
+    ) == (
+        f'Keyspace name must not be empty, more than 48 characters long, or contain '
+        f'non-alphanumeric-underscore characters (got "{ks_name}")'
+    )
+
+    def option(opt):
+        return refused(f"CREATE TABLE {ks}.o (k int PRIMARY KEY) WITH {opt}")
+
+    assert option("compaction = {'class': 'Nope'}") == (
+        "Unable to find compaction strategy class 'org.apache.cassandra.db.compaction.Nope'"
+    )
+    assert option("compaction = {'class': 'org.example.Nope'}") == (
+        "Unable to find compaction strategy class 'org.example.Nope'"
+    )
+    assert option("compaction = {'min_threshold': '2'}") == (
+        "Missing sub-option 'class' for the 'compaction' option."
+    )
+    assert option("crc_check_chance = 2") == (
+        "crc_check_chance must be larger than or equal to 0 and smaller than or equal to 1.0 (got 2.0)"
+    )
+    assert option("min_index_interval = 0") == "min_index_interval must be greater than or equal to 1 (got 0)"
+    assert option("memtable_flush_period_in_ms = -1") == (
+        "memtable_flush_period_in_ms must be greater than or equal to 0 (got -1)"
+    )
+    session.execute(
+        f"CREATE TABLE {ks}.o (k int PRIMARY KEY, v int, w int) "
+        "WITH compaction = {'class': 'UnifiedCompactionStrategy'}"
+    )
+    session.execute(
+        f"ALTER TABLE {ks}.o WITH compaction = {{'class': 'org.apache.cassandra.db.compaction.LeveledCompactionStrategy'}}"
+    )
+    # DROP ... USING TIMESTAMP (micros): the drop's recorded time
+    session.execute(f"ALTER TABLE {ks}.o DROP v USING TIMESTAMP 1700000000000000")
+    assert rows(
+        session,
+        "SELECT column_name, dropped_time FROM system_schema.dropped_columns "
+        "WHERE keyspace_name = %s AND table_name = 'o'",
+        ks,
+    ) == [("v", datetime.datetime(2023, 11, 14, 22, 13, 20))]
+    assert [c for c in session.execute(f"SELECT * FROM {ks}.o").column_names] == ["k", "w"]

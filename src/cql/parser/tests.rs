@@ -1344,10 +1344,14 @@ fn alter_drop_truncate_table() {
     );
     assert_eq!(
         alter("ALTER TABLE t DROP c").2,
-        AlterTableAction::Drop(strs(&["c"]))
+        AlterTableAction::Drop(strs(&["c"]), None)
+    );
+    assert_eq!(
+        alter("ALTER TABLE t DROP c USING TIMESTAMP 42").2,
+        AlterTableAction::Drop(strs(&["c"]), Some(42))
     );
     let a = alter("ALTER TABLE t DROP IF EXISTS (c1, c2)");
-    assert_eq!(a.2, AlterTableAction::Drop(strs(&["c1", "c2"])));
+    assert_eq!(a.2, AlterTableAction::Drop(strs(&["c1", "c2"]), None));
     assert!(a.4);
     assert_eq!(
         alter("ALTER TABLE t RENAME a TO b AND c TO d").2,
