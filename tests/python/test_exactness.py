@@ -900,3 +900,44 @@ def test_ddl_names_options_and_drop_using_timestamp(session, ks):
         ks,
     ) == [("v", datetime.datetime(2023, 11, 14, 22, 13, 20))]
     assert [c for c in session.execute(f"SELECT * FROM {ks}.o").column_names] == ["k", "w"]
+
+
+# ------------------------------------------------------------------ unset elements
+
+
+def test_unset_elements_in_collection_literals_and_in_lists(session, ks):
+    """Lists/Sets/Maps.DelayedValue.bind: an unset element (or map value) leaves the whole
+    collection unset, so its assignment changes nothing; an unset map key is refused. In a
+    SELECT or DELETE, an unset element of `c IN (?, ?)` is refused (checkBindValueSet)."""
+    from cassandra.query import UNSET_VALUE as UNSET
+
+    session.execute(
+        f"CREATE TABLE {ks}.t (k int, c int, l list<int>, s set<int>, m map<int, int>, "
+        f"fl frozen<list<int>>, PRIMARY KEY (k, c))"
+    )
+    session.execute(f"INSERT INTO {ks}.t (k, c, l, s, m, fl) VALUES (0, 0, [9], {{9}}, {{9: 9}}, [9])")
+    for q in [
+        f"UPDATE {ks}.t SET l = [?, 1] WHERE k = 0 AND c = 0",
+        f"UPDATE {ks}.t SET l = l + [1, ?] WHERE k = 0 AND c = 0",
+        f"UPDATE {ks}.t SET s = {{?, 1}} WHERE k = 0 AND c = 0",
+        f"UPDATE {ks}.t SET m = {{1: ?}} WHERE k = 0 AND c = 0",
+        f"UPDATE {ks}.t SET fl = [?, 1] WHERE k = 0 AND c = 0",
+        f"INSERT INTO {ks}.t (k, c, l) VALUES (0, 0, [1, ?])",
+    ]:
+        session.execute(session.prepare(q), (UNSET,))
+    assert rows(session, f"SELECT l, s, m, fl FROM {ks}.t WHERE k = 0") == [([9], {9}, {9: 9}, [9])]
+    assert invalid(session, session.prepare(f"UPDATE {ks}.t SET m = {{?: 1}} WHERE k = 0 AND c = 0"), UNSET) == (
+        "unset value is not supported for map keys"
+    )
+    assert invalid(session, session.prepare(f"UPDATE {ks}.t SET l = [?, 1] WHERE k = 0 AND c = 0"), None) == (
+        "null is not supported inside collections"
+    )
+    for q, args in [
+        (f"SELECT * FROM {ks}.t WHERE k = 0 AND c IN (?, ?)", (UNSET, 0)),
+        (f"SELECT * FROM {ks}.t WHERE k IN (?, ?)", (UNSET, 0)),
+        (f"SELECT * FROM {ks}.t WHERE k = 0 AND c IN ?", (UNSET,)),
+        (f"DELETE FROM {ks}.t WHERE k = 0 AND c IN (?, ?)", (UNSET, 0)),
+    ]:
+        col = "k" if "k IN" in q else "c"
+        assert invalid(session, session.prepare(q), *args) == f"Invalid unset value for column {col}", q
+    assert rows(session, f"SELECT c FROM {ks}.t WHERE k = 0 AND c IN (0, null)") == [(0,)]
