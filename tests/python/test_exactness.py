@@ -941,3 +941,19 @@ def test_unset_elements_in_collection_literals_and_in_lists(session, ks):
         col = "k" if "k IN" in q else "c"
         assert invalid(session, session.prepare(q), *args) == f"Invalid unset value for column {col}", q
     assert rows(session, f"SELECT c FROM {ks}.t WHERE k = 0 AND c IN (0, null)") == [(0,)]
+
+
+def test_indexed_values_of_64k_refused_with_cassandras_message(session, ks):
+    """CassandraIndex.validateIndexedValue: a value of 65,535 bytes or more cannot be
+    indexed, when written into an indexed column and when an index is built over it."""
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v text, w text)")
+    session.execute(f"CREATE INDEX ON {ks}.t (v)")
+    big = "x" * 70000
+    assert invalid(session, f"INSERT INTO {ks}.t (k, v) VALUES (1, %s)", big) == (
+        f"Cannot index value of size 70000 for index t_v_idx on {ks}.t(v) (maximum allowed size=65535)"
+    )
+    session.execute(f"INSERT INTO {ks}.t (k, v, w) VALUES (2, 'small', %s)", (big,))
+    assert invalid(session, f"CREATE INDEX ON {ks}.t (w)") == (
+        f"Cannot index value of size 70000 for index t_w_idx on {ks}.t(w) (maximum allowed size=65535)"
+    )
+    assert rows(session, f"SELECT k FROM {ks}.t WHERE v = 'small'") == [(2,)]
