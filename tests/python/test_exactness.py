@@ -957,3 +957,21 @@ def test_indexed_values_of_64k_refused_with_cassandras_message(session, ks):
         f"Cannot index value of size 70000 for index t_w_idx on {ks}.t(w) (maximum allowed size=65535)"
     )
     assert rows(session, f"SELECT k FROM {ks}.t WHERE v = 'small'") == [(2,)]
+
+
+def test_token_relation_errors(session, ks):
+    """ColumnsExpression.Kind.TOKEN.validateColumns: the problem with token()'s columns in a
+    relation is narrowed down in Cassandra's order (TokenRelationTest)."""
+    session.execute(f"CREATE TABLE {ks}.t (a int, b int, c int, v int, PRIMARY KEY ((a, b), c))")
+    session.execute(f"INSERT INTO {ks}.t (a, b, c, v) VALUES (1, 2, 3, 4)")
+    cases = [
+        ("token(a) > 0", "The token() function must be applied to all partition key components or none of them"),
+        ("token(a) > token(0) AND token(b) > token(0)",
+         "The token() function must be applied to all partition key components or none of them"),
+        ("token(a, b, a) > 0", "The token() function contains duplicate partition key components"),
+        ("token(a, b, c) > 0", "The token() function must contains only partition key components"),
+        ("token(b, a) > 0", "The token function arguments must be in the partition key order: a, b"),
+    ]
+    for where, message in cases:
+        assert invalid(session, f"SELECT * FROM {ks}.t WHERE {where}") == message, where
+    assert rows(session, f"SELECT c FROM {ks}.t WHERE token(a, b) = token(1, 2)") == [(3,)]
