@@ -173,9 +173,11 @@ pub enum SelectorExpr {
         name: String,
         args: Vec<SelectorExpr>,
     },
-    WriteTime(String),
-    MaxWriteTime(String),
-    Ttl(String),
+    /// `writetime(c)`, `maxwritetime(c)`, `ttl(c)`: of a column (`Column`) or of an element,
+    /// slice or field of one (`Element` / `Slice` / `Field` chains over a `Column`).
+    WriteTime(Box<SelectorExpr>),
+    MaxWriteTime(Box<SelectorExpr>),
+    Ttl(Box<SelectorExpr>),
     Cast(Box<SelectorExpr>, TypeExpr),
     /// `udt_col.field`
     Field(Box<SelectorExpr>, String),
@@ -383,7 +385,8 @@ pub struct CreateTable {
 #[derive(Debug, Clone, PartialEq)]
 pub enum AlterTableAction {
     Add(Vec<ColumnDef>),
-    Drop(Vec<String>),
+    /// The columns, and the drop's timestamp (`USING TIMESTAMP`, micros; default: now).
+    Drop(Vec<String>, Option<i64>),
     Rename(Vec<(String, String)>),
     AlterType(String, TypeExpr),
     With(Properties),

@@ -40,6 +40,8 @@ fn put_len(out: &mut Vec<u8>, n: usize) {
     out.extend_from_slice(&(n as i32).to_be_bytes());
 }
 
+const NULL_IN_COLLECTION: &str = "null is not supported inside collections";
+
 /// Evaluates `term` as a value of type `ty` for the receiver named `receiver` (a column name,
 /// used in error messages).
 pub fn eval(term: &Term, ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val> {
@@ -55,7 +57,11 @@ pub fn eval(term: &Term, ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val>
             BoundValue::Unset => Ok(Val::Unset),
             BoundValue::Value(b) => {
                 value::validate(ty, b).map_err(|e| invalid(e.for_column(receiver)))?;
-                sized(b.clone(), receiver, ctx)
+                // sets and maps in Cassandra's sorted, duplicate-free form, as literals are
+                match value::normalize(ty, b) {
+                    Some(n) => sized(Bytes::from(n), receiver, ctx),
+                    None => sized(b.clone(), receiver, ctx),
+                }
             }
         },
         Term::TypeHint(_, inner) => eval(inner, ty, receiver, ctx),
@@ -141,16 +147,10 @@ fn eval_list_or_set(
     for i in items {
         match eval(i, elem, receiver, ctx)? {
             Val::Value(b) => elems.push(b),
-            Val::Null => {
-                return Err(invalid(format!(
-                    "null is not supported inside collections ({receiver})"
-                )))
-            }
-            Val::Unset => {
-                return Err(invalid(format!(
-                    "Invalid unset value in collection literal for {receiver}"
-                )))
-            }
+            Val::Null => return Err(invalid(NULL_IN_COLLECTION)),
+            // Lists/Sets.DelayedValue.bind: an unset element leaves the whole
+            // collection unset (the assignment is skipped).
+            Val::Unset => return Ok(Val::Unset),
         }
     }
     if is_set {
@@ -174,12 +174,17 @@ fn eval_map(pairs: &[(Term, Term)], ty: &CqlType, receiver: &str, ctx: &Ctx) -> 
     };
     let mut entries: Vec<(Bytes, Bytes)> = Vec::with_capacity(pairs.len());
     for (k, v) in pairs {
-        let (Val::Value(k), Val::Value(v)) =
-            (eval(k, kt, receiver, ctx)?, eval(v, vt, receiver, ctx)?)
-        else {
-            return Err(invalid(format!(
-                "null is not supported inside collections ({receiver})"
-            )));
+        // Maps.DelayedValue.bind: an unset key is refused, an unset value leaves the
+        // whole map unset.
+        let k = match eval(k, kt, receiver, ctx)? {
+            Val::Value(k) => k,
+            Val::Null => return Err(invalid(NULL_IN_COLLECTION)),
+            Val::Unset => return Err(invalid("unset value is not supported for map keys")),
+        };
+        let v = match eval(v, vt, receiver, ctx)? {
+            Val::Value(v) => v,
+            Val::Null => return Err(invalid(NULL_IN_COLLECTION)),
+            Val::Unset => return Ok(Val::Unset),
         };
         entries.push((k, v));
     }

@@ -134,6 +134,39 @@ fn entry_keys(table: &TableDef, row_key: &[u8], data: &RowData, now: i64) -> BTr
     out
 }
 
+/// Largest indexed value (Cassandra's `FBUtilities.MAX_UNSIGNED_SHORT`, exclusive).
+const MAX_INDEXED_VALUE_BYTES: usize = 65_535;
+
+/// Refuses a row holding a value too large to index, with Cassandra's message
+/// (`CassandraIndex.validateIndexedValue`), before its write or an index build stores it.
+pub fn check_indexed_sizes(
+    table: &TableDef,
+    row_key: &[u8],
+    data: &RowData,
+    now: i64,
+) -> super::Result<()> {
+    if table.indexes.is_empty() {
+        return Ok(());
+    }
+    let mut data = data.clone();
+    super::complex::materialize(&mut data, table, None, now);
+    for ix in &table.indexes {
+        for v in values_of(table, ix, row_key, &data, now) {
+            if v.len() >= MAX_INDEXED_VALUE_BYTES {
+                return Err(super::invalid(format!(
+                    "Cannot index value of size {} for index {} on {}.{}({}) (maximum allowed size={MAX_INDEXED_VALUE_BYTES})",
+                    v.len(),
+                    ix.name,
+                    table.keyspace,
+                    table.name,
+                    ix.column
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Adds the index changes of one row write (old -> new) to `batch`.
 pub fn maintain(
     table: &TableDef,
@@ -180,6 +213,7 @@ pub fn build(engine: &Engine, table: &TableDef, index: &IndexDef) -> super::Resu
                 continue;
             };
             let mut data = RowData::decode(&v)?;
+            check_indexed_sizes(&single, &k, &data, now)?;
             super::complex::materialize(&mut data, table, None, now);
             for e in entry_keys(&single, &k, &data, now) {
                 commit.local.push(LocalWrite {

@@ -12,6 +12,34 @@ use super::{invalid, Result};
 use crate::cql::ast::{Operator, Order, Relation, RelationLhs, Select};
 use crate::schema::{ColumnKind, TableDef};
 
+/// `token(...)` in a relation names the partition key columns in order; otherwise the
+/// problem is narrowed down as Cassandra's `ColumnsExpression.Kind.TOKEN.validateColumns`
+/// does (missing components, duplicates, other columns, order).
+fn check_token_columns(t: &TableDef, cols: &[String]) -> Result<()> {
+    for c in cols {
+        crate::query::require_column_index(t, c)?;
+    }
+    let pk: Vec<&str> = t.pk_columns().map(|c| c.name.as_str()).collect();
+    let given: Vec<&str> = cols.iter().map(String::as_str).collect();
+    if given == pk {
+        return Ok(());
+    }
+    let message = if !pk.iter().all(|p| given.contains(p)) {
+        "The token() function must be applied to all partition key components or none of them"
+            .to_string()
+    } else if (1..given.len()).any(|i| given[..i].contains(&given[i])) {
+        "The token() function contains duplicate partition key components".to_string()
+    } else if !given.iter().all(|g| pk.contains(g)) {
+        "The token() function must contains only partition key components".to_string()
+    } else {
+        format!(
+            "The token function arguments must be in the partition key order: {}",
+            pk.join(", ")
+        )
+    };
+    Err(invalid(message))
+}
+
 /// Checks a SELECT's relations and ordering against Cassandra's rules.
 pub(crate) fn check(t: &TableDef, sel: &Select) -> Result<()> {
     for r in &sel.where_clause {
@@ -24,6 +52,9 @@ pub(crate) fn check(t: &TableDef, sel: &Select) -> Result<()> {
 }
 
 fn check_relation(t: &TableDef, r: &Relation) -> Result<()> {
+    if let RelationLhs::Token(cols) = &r.lhs {
+        return check_token_columns(t, cols);
+    }
     let RelationLhs::Column(name) = &r.lhs else {
         return Ok(());
     };

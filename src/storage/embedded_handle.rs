@@ -155,7 +155,9 @@ impl PartitionStore for EmbeddedStore {
     fn drop_prefix(&self, prefix: &[u8]) -> Result<()> {
         match super::prefix_successor(prefix) {
             Some(end) => super::delete_range(self, Space::Data, prefix, &end),
-            None => Err(StorageError::Io("drop_prefix: a prefix of 0xff bytes only".into())),
+            None => Err(StorageError::Io(
+                "drop_prefix: a prefix of 0xff bytes only".into(),
+            )),
         }
     }
 

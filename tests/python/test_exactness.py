@@ -661,3 +661,317 @@ def test_unset_binds_in_multi_column_relations(session, ks):
     for where, args, message in cases:
         q = session.prepare(f"SELECT * FROM {ks}.t WHERE k = 0 AND {where}")
         assert invalid(session, q, *args) == message, where
+
+
+# ------------------------------------------------------------------ WRITETIME / TTL of parts
+
+
+def test_writetime_and_ttl_of_elements_fields_and_slices(session, ks):
+    """Cassandra 5.0 (WritetimeOrTTLTest): an element, field or slice of a non-frozen set, map
+    or UDT has its own cells' timestamps and TTLs (a slice: a list); every part of a frozen
+    value shares the column's; a part that is not there has none; list parts are refused."""
+    session.execute(f"CREATE TYPE {ks}.pt (x int, y int)")
+    session.execute(
+        f"CREATE TABLE {ks}.t (k int PRIMARY KEY, s set<int>, m map<int, text>, l list<int>, "
+        f"u pt, fs frozen<set<int>>, fu frozen<pt>, v int)"
+    )
+    session.execute(
+        f"INSERT INTO {ks}.t (k, s, m, l, u, fs, fu, v) "
+        f"VALUES (1, {{1}}, {{1: 'a'}}, [1], {{x: 1}}, {{1, 2}}, {{x: 1}}, 1) USING TIMESTAMP 1"
+    )
+    session.execute(
+        f"UPDATE {ks}.t USING TIMESTAMP 2 AND TTL 2000 SET s = s + {{2}}, m[2] = 'b', u.y = 2 WHERE k = 1"
+    )
+
+    def q(sel):
+        return rows(session, f"SELECT {sel} FROM {ks}.t WHERE k = 1")[0]
+
+    assert q("writetime(s[1]), writetime(s[2]), writetime(s[3]), maxwritetime(s[2])") == (1, 2, None, 2)
+    assert q("writetime(s), writetime(s[..1]), writetime(s[2..]), writetime(s[3..])") == (
+        [1, 2], [1], [2], None)
+    assert q("maxwritetime(s[1..2]), maxwritetime(s[0..0]), writetime(s[0..0])") == (2, None, None)
+    assert q("writetime(m[1]), writetime(m[2]), writetime(m[1..2]), writetime(m[3])") == (1, 2, [1, 2], None)
+    assert q("writetime(u.x), writetime(u.y), maxwritetime(u.y)") == (1, 2, 2)
+    ttl_y, ttl_x, ttl_m2 = q("ttl(u.y), ttl(u.x), ttl(m[2])")
+    assert 1900 < ttl_y <= 2000 and ttl_x is None and 1900 < ttl_m2 <= 2000
+    # frozen: every part shares the column's timestamp; a part that is not there has none
+    assert q("writetime(fs[1]), writetime(fs[3]), writetime(fs[1..]), writetime(fs[5..])") == (1, None, 1, None)
+    assert q("writetime(fu.x), writetime(fu.y), ttl(fu.x)") == (1, None, None)
+    r = session.execute(f"SELECT writetime(m[1]), ttl(u.y), maxwritetime(s[1..2]) FROM {ks}.t WHERE k = 1")
+    assert r.column_names == ["writetime(m[1])", "ttl(u.y)", "maxwritetime(s[1..2])"]
+    assert [t.typename for t in r.column_types] == ["bigint", "int", "bigint"]
+    # inside other selectors
+    assert q("writetime(v) + 1, bigintAsBlob(writetime(s[2])), writetime(u.y) * 10") == (
+        2, b"\x00" * 7 + b"\x02", 20)
+    assert rows(session, f"SELECT k, writetime(s[2]) FROM {ks}.t") == [(1, 2)]
+    # list parts and primary key columns are refused with Cassandra's messages
+    for fn in ["writetime", "maxwritetime", "ttl"]:
+        assert invalid(session, f"SELECT {fn}(l[0]) FROM {ks}.t") == (
+            "Element selection is only allowed on sets and maps, but l is a list")
+        assert invalid(session, f"SELECT {fn}(l[0..1]) FROM {ks}.t") == (
+            "Slice selection is only allowed on sets and maps, but l is a list")
+        assert invalid(session, f"SELECT {fn}(k) FROM {ks}.t") == (
+            f"Cannot use selection function {fn} on PRIMARY KEY part k")
+
+
+def test_ttl_lists_with_untimed_elements_decode(session, ks):
+    """ttl() of a non-frozen collection holds a null entry per element without a TTL, as
+    Cassandra 5.0 sends it (ColumnTimestamps: CollectionSerializer.pack of null buffers). The
+    Python driver's pure-Python decoder reads those as None (its Cython one cannot, with
+    Cassandra as with us), so this reads them through it."""
+    from cassandra.protocol import _ProtocolHandler
+
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, s set<int>, m map<int, int>)")
+    session.execute(f"INSERT INTO {ks}.t (k, s, m) VALUES (1, {{1}}, {{1: 1}}) USING TIMESTAMP 1")
+    session.execute(f"UPDATE {ks}.t USING TIMESTAMP 2 AND TTL 2000 SET s = s + {{2}}, m[2] = 2 WHERE k = 1")
+    before = session.client_protocol_handler
+    session.client_protocol_handler = _ProtocolHandler
+    try:
+        (ts, tm, tslice), = rows(session, f"SELECT ttl(s), ttl(m), ttl(s[1..2]) FROM {ks}.t WHERE k = 1")
+    finally:
+        session.client_protocol_handler = before
+    for got in (ts, tm, tslice):
+        assert got[0] is None and 1900 < got[1] <= 2000, got
+
+
+# ------------------------------------------------------------------ frozen values from binds
+
+
+class _Pairs(list):
+    """Map entries for the driver's map serializer in the order given, duplicates included
+    (what another client may send)."""
+
+    def items(self):
+        return list(self)
+
+
+def test_bound_frozen_sets_and_maps_are_normalised(session, ks):
+    """Sets.Value / Maps.Value.fromSerialized: a bound set or map becomes a sorted,
+    duplicate-free value (a map keeps the last value of a repeated key), so it is the same
+    frozen value as the literal, as a cell, a clustering key or in a comparison."""
+    from cassandra.protocol import _ProtocolHandler
+
+    session.execute(
+        f"CREATE TABLE {ks}.t (k int, c frozen<set<int>>, m frozen<map<int, text>>, "
+        f"l frozen<list<frozen<set<int>>>>, PRIMARY KEY (k, c))"
+    )
+    ins = session.prepare(f"INSERT INTO {ks}.t (k, c, m, l) VALUES (0, ?, ?, ?)")
+    session.execute(ins, ([3, 1, 3, 2], _Pairs([(2, "b"), (1, "a"), (2, "c")]), [[2, 1, 2]]))
+    # the literal names the same row
+    session.execute(f"UPDATE {ks}.t SET m = {{5: 'e'}} WHERE k = 0 AND c = {{1, 2, 3}}")
+    assert rows(session, f"SELECT k FROM {ks}.t") == [(0,)]
+    # read raw (the pure-Python decoder keeps the order sent: a map is a list of pairs)
+    before = session.client_protocol_handler
+    session.client_protocol_handler = _ProtocolHandler
+    try:
+        session.execute(ins, ([9, 8], _Pairs([(2, "b"), (1, "a"), (2, "c")]), [[2, 1, 2]]))
+        got = {tuple(r.c): (list(r.m.items()), [list(x) for x in r.l])
+               for r in session.execute(f"SELECT c, m, l FROM {ks}.t WHERE k = 0")}
+    finally:
+        session.client_protocol_handler = before
+    assert got == {
+        (1, 2, 3): ([(5, "e")], [[1, 2]]),
+        (8, 9): ([(1, "a"), (2, "c")], [[1, 2]]),
+    }
+    sel = session.prepare(f"SELECT k FROM {ks}.t WHERE k = 0 AND c = ?")
+    assert [tuple(r) for r in session.execute(sel, ([9, 8, 9],))] == [(0,)]
+    flt = session.prepare(f"SELECT c FROM {ks}.t WHERE l = ? ALLOW FILTERING")
+    assert len(list(session.execute(flt, ([[2, 2, 1]],)))) == 2
+
+
+# ------------------------------------------------------------------ aggregates in selectors
+
+
+def test_aggregates_of_computed_inputs_and_inside_functions(session, ks):
+    """Cassandra 5.0 (WritetimeOrTTLTest.testFunctions, AggregationTest): aggregates over
+    writetime()/maxwritetime() and other selectors, functions and operations over
+    aggregates; an aggregate inside an aggregate is refused."""
+    import datetime
+
+    session.execute(
+        f"CREATE TABLE {ks}.t (k int, c int, v int, ts timestamp, s set<int>, PRIMARY KEY (k, c))"
+    )
+    session.execute(
+        f"INSERT INTO {ks}.t (k, c, v, ts, s) VALUES (0, 0, 0, '2024-03-05 10:00:00+0000', {{1, 2, 3}}) "
+        "USING TIMESTAMP 1"
+    )
+    session.execute(
+        f"INSERT INTO {ks}.t (k, c, v, ts, s) VALUES (0, 1, 5, '2024-03-07 23:00:00+0000', {{10, 20, 30}}) "
+        "USING TIMESTAMP 10"
+    )
+    session.execute(f"UPDATE {ks}.t USING TIMESTAMP 2 SET s = s + {{2, 3}} WHERE k = 0 AND c = 0")
+    session.execute(f"UPDATE {ks}.t USING TIMESTAMP 20 SET s = s + {{20, 30}} WHERE k = 0 AND c = 1")
+    session.execute(
+        f"INSERT INTO {ks}.t (k, c, v, ts) VALUES (1, 0, 7, '2024-01-01 00:00:00+0000') USING TIMESTAMP 5"
+    )
+
+    def q(sel, where=""):
+        return rows(session, f"SELECT {sel} FROM {ks}.t {where}")
+
+    assert q("min(writetime(v)), max(writetime(v)), min(maxwritetime(s)), max(maxwritetime(s))",
+             "WHERE k = 0") == [(1, 10, 2, 20)]
+    assert q("min(writetime(s)), max(writetime(s))", "WHERE k = 0") == [([1, 2, 2], [10, 20, 20])]
+    assert q("toDate(min(ts)), toDate(max(ts))", "WHERE k = 0") == [
+        (datetime.date(2024, 3, 5), datetime.date(2024, 3, 7))
+    ]
+    assert q("max(v) - min(v), count(*) + 1, sum(v + 1)", "WHERE k = 0") == [(5, 3, 7)]
+    assert sorted(q("k, toUnixTimestamp(max(ts)), max(v) * 2", "GROUP BY k")) == [
+        (0, 1709852400000, 10),
+        (1, 1704067200000, 14),
+    ]
+    r = session.execute(f"SELECT toDate(max(ts)), min(writetime(v)) FROM {ks}.t")
+    assert r.column_names == ["system.todate(system.max(ts))", "system.min(writetime(v))"]
+    assert invalid(session, f"SELECT max(min(v)) FROM {ks}.t") == (
+        "aggregate functions cannot be used as arguments of aggregate functions"
+    )
+
+
+# ------------------------------------------------------------------ DDL
+
+
+def test_ddl_names_options_and_drop_using_timestamp(session, ks):
+    """Cassandra 5.0: table names up to 222 characters (SchemaUtils.validateTableName,
+    CASSANDRA-20389), keyspace names up to 48; compaction classes and numeric table options
+    validated with TableParams' / CompactionParams' messages; ALTER TABLE DROP ... USING
+    TIMESTAMP records the drop at that time."""
+    import datetime
+
+    from cassandra.protocol import ConfigurationException
+
+    def refused(q, kind=ConfigurationException):
+        with pytest.raises(kind) as e:
+            session.execute(q)
+        text = error_text(e.value)
+        m = re.search(r'message="(.*)"$', text, re.S)
+        return m.group(1) if m else text
+
+    long_name = "t" * 222
+    session.execute(f"CREATE TABLE {ks}.{long_name} (k int PRIMARY KEY, v int)")
+    session.execute(f"INSERT INTO {ks}.{long_name} (k, v) VALUES (1, 1)")
+    assert rows(session, f"SELECT v FROM {ks}.{long_name}") == [(1,)]
+    too_long = "l" * 223
+    assert refused(f"CREATE TABLE {ks}.{too_long} (k int PRIMARY KEY)") == (
+        f'{ks}.{too_long}: Table name must not be more than 222 characters long (got 223 characters for "{too_long}")'
+    )
+    assert refused(f'CREATE TABLE {ks}."d-3" (k int PRIMARY KEY)') == (
+        f'{ks}.d-3: Table name must not be empty or not contain non-alphanumeric-underscore characters (got "d-3")'
+    )
+    ks_name = "k" * 49
+    assert refused(
+        f"CREATE KEYSPACE {ks_name} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}",
+        InvalidRequest,
+    ) == (
+        f'Keyspace name must not be empty, more than 48 characters long, or contain '
+        f'non-alphanumeric-underscore characters (got "{ks_name}")'
+    )
+
+    def option(opt):
+        return refused(f"CREATE TABLE {ks}.o (k int PRIMARY KEY) WITH {opt}")
+
+    assert option("compaction = {'class': 'Nope'}") == (
+        "Unable to find compaction strategy class 'org.apache.cassandra.db.compaction.Nope'"
+    )
+    assert option("compaction = {'class': 'org.example.Nope'}") == (
+        "Unable to find compaction strategy class 'org.example.Nope'"
+    )
+    assert option("compaction = {'min_threshold': '2'}") == (
+        "Missing sub-option 'class' for the 'compaction' option."
+    )
+    assert option("crc_check_chance = 2") == (
+        "crc_check_chance must be larger than or equal to 0 and smaller than or equal to 1.0 (got 2.0)"
+    )
+    assert option("min_index_interval = 0") == "min_index_interval must be greater than or equal to 1 (got 0)"
+    assert option("memtable_flush_period_in_ms = -1") == (
+        "memtable_flush_period_in_ms must be greater than or equal to 0 (got -1)"
+    )
+    session.execute(
+        f"CREATE TABLE {ks}.o (k int PRIMARY KEY, v int, w int) "
+        "WITH compaction = {'class': 'UnifiedCompactionStrategy'}"
+    )
+    session.execute(
+        f"ALTER TABLE {ks}.o WITH compaction = {{'class': 'org.apache.cassandra.db.compaction.LeveledCompactionStrategy'}}"
+    )
+    # DROP ... USING TIMESTAMP (micros): the drop's recorded time
+    session.execute(f"ALTER TABLE {ks}.o DROP v USING TIMESTAMP 1700000000000000")
+    assert rows(
+        session,
+        "SELECT column_name, dropped_time FROM system_schema.dropped_columns "
+        "WHERE keyspace_name = %s AND table_name = 'o'",
+        ks,
+    ) == [("v", datetime.datetime(2023, 11, 14, 22, 13, 20))]
+    assert [c for c in session.execute(f"SELECT * FROM {ks}.o").column_names] == ["k", "w"]
+
+
+# ------------------------------------------------------------------ unset elements
+
+
+def test_unset_elements_in_collection_literals_and_in_lists(session, ks):
+    """Lists/Sets/Maps.DelayedValue.bind: an unset element (or map value) leaves the whole
+    collection unset, so its assignment changes nothing; an unset map key is refused. In a
+    SELECT or DELETE, an unset element of `c IN (?, ?)` is refused (checkBindValueSet)."""
+    from cassandra.query import UNSET_VALUE as UNSET
+
+    session.execute(
+        f"CREATE TABLE {ks}.t (k int, c int, l list<int>, s set<int>, m map<int, int>, "
+        f"fl frozen<list<int>>, PRIMARY KEY (k, c))"
+    )
+    session.execute(f"INSERT INTO {ks}.t (k, c, l, s, m, fl) VALUES (0, 0, [9], {{9}}, {{9: 9}}, [9])")
+    for q in [
+        f"UPDATE {ks}.t SET l = [?, 1] WHERE k = 0 AND c = 0",
+        f"UPDATE {ks}.t SET l = l + [1, ?] WHERE k = 0 AND c = 0",
+        f"UPDATE {ks}.t SET s = {{?, 1}} WHERE k = 0 AND c = 0",
+        f"UPDATE {ks}.t SET m = {{1: ?}} WHERE k = 0 AND c = 0",
+        f"UPDATE {ks}.t SET fl = [?, 1] WHERE k = 0 AND c = 0",
+        f"INSERT INTO {ks}.t (k, c, l) VALUES (0, 0, [1, ?])",
+    ]:
+        session.execute(session.prepare(q), (UNSET,))
+    assert rows(session, f"SELECT l, s, m, fl FROM {ks}.t WHERE k = 0") == [([9], {9}, {9: 9}, [9])]
+    assert invalid(session, session.prepare(f"UPDATE {ks}.t SET m = {{?: 1}} WHERE k = 0 AND c = 0"), UNSET) == (
+        "unset value is not supported for map keys"
+    )
+    assert invalid(session, session.prepare(f"UPDATE {ks}.t SET l = [?, 1] WHERE k = 0 AND c = 0"), None) == (
+        "null is not supported inside collections"
+    )
+    for q, args in [
+        (f"SELECT * FROM {ks}.t WHERE k = 0 AND c IN (?, ?)", (UNSET, 0)),
+        (f"SELECT * FROM {ks}.t WHERE k IN (?, ?)", (UNSET, 0)),
+        (f"SELECT * FROM {ks}.t WHERE k = 0 AND c IN ?", (UNSET,)),
+        (f"DELETE FROM {ks}.t WHERE k = 0 AND c IN (?, ?)", (UNSET, 0)),
+    ]:
+        col = "k" if "k IN" in q else "c"
+        assert invalid(session, session.prepare(q), *args) == f"Invalid unset value for column {col}", q
+    assert rows(session, f"SELECT c FROM {ks}.t WHERE k = 0 AND c IN (0, null)") == [(0,)]
+
+
+def test_indexed_values_of_64k_refused_with_cassandras_message(session, ks):
+    """CassandraIndex.validateIndexedValue: a value of 65,535 bytes or more cannot be
+    indexed, when written into an indexed column and when an index is built over it."""
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v text, w text)")
+    session.execute(f"CREATE INDEX ON {ks}.t (v)")
+    big = "x" * 70000
+    assert invalid(session, f"INSERT INTO {ks}.t (k, v) VALUES (1, %s)", big) == (
+        f"Cannot index value of size 70000 for index t_v_idx on {ks}.t(v) (maximum allowed size=65535)"
+    )
+    session.execute(f"INSERT INTO {ks}.t (k, v, w) VALUES (2, 'small', %s)", (big,))
+    assert invalid(session, f"CREATE INDEX ON {ks}.t (w)") == (
+        f"Cannot index value of size 70000 for index t_w_idx on {ks}.t(w) (maximum allowed size=65535)"
+    )
+    assert rows(session, f"SELECT k FROM {ks}.t WHERE v = 'small'") == [(2,)]
+
+
+def test_token_relation_errors(session, ks):
+    """ColumnsExpression.Kind.TOKEN.validateColumns: the problem with token()'s columns in a
+    relation is narrowed down in Cassandra's order (TokenRelationTest)."""
+    session.execute(f"CREATE TABLE {ks}.t (a int, b int, c int, v int, PRIMARY KEY ((a, b), c))")
+    session.execute(f"INSERT INTO {ks}.t (a, b, c, v) VALUES (1, 2, 3, 4)")
+    cases = [
+        ("token(a) > 0", "The token() function must be applied to all partition key components or none of them"),
+        ("token(a) > token(0) AND token(b) > token(0)",
+         "The token() function must be applied to all partition key components or none of them"),
+        ("token(a, b, a) > 0", "The token() function contains duplicate partition key components"),
+        ("token(a, b, c) > 0", "The token() function must contains only partition key components"),
+        ("token(b, a) > 0", "The token function arguments must be in the partition key order: a, b"),
+    ]
+    for where, message in cases:
+        assert invalid(session, f"SELECT * FROM {ks}.t WHERE {where}") == message, where
+    assert rows(session, f"SELECT c FROM {ks}.t WHERE token(a, b) = token(1, 2)") == [(3,)]

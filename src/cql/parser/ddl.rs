@@ -247,7 +247,17 @@ impl Parser<'_> {
                 } else {
                     columns.push(self.ident()?);
                 }
-                AlterTableAction::Drop(columns)
+                // `USING TIMESTAMP n`: the drop's time (an integer literal only, as Cassandra)
+                let mut timestamp = None;
+                if self.eat_kw(Kw::Using) {
+                    self.expect_kw(Kw::Timestamp)?;
+                    let t = self.expect(T::Integer)?;
+                    let n: i64 = self.text(&t).parse().map_err(|_| {
+                        self.semantic(&t, format!("Invalid timestamp {}", self.text(&t)))
+                    })?;
+                    timestamp = Some(n);
+                }
+                AlterTableAction::Drop(columns, timestamp)
             }
             T::Keyword(Kw::Rename) => {
                 self.bump();

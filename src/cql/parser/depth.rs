@@ -42,11 +42,10 @@ pub(super) fn term_depth(term: &Term) -> u32 {
 pub(super) fn selector_depth(expr: &SelectorExpr) -> u32 {
     let opt = |t: &Option<Term>| t.as_ref().map_or(0, term_depth);
     1 + match expr {
-        SelectorExpr::Column(_)
-        | SelectorExpr::CountAll
-        | SelectorExpr::WriteTime(_)
-        | SelectorExpr::MaxWriteTime(_)
-        | SelectorExpr::Ttl(_) => 0,
+        SelectorExpr::Column(_) | SelectorExpr::CountAll => 0,
+        SelectorExpr::WriteTime(s) | SelectorExpr::MaxWriteTime(s) | SelectorExpr::Ttl(s) => {
+            selector_depth(s)
+        }
         SelectorExpr::Function { args, .. } => args.iter().map(selector_depth).max().unwrap_or(0),
         SelectorExpr::Cast(s, _) | SelectorExpr::Field(s, _) | SelectorExpr::Negate(s) => {
             selector_depth(s)

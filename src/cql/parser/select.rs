@@ -163,7 +163,12 @@ impl Parser<'_> {
                 other => SelectorExpr::Negate(Box::new(other)),
             });
         }
-        let mut expr = self.selector_primary()?;
+        let expr = self.selector_primary()?;
+        self.selector_modifiers(expr)
+    }
+
+    /// `.field`, `[elem]` and `[from..to]` after `expr`, as many as follow.
+    fn selector_modifiers(&mut self, mut expr: SelectorExpr) -> PResult<SelectorExpr> {
         let mut depth = selector_depth(&expr);
         loop {
             if self.eat(T::Dot) {
@@ -258,7 +263,9 @@ impl Parser<'_> {
             {
                 self.bump();
                 self.bump();
-                let column = self.ident()?;
+                // `sident selectorModifier`: a column, then fields, elements and slices.
+                let column = SelectorExpr::Column(self.ident()?);
+                let column = Box::new(self.selector_modifiers(column)?);
                 self.expect(T::RParen)?;
                 Ok(match kw {
                     Kw::Writetime => SelectorExpr::WriteTime(column),

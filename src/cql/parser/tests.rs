@@ -330,17 +330,29 @@ fn selectors() {
     );
     assert_eq!(
         selector("writetime(v)"),
-        SelectorExpr::WriteTime("v".into())
+        SelectorExpr::WriteTime(bx(col("v")))
     );
     assert_eq!(
         selector("WRITETIME(v)"),
-        SelectorExpr::WriteTime("v".into())
+        SelectorExpr::WriteTime(bx(col("v")))
     );
     assert_eq!(
         selector("maxwritetime(v)"),
-        SelectorExpr::MaxWriteTime("v".into())
+        SelectorExpr::MaxWriteTime(bx(col("v")))
     );
-    assert_eq!(selector("ttl(v)"), SelectorExpr::Ttl("v".into()));
+    assert_eq!(selector("ttl(v)"), SelectorExpr::Ttl(bx(col("v"))));
+    assert_eq!(
+        selector("writetime(m[1])"),
+        SelectorExpr::WriteTime(bx(SelectorExpr::Element(bx(col("m")), int("1"))))
+    );
+    assert_eq!(
+        selector("ttl(u.a)"),
+        SelectorExpr::Ttl(bx(SelectorExpr::Field(bx(col("u")), "a".into())))
+    );
+    assert_eq!(
+        selector("maxwritetime(s[1..])"),
+        SelectorExpr::MaxWriteTime(bx(SelectorExpr::Slice(bx(col("s")), Some(int("1")), None)))
+    );
     assert_eq!(selector("ttl"), col("ttl"));
     assert_eq!(selector("writetime"), col("writetime"));
     assert_eq!(
@@ -1332,10 +1344,14 @@ fn alter_drop_truncate_table() {
     );
     assert_eq!(
         alter("ALTER TABLE t DROP c").2,
-        AlterTableAction::Drop(strs(&["c"]))
+        AlterTableAction::Drop(strs(&["c"]), None)
+    );
+    assert_eq!(
+        alter("ALTER TABLE t DROP c USING TIMESTAMP 42").2,
+        AlterTableAction::Drop(strs(&["c"]), Some(42))
     );
     let a = alter("ALTER TABLE t DROP IF EXISTS (c1, c2)");
-    assert_eq!(a.2, AlterTableAction::Drop(strs(&["c1", "c2"])));
+    assert_eq!(a.2, AlterTableAction::Drop(strs(&["c1", "c2"]), None));
     assert!(a.4);
     assert_eq!(
         alter("ALTER TABLE t RENAME a TO b AND c TO d").2,

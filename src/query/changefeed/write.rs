@@ -13,7 +13,8 @@ use crate::storage::{Space, Store, WriteBatch};
 /// scripts/bench's write phase; Cosmos DB applications that read the feed of tables created
 /// without `cdc` turn it on).
 pub fn records(engine: &crate::query::Engine, table: &crate::schema::TableDef) -> bool {
-    table.options.cdc || (engine.limits.changefeed_all_tables && !table.keyspace.starts_with("system"))
+    table.options.cdc
+        || (engine.limits.changefeed_all_tables && !table.keyspace.starts_with("system"))
 }
 
 /// Records that data key `row_key` of table `storage_id` was written by the write with

@@ -20,7 +20,7 @@ pub(super) fn per_partition_limit(
                         ColumnKind::PartitionKey | ColumnKind::Static
                     )
                 }
-                Proj::Token | Proj::Agg(..) => true,
+                Proj::Token | Proj::Agg(..) | Proj::AggOf(..) => true,
                 _ => false,
             };
             if !ok {

@@ -21,6 +21,7 @@ use std::sync::Arc;
 // The submodules are seams of one statement path: each sees this module's imports and its
 // siblings' items through `use super::*` (the globs below), so moving code between them needs
 // no import changes.
+mod agg_expr;
 mod cells;
 mod feed;
 mod filters;
@@ -33,7 +34,9 @@ mod read;
 mod routing;
 mod selection;
 mod slices;
+mod timing;
 
+use self::agg_expr::*;
 pub(crate) use self::cells::column_value;
 use self::cells::*;
 pub(crate) use self::filters::contains;
@@ -56,6 +59,7 @@ use self::selection::*;
 pub(crate) use self::slices::clustering_slices;
 pub(crate) use self::slices::max_lo;
 pub(crate) use self::slices::min_hi;
+use self::timing::*;
 
 /// A range of storage keys.
 pub(crate) type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
@@ -86,8 +90,10 @@ pub fn execute(
     }
     let proj = plan_projection(t, Some(&ctx), sel)?;
     let group_cols = group_by_columns(t, sel)?;
-    let aggregating =
-        !group_cols.is_empty() || proj.iter().any(|(p, _, _)| matches!(p, Proj::Agg(..)));
+    let aggregating = !group_cols.is_empty()
+        || proj
+            .iter()
+            .any(|(p, _, _)| matches!(p, Proj::Agg(..) | Proj::AggOf(..)));
     // Without GROUP BY an aggregate query answers one row: it is not paged.
     let count_only = aggregating && group_cols.is_empty();
     let columns = Arc::new(result_columns(t, sel)?);

@@ -39,8 +39,8 @@ pub(super) struct Aggregation {
     /// GROUP BY columns (a prefix of the primary key); empty: one group for the whole result.
     pub(super) group_cols: Vec<usize>,
     pub(super) key: Option<Vec<Option<Bytes>>>,
-    /// One accumulator per output column that is an aggregate.
-    pub(super) accs: Vec<Option<crate::query::aggregate::Accumulator>>,
+    /// Per output column its aggregates' accumulators (none for other selectors).
+    pub(super) accs: Vec<Vec<crate::query::aggregate::Accumulator>>,
     /// The cells of the group's first row (values of the non-aggregate selectors).
     pub(super) first: BytesMut,
     pub(super) rows: usize,
@@ -66,14 +66,20 @@ impl Aggregation {
     pub(super) fn fresh(
         proj: &[(Proj, String, CqlType)],
         t: &TableDef,
-    ) -> Vec<Option<crate::query::aggregate::Accumulator>> {
+    ) -> Vec<Vec<crate::query::aggregate::Accumulator>> {
+        use crate::query::aggregate::Accumulator;
         proj.iter()
             .map(|(p, _, _)| match p {
-                Proj::Agg(kind, col) => Some(crate::query::aggregate::Accumulator::new(
+                Proj::Agg(kind, col) => vec![Accumulator::new(
                     *kind,
                     col.map_or(&CqlType::Bigint, |c| &t.columns[c].ty),
-                )),
-                _ => None,
+                )],
+                Proj::AggOf(call) => call
+                    .aggs
+                    .iter()
+                    .map(|(kind, _, ty)| Accumulator::new(*kind, ty))
+                    .collect(),
+                _ => Vec::new(),
             })
             .collect()
     }
@@ -188,10 +194,18 @@ impl Output<'_> {
                 return Flow::Stop(false);
             }
         }
-        for ((p, _, _), acc) in self.proj.iter().zip(agg.accs.iter_mut()) {
-            if let (Proj::Agg(_, col), Some(acc)) = (p, acc) {
-                let v = col.and_then(|c| column_value(t, c, &pk_parts, ck, row, statics, self.now));
-                acc.add(v);
+        let rc = RowCtx::stored(t, &pk_parts, ck, (row, statics), self.now, &self.error);
+        for ((p, _, _), accs) in self.proj.iter().zip(agg.accs.iter_mut()) {
+            match (p, &mut accs[..]) {
+                (Proj::Agg(_, col), [acc]) => acc.add(
+                    col.and_then(|c| column_value(t, c, &pk_parts, ck, row, statics, self.now)),
+                ),
+                (Proj::AggOf(call), accs) => {
+                    for ((_, input, _), acc) in call.aggs.iter().zip(accs) {
+                        acc.add(eval_sexpr(input, &rc).as_deref());
+                    }
+                }
+                _ => {}
             }
         }
         agg.rows += 1;
@@ -225,8 +239,9 @@ impl Output<'_> {
             }
             agg.first = self.rows.content.split_off(start);
         }
-        for ((p, _, _), acc) in self.proj.iter().zip(agg.accs.iter_mut()) {
-            if let (Proj::Agg(_, col), Some(acc)) = (p, acc) {
+        for ((p, _, _), accs) in self.proj.iter().zip(agg.accs.iter_mut()) {
+            // Computed inputs (`Proj::AggOf`) are not evaluated over these tables' cells.
+            if let (Proj::Agg(_, col), [acc]) = (p, &mut accs[..]) {
                 acc.add(col.and_then(get));
             }
         }
@@ -285,8 +300,13 @@ impl Output<'_> {
             } else {
                 None
             };
-            match (p, acc) {
-                (Proj::Agg(..), Some(acc)) => self.rows.push_cell(acc.finish().as_deref()),
+            match (p, &acc[..]) {
+                (Proj::Agg(..), [acc]) => self.rows.push_cell(acc.finish().as_deref()),
+                (Proj::AggOf(call), accs) => {
+                    let results: Vec<Option<Vec<u8>>> = accs.iter().map(|a| a.finish()).collect();
+                    let v = finish_agg_call(call, &results, self.table, self.now, &self.error);
+                    self.rows.push_cell(v.as_deref());
+                }
                 _ => self.rows.push_cell(cell),
             }
         }
@@ -342,18 +362,10 @@ impl Output<'_> {
                     self.rows.push_cell(Some(json.as_bytes()));
                     continue;
                 }
-                Proj::Agg(..) => None,
+                Proj::Agg(..) | Proj::AggOf(..) => None,
                 Proj::Expr(e) => {
-                    let rc = RowCtx {
-                        t,
-                        pk_parts: &pk_parts,
-                        ck,
-                        row,
-                        statics,
-                        now: self.now,
-                        err: &self.error,
-                        values: None,
-                    };
+                    let rc =
+                        RowCtx::stored(t, &pk_parts, ck, (row, statics), self.now, &self.error);
                     let v = eval_sexpr(e, &rc);
                     self.rows.push_cell(v.as_deref());
                     continue;

@@ -80,6 +80,20 @@ pub(super) fn selects_whole_partitions(t: &TableDef, sel: &Select) -> bool {
     })
 }
 
+/// The values of `c IN (...)`: nulls match nothing; an unset element is refused, as
+/// Cassandra's `checkBindValueSet` does for each value of the list.
+fn in_list(rhs: &Term, ty: &CqlType, name: &str, ctx: &Ctx) -> Result<Vec<Bytes>> {
+    let mut out = Vec::new();
+    for v in in_values(rhs, ty, name, ctx)? {
+        match v {
+            Val::Value(b) => out.push(b),
+            Val::Null => {}
+            Val::Unset => return Err(invalid(format!("Invalid unset value for column {name}"))),
+        }
+    }
+    Ok(out)
+}
+
 pub(super) fn eval_one(term: &Term, ty: &CqlType, name: &str, ctx: &Ctx) -> Result<Bytes> {
     eval_unset_as(term, ty, name, ctx, || {
         format!("Invalid unset value for column {name}")
@@ -376,10 +390,7 @@ fn clustering_access(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Clustering
             let vals = if r.op == Operator::Eq {
                 vec![eval_one(&r.rhs, &col.ty, &col.name, ctx)?]
             } else {
-                in_values(&r.rhs, &col.ty, &col.name, ctx)?
-                    .into_iter()
-                    .filter_map(|v| v.bytes().cloned())
-                    .collect()
+                in_list(&r.rhs, &col.ty, &col.name, ctx)?
             };
             prefix_vals.push(vals);
         } else {
@@ -458,10 +469,7 @@ fn filter_values(
     ctx: &Ctx,
 ) -> Result<Vec<Bytes>> {
     Ok(match r.op {
-        Operator::In => in_values(&r.rhs, &col.ty, name, ctx)?
-            .into_iter()
-            .filter_map(|v| v.bytes().cloned())
-            .collect(),
+        Operator::In => in_list(&r.rhs, &col.ty, name, ctx)?,
         Operator::Eq | Operator::Ne | Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge => {
             vec![eval_one(&r.rhs, &col.ty, name, ctx)?]
         }

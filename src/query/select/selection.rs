@@ -16,6 +16,8 @@ pub(super) enum Proj {
     Agg(crate::query::aggregate::AggKind, Option<usize>),
     /// Functions, CAST, field and element selection.
     Expr(Box<SExpr>),
+    /// Aggregates of computed inputs, or a selector over aggregates (`agg_expr.rs`).
+    AggOf(Box<AggCall>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +46,11 @@ pub(super) enum SExpr {
         CqlType,
     ),
     Neg(Box<SExpr>, CqlType),
+    /// writetime(), maxwritetime() or ttl() of (part of) a column.
+    Timing(Box<TimingSel>),
+    /// The result of aggregate `i` of the selector (`agg_expr.rs`; replaced by a constant
+    /// before the selector is evaluated).
+    AggRef(usize),
 }
 
 pub(super) struct RowCtx<'a, 'r> {
@@ -58,6 +65,59 @@ pub(super) struct RowCtx<'a, 'r> {
     /// A virtual (system) table's row: its column values by column index, read instead of the
     /// stored row.
     pub(super) values: Option<&'r [Option<Bytes>]>,
+}
+
+/// A row with no stored cells.
+static NO_ROW: RowData = RowData {
+    marker: None,
+    deletion: None,
+    cells: Vec::new(),
+    ranges: Vec::new(),
+    complex: Vec::new(),
+    pending: Vec::new(),
+};
+
+impl<'a, 'r> RowCtx<'a, 'r> {
+    /// A stored row's context.
+    pub(super) fn stored(
+        t: &'a TableDef,
+        pk_parts: &'a [&'r [u8]],
+        ck: &'r [Bytes],
+        (row, statics): (&'r RowData, &'r RowData),
+        now: i64,
+        err: &'a std::cell::RefCell<Option<crate::query::QueryError>>,
+    ) -> Self {
+        RowCtx {
+            t,
+            pk_parts,
+            ck,
+            row,
+            statics,
+            now,
+            err,
+            values: None,
+        }
+    }
+
+    /// The context of values given by column index (a system table's row; none: only
+    /// constants can be evaluated).
+    pub(super) fn of_values(
+        t: &'a TableDef,
+        values: &'r [Option<Bytes>],
+        now: i64,
+        err: &'a std::cell::RefCell<Option<crate::query::QueryError>>,
+    ) -> Self {
+        RowCtx {
+            t,
+            pk_parts: &[],
+            ck: &[],
+            row: &NO_ROW,
+            statics: &NO_ROW,
+            now,
+            err,
+            values: Some(values),
+        }
+    }
 }
 
 pub(super) fn eval_sexpr(e: &SExpr, rc: &RowCtx) -> Option<Vec<u8>> {
@@ -140,6 +200,8 @@ pub(super) fn eval_sexpr(e: &SExpr, rc: &RowCtx) -> Option<Vec<u8>> {
                 }
             }
         }
+        SExpr::Timing(sel) => eval_timing(sel, rc),
+        SExpr::AggRef(_) => None,
         SExpr::Neg(inner, ty) => {
             let v = eval_sexpr(inner, rc);
             match crate::query::arith::negate(ty, v.as_deref()) {
@@ -160,6 +222,9 @@ pub(super) fn plan_sexpr(
     e: &SelectorExpr,
 ) -> Result<(SExpr, String, CqlType)> {
     Ok(match e {
+        _ if aggregate_kind(e).is_some() => {
+            plan_aggregate(t, ctx, e, aggregate_kind(e).expect("checked"))?
+        }
         SelectorExpr::Column(c) => {
             let i = column_index(t, c)?;
             (SExpr::Col(i), c.clone(), t.columns[i].ty.clone())
@@ -201,6 +266,10 @@ pub(super) fn plan_sexpr(
                 format!("system.{name}({})", names.join(", ")),
                 ret,
             )
+        }
+        SelectorExpr::WriteTime(_) | SelectorExpr::MaxWriteTime(_) | SelectorExpr::Ttl(_) => {
+            let (sel, name, ty) = plan_timing(t, ctx, e)?;
+            (SExpr::Timing(Box::new(sel)), name, ty)
         }
         SelectorExpr::Cast(inner, to) => {
             let (x, n, from) = plan_sexpr(t, ctx, inner)?;
@@ -429,29 +498,14 @@ pub(super) fn plan_selector(
             "count".into(),
             CqlType::Bigint,
         ),
-        SelectorExpr::WriteTime(c) | SelectorExpr::MaxWriteTime(c) | SelectorExpr::Ttl(c) => {
-            let i = column_index(t, c)?;
-            let col = &t.columns[i];
-            let (timing, fname, ty) = match e {
-                SelectorExpr::WriteTime(_) => (Timing::WriteTime, "writetime", CqlType::Bigint),
-                SelectorExpr::MaxWriteTime(_) => {
-                    (Timing::MaxWriteTime, "maxwritetime", CqlType::Bigint)
-                }
-                _ => (Timing::Ttl, "ttl", CqlType::Int),
-            };
-            if matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
-                return Err(invalid(format!(
-                    "Cannot use selection function {fname} on PRIMARY KEY part {c}"
-                )));
-            }
-            // Cassandra 5.0: one timestamp or TTL per element of a non-frozen collection or
-            // UDT, as a list (maxwritetime stays one value: the newest).
-            let ty = if col.ty.is_multi_cell() && timing != Timing::MaxWriteTime {
-                CqlType::List(Box::new(ty))
-            } else {
-                ty
-            };
-            (Proj::Timing(i, timing), format!("{fname}({c})"), ty)
+        // A whole column's timing is read straight from its cell; anything else (elements,
+        // fields, slices) is a computed selector (`timing.rs`).
+        SelectorExpr::WriteTime(arg) | SelectorExpr::MaxWriteTime(arg) | SelectorExpr::Ttl(arg)
+            if matches!(**arg, SelectorExpr::Column(_)) =>
+        {
+            let (sel, name, ty) = plan_timing(t, ctx, e)?;
+            let (col, timing) = sel.column_timing();
+            (Proj::Timing(col, timing), name, ty)
         }
         SelectorExpr::Function { name, args, .. } if name == "token" => {
             let cols: Vec<&str> = args
@@ -498,18 +552,18 @@ pub(super) fn plan_selector(
         {
             let kind = crate::query::aggregate::AggKind::from_name(name).expect("checked");
             let SelectorExpr::Column(c) = &args[0] else {
-                return Err(invalid(format!(
-                    "Aggregate {name} takes a column as its argument"
-                )));
+                let (call, n, ty) = plan_agg_call(t, ctx, e)?;
+                return Ok((Proj::AggOf(Box::new(call)), n, ty));
             };
             let i = column_index(t, c)?;
             let ty = t.columns[i].ty.clone();
-            let rt = crate::query::aggregate::result_type(kind, &ty).ok_or_else(|| {
-                invalid(format!(
-                    "Invalid call to function {name}, none of its type signatures match (known type signatures: system.{name} : (numeric type) -> numeric type) for column {c} of type {ty}"
-                ))
-            })?;
+            let rt = crate::query::aggregate::result_type(kind, &ty)
+                .ok_or_else(|| invalid(no_signature(name, c, &ty)))?;
             (Proj::Agg(kind, Some(i)), format!("system.{name}({c})"), rt)
+        }
+        other if holds_aggregate(other) => {
+            let (call, n, ty) = plan_agg_call(t, ctx, other)?;
+            (Proj::AggOf(Box::new(call)), n, ty)
         }
         other => {
             let (x, n, ty) = plan_sexpr(t, ctx, other)?;

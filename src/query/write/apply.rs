@@ -162,6 +162,7 @@ pub(crate) fn apply_once(
     let mut owners: Vec<(u64, Token)> = Vec::with_capacity(merged.len());
     for m in merged {
         if let Some(old) = &m.old {
+            crate::query::index::check_indexed_sizes(&m.table, &m.key, &m.row, now)?;
             crate::query::index::maintain(&m.table, &m.key, old, &m.row, now, &mut batch);
         }
         let mut buf = Vec::with_capacity(m.row.encoded_len());

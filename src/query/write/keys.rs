@@ -88,8 +88,8 @@ pub fn in_values(rhs: &Term, ty: &CqlType, name: &str, ctx: &Ctx) -> Result<Vec<
                     .into_iter()
                     .map(Val::Value)
                     .collect()),
-                Val::Null => Err(invalid(format!("Invalid null value for {name}"))),
-                Val::Unset => Err(invalid(format!("Invalid unset value for {name}"))),
+                Val::Null => Err(invalid(format!("Invalid null value for column {name}"))),
+                Val::Unset => Err(invalid(format!("Invalid unset value for column {name}"))),
             }
         }
     }

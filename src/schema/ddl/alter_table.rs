@@ -69,7 +69,7 @@ pub fn alter_table(
                 t.next_column_id += 1;
             }
         }
-        AlterTableAction::Drop(cols) => {
+        AlterTableAction::Drop(cols, timestamp) => {
             for c in cols {
                 let Some(col) = t.column(c).cloned() else {
                     if flags.if_column_exists {
@@ -97,7 +97,8 @@ pub fn alter_table(
                 }
                 t.columns.retain(|x| x.name != *c);
                 t.dropped.retain(|(n, _, _)| n != c);
-                t.dropped.push((c.clone(), col.ty.to_string(), now_micros));
+                let at = timestamp.unwrap_or(now_micros);
+                t.dropped.push((c.clone(), col.ty.to_string(), at));
             }
         }
         AlterTableAction::Rename(pairs) => {

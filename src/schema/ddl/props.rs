@@ -25,6 +25,81 @@ pub(super) fn check_name(kind: &str, name: &str) -> Result<(), SchemaError> {
     Ok(())
 }
 
+/// Longest table name (Cassandra 5.0, CASSANDRA-20389): a table's directory, its name and a
+/// 33-character id suffix, fits a 255-character file name. Keyspace names keep 48.
+const TABLE_NAME_CHARS: usize = 222;
+
+/// A table name as Cassandra 5.0's `SchemaUtils.validateTableName` checks it.
+pub(super) fn check_table_name(keyspace: &str, name: &str) -> Result<(), SchemaError> {
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(config(format!(
+            "{keyspace}.{name}: Table name must not be empty or not contain non-alphanumeric-underscore characters (got \"{name}\")"
+        )));
+    }
+    let n = name.chars().count();
+    if n > TABLE_NAME_CHARS {
+        return Err(config(format!(
+            "{keyspace}.{name}: Table name must not be more than {TABLE_NAME_CHARS} characters long (got {n} characters for \"{name}\")"
+        )));
+    }
+    Ok(())
+}
+
+/// The compaction strategies Cassandra 5.0 ships, by the class name it stores.
+const COMPACTION_CLASSES: [&str; 4] = [
+    "SizeTieredCompactionStrategy",
+    "LeveledCompactionStrategy",
+    "TimeWindowCompactionStrategy",
+    "UnifiedCompactionStrategy",
+];
+const COMPACTION_PACKAGE: &str = "org.apache.cassandra.db.compaction.";
+
+/// `compaction = {...}` as Cassandra's `CompactionParams.fromMap` reads it: a class is
+/// required, a short name is one of the package's strategies, stored by its full name.
+pub(super) fn compaction_params(
+    mut m: BTreeMap<String, String>,
+) -> Result<BTreeMap<String, String>, SchemaError> {
+    let Some(class) = m.get("class") else {
+        return Err(config(
+            "Missing sub-option 'class' for the 'compaction' option.",
+        ));
+    };
+    let full = if class.contains('.') {
+        class.clone()
+    } else {
+        format!("{COMPACTION_PACKAGE}{class}")
+    };
+    let known = full
+        .strip_prefix(COMPACTION_PACKAGE)
+        .is_some_and(|c| COMPACTION_CLASSES.contains(&c));
+    if !known {
+        return Err(config(format!(
+            "Unable to find compaction strategy class '{full}'"
+        )));
+    }
+    m.insert("class".into(), full);
+    Ok(m)
+}
+
+/// A numeric table option that has a lower bound (`TableParams.validate`'s message).
+pub(super) fn at_least(name: &str, n: i64, min: i64) -> Result<i32, SchemaError> {
+    if n < min || n > i64::from(i32::MAX) {
+        return Err(config(format!(
+            "{name} must be greater than or equal to {min} (got {n})"
+        )));
+    }
+    Ok(n as i32)
+}
+
+/// A double as Java prints it (`2.0`, `0.5`).
+pub(super) fn java_double(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e7 {
+        format!("{x:.1}")
+    } else {
+        x.to_string()
+    }
+}
+
 pub(super) fn literal_text(l: &Literal) -> String {
     match l {
         Literal::String(s) | Literal::Integer(s) | Literal::Float(s) | Literal::Uuid(s) => {

@@ -84,27 +84,25 @@ pub(super) fn apply_table_props(
                 opts.gc_grace_seconds = n as i32;
             }
             "bloom_filter_fp_chance" => opts.bloom_filter_fp_chance = prop_f64(k, v)?,
-            "crc_check_chance" => opts.crc_check_chance = prop_f64(k, v)?,
-            "caching" => opts.caching = prop_map(k, v)?,
-            "compaction" => {
-                let mut m = prop_map(k, v)?;
-                if let Some(c) = m.get("class").cloned() {
-                    if !c.contains('.') {
-                        m.insert(
-                            "class".into(),
-                            format!("org.apache.cassandra.db.compaction.{c}"),
-                        );
-                    }
+            "crc_check_chance" => {
+                let x = prop_f64(k, v)?;
+                if !(0.0..=1.0).contains(&x) {
+                    return Err(config(format!(
+                        "crc_check_chance must be larger than or equal to 0 and smaller than or equal to 1.0 (got {})",
+                        java_double(x)
+                    )));
                 }
-                opts.compaction = m;
+                opts.crc_check_chance = x;
             }
+            "caching" => opts.caching = prop_map(k, v)?,
+            "compaction" => opts.compaction = compaction_params(prop_map(k, v)?)?,
             "compression" => opts.compression = prop_map(k, v)?,
             "extensions" => opts.extensions = prop_map(k, v)?,
             "memtable" => opts.memtable = prop_string(k, v)?,
             "memtable_flush_period_in_ms" => {
-                opts.memtable_flush_period_in_ms = prop_int(k, v)? as i32
+                opts.memtable_flush_period_in_ms = at_least(k, prop_int(k, v)?, 0)?
             }
-            "min_index_interval" => opts.min_index_interval = prop_int(k, v)? as i32,
+            "min_index_interval" => opts.min_index_interval = at_least(k, prop_int(k, v)?, 1)?,
             "max_index_interval" => opts.max_index_interval = prop_int(k, v)? as i32,
             "read_repair" => opts.read_repair = prop_string(k, v)?,
             "speculative_retry" => opts.speculative_retry = prop_string(k, v)?,
@@ -199,7 +197,7 @@ pub fn create_table(
     check_not_system(schema, keyspace)?;
     let name = stmt.name.name.as_str();
     let ks = schema.require_keyspace(keyspace)?.clone();
-    check_name("Table", name)?;
+    check_table_name(keyspace, name)?;
     if ks.tables.contains_key(name) {
         if stmt.if_not_exists {
             return Ok(None);

@@ -135,7 +135,12 @@ impl PartitionStore for PostgresStore {
 /// Deletes the keys of `table` in `[lo, hi)` (hi None: to the end) in transactions of at most
 /// `DROP_BATCH` rows each, so that dropping a large table holds no long transaction; the
 /// caller's marker makes the whole idempotent.
-fn drop_range(pool: &Arc<super::pool::Pool>, table: &str, lo: &[u8], hi: Option<&[u8]>) -> Result<()> {
+fn drop_range(
+    pool: &Arc<super::pool::Pool>,
+    table: &str,
+    lo: &[u8],
+    hi: Option<&[u8]>,
+) -> Result<()> {
     const DROP_BATCH: i64 = 10_000;
     let upper = match hi {
         Some(_) => "AND k < $2",
