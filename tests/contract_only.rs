@@ -5,9 +5,11 @@
 //! and its filter, backup). A backend that implements the two (the PostgreSQL one of the
 //! cluster work) can run the engine.
 
+#[path = "shared/mod.rs"]
+mod shared;
+
 use bytes::Bytes;
 use ringgate::query::{Engine, EngineLimits, Outcome, QueryOptions, Session};
-use ringgate::schema::system::NodeInfo;
 use ringgate::storage::{
     EmbeddedStore, MetaStore, PartitionStore, Result, ScanIter, Space, Store, SyncMode, WriteBatch,
 };
@@ -47,15 +49,7 @@ impl Store for ContractOnly {
 }
 
 fn engine(store: &Arc<dyn Store>, split_bytes: u64) -> Arc<Engine> {
-    let node = NodeInfo {
-        listen: "127.0.0.1:9042".parse().unwrap(),
-        host_id: ringgate::schema::system::host_id(&**store).unwrap(),
-        cluster_name: "t".into(),
-        data_center: "dc".into(),
-        rack: "r".into(),
-        tokens: ringgate::schema::system::node_tokens(1),
-        native_protocol_version: "5".into(),
-    };
+    let node = shared::node::test_node(&**store);
     let mut limits = EngineLimits {
         throughput: ringgate::partition::throttle::ThroughputLimits {
             enforce: ringgate::partition::throttle::Enforce::Off,
@@ -77,23 +71,16 @@ fn int_rows(out: &Outcome, columns: usize) -> (Vec<Vec<Option<i32>>>, Option<Vec
     let Outcome::Rows(rows) = out else {
         panic!("expected rows, got {out:?}");
     };
-    let mut b = &rows.content[..];
-    let mut cells = Vec::new();
-    while b.len() >= 4 {
-        let n = i32::from_be_bytes(b[..4].try_into().unwrap());
-        b = &b[4..];
-        if n < 0 {
-            cells.push(None);
-        } else {
-            let v = &b[..n as usize];
-            cells.push(Some(match v.len() {
-                4 => i32::from_be_bytes(v.try_into().unwrap()),
-                8 => i64::from_be_bytes(v.try_into().unwrap()) as i32,
+    let cells: Vec<Option<i32>> = shared::cells::cells(&rows.content)
+        .into_iter()
+        .map(|c| {
+            c.map(|v| match v.len() {
+                4 => i32::from_be_bytes(v[..].try_into().unwrap()),
+                8 => i64::from_be_bytes(v[..].try_into().unwrap()) as i32,
                 _ => panic!("not an int: {v:?}"),
-            }));
-            b = &b[n as usize..];
-        }
-    }
+            })
+        })
+        .collect();
     let rows_out = cells.chunks(columns).map(|c| c.to_vec()).collect();
     (rows_out, rows.paging_state.as_ref().map(|p| p.to_vec()))
 }

@@ -2,21 +2,15 @@
 //! the per-partition handles' conditional commits alone keep read-merge-write and lightweight
 //! transactions exact, and a newer owner fences an older one.
 
+#[path = "shared/mod.rs"]
+mod shared;
+
 use ringgate::query::{Engine, EngineLimits, Outcome, QueryError, QueryOptions, Session};
-use ringgate::schema::system::NodeInfo;
 use ringgate::storage::{EmbeddedStore, Store, SyncMode};
 use std::sync::{Arc, Barrier};
 
 fn engine(store: &Arc<dyn Store>) -> Arc<Engine> {
-    let node = NodeInfo {
-        listen: "127.0.0.1:9042".parse().unwrap(),
-        host_id: ringgate::schema::system::host_id(&**store).unwrap(),
-        cluster_name: "t".into(),
-        data_center: "dc".into(),
-        rack: "r".into(),
-        tokens: ringgate::schema::system::node_tokens(1),
-        native_protocol_version: "5".into(),
-    };
+    let node = shared::node::test_node(&**store);
     let limits = EngineLimits {
         throughput: ringgate::partition::throttle::ThroughputLimits {
             enforce: ringgate::partition::throttle::Enforce::Off,
@@ -40,19 +34,7 @@ fn cells(out: &Outcome) -> Vec<Option<Vec<u8>>> {
     let Outcome::Rows(rows) = out else {
         panic!("expected rows");
     };
-    let mut b = &rows.content[..];
-    let mut cells = Vec::new();
-    while b.len() >= 4 {
-        let n = i32::from_be_bytes(b[..4].try_into().unwrap());
-        b = &b[4..];
-        if n < 0 {
-            cells.push(None);
-        } else {
-            cells.push(Some(b[..n as usize].to_vec()));
-            b = &b[n as usize..];
-        }
-    }
-    cells
+    shared::cells::cells(&rows.content)
 }
 
 fn setup(e: &Engine) {

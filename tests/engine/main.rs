@@ -5,6 +5,8 @@
 //! links the whole crate).
 
 mod gc_grace;
+#[path = "../shared/mod.rs"]
+mod shared;
 mod support;
 mod throttle;
 mod ttl;

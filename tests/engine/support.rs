@@ -75,18 +75,7 @@ impl TestEngine {
             panic!("{q}: expected rows");
         };
         let width = rows.columns.len();
-        let mut b = &rows.content[..];
-        let mut cells = Vec::new();
-        while b.len() >= 4 {
-            let n = i32::from_be_bytes(b[..4].try_into().unwrap());
-            b = &b[4..];
-            if n < 0 {
-                cells.push(None);
-            } else {
-                cells.push(Some(b[..n as usize].to_vec()));
-                b = &b[n as usize..];
-            }
-        }
+        let cells = crate::shared::cells::cells(&rows.content);
         assert_eq!(cells.len(), width * rows.count as usize, "{q}");
         cells.chunks(width.max(1)).map(|c| c.to_vec()).collect()
     }
