@@ -975,3 +975,66 @@ def test_token_relation_errors(session, ks):
     for where, message in cases:
         assert invalid(session, f"SELECT * FROM {ks}.t WHERE {where}") == message, where
     assert rows(session, f"SELECT c FROM {ks}.t WHERE token(a, b) = token(1, 2)") == [(3,)]
+
+
+def _routing(rs):
+    return [e.description for e in rs.get_query_trace(max_wait_sec=5).events
+            if e.description.startswith("Routing:")]
+
+
+def test_indexes_on_key_components_are_used_without_allow_filtering(session, ks):
+    """Cassandra 5.0 (CassandraIndexTest: indexOnFirst/SecondPartitionKeyColumn,
+    indexOnFirst/SecondClusteringColumn): an index on a component of a composite partition key
+    or on a clustering column serves `=` without ALLOW FILTERING; without the index the same
+    query asks for it. Results equal a filtering scan, in token order, paged."""
+    from cassandra.query import SimpleStatement
+
+    t = f"{ks}.kc"
+    session.execute(f"CREATE TABLE {t} (k1 int, k2 int, c1 int, c2 int, v int, "
+                    f"PRIMARY KEY ((k1, k2), c1, c2))")
+    ins = session.prepare(f"INSERT INTO {t} (k1, k2, c1, c2, v) VALUES (?, ?, ?, ?, ?)")
+    for i in range(60):
+        session.execute(ins, (i % 7, i % 5, i % 3, i % 4, i))
+    for where in ["k1 = 1", "k2 = 2", "c1 = 1", "c2 = 3"]:
+        msg = invalid(session, f"SELECT * FROM {t} WHERE {where}")
+        assert msg.startswith("Cannot execute this query as it might involve data filtering"), msg
+    everything = rows(session, f"SELECT * FROM {t}")  # token order
+    for col in ["k1", "k2", "c1", "c2"]:
+        session.execute(f"CREATE INDEX kc_{col} ON {t} ({col})")
+    for col, pos in [("k1", 0), ("k2", 1), ("c1", 2), ("c2", 3)]:
+        want = [r for r in everything if r[pos] == 1]
+        assert want
+        rs = session.execute(SimpleStatement(f"SELECT * FROM {t} WHERE {col} = 1", fetch_size=4),
+                             trace=True)
+        assert _routing(rs)[0].startswith("Routing: fan-out"), (col, _routing(rs))
+        assert f"secondary index kc_{col}" in _routing(rs)[0], (col, _routing(rs))
+        assert [tuple(r) for r in rs] == want, col
+        assert rows(session, f"SELECT * FROM {t} WHERE {col} = 1 ALLOW FILTERING") == want
+    # two restrictions: one is served by the index, the other filters
+    msg = invalid(session, f"SELECT * FROM {t} WHERE k2 = 1 AND c1 = 2")
+    assert msg.startswith("Cannot execute this query as it might involve data filtering"), msg
+    assert rows(session, f"SELECT * FROM {t} WHERE k2 = 1 AND c1 = 2 ALLOW FILTERING") == [
+        r for r in everything if r[1] == 1 and r[2] == 2]
+    # within a named partition the clustering index needs nothing either
+    assert rows(session, f"SELECT * FROM {t} WHERE k1 = 1 AND k2 = 1 AND c2 = 1") == [
+        r for r in everything if r[:2] == (1, 1) and r[3] == 1]
+
+
+def test_partition_key_component_index_finds_static_only_partitions(session, ks):
+    """Cassandra 5.0's testIndexOnPartitionKeyWithPartitionWithoutRows: a partition left with
+    only its static row is still found through an index on a partition key component."""
+    t = f"{ks}.ps"
+    session.execute(f"CREATE TABLE {t} (pk1 int, pk2 int, c int, s int static, v int, "
+                    f"PRIMARY KEY ((pk1, pk2), c))")
+    session.execute(f"CREATE INDEX ON {t} (pk2)")
+    for pk1, c, v in [(1, 1, 1), (1, 2, 2), (3, 1, 1), (4, 1, 1)]:
+        session.execute(f"INSERT INTO {t} (pk1, pk2, c, s, v) VALUES (%s, 1, %s, 9, %s)",
+                        (pk1, c, v))
+    q = f"SELECT pk1, pk2, c, s, v FROM {t} WHERE pk2 = 1"
+    assert sorted(rows(session, q)) == [(1, 1, 1, 9, 1), (1, 1, 2, 9, 2), (3, 1, 1, 9, 1),
+                                        (4, 1, 1, 9, 1)]
+    session.execute(f"DELETE FROM {t} WHERE pk1 = 3 AND pk2 = 1 AND c = 1")
+    got = rows(session, q)
+    assert sorted(got, key=lambda r: (r[0], r[2] or 0)) == [
+        (1, 1, 1, 9, 1), (1, 1, 2, 9, 2), (3, 1, None, 9, None), (4, 1, 1, 9, 1)]
+    assert got == rows(session, q + " ALLOW FILTERING")
