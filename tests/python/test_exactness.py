@@ -1038,3 +1038,102 @@ def test_partition_key_component_index_finds_static_only_partitions(session, ks)
     assert sorted(got, key=lambda r: (r[0], r[2] or 0)) == [
         (1, 1, 1, 9, 1), (1, 1, 2, 9, 2), (3, 1, None, 9, None), (4, 1, 1, 9, 1)]
     assert got == rows(session, q + " ALLOW FILTERING")
+
+
+def test_table_options_validated_as_cassandra(session, ks):
+    """TableParams.validate, CompressionParams, CachingParams, SpeculativeRetryPolicy and the
+    compaction strategies' validateOptions of Cassandra 5.0: their messages, and the forms
+    Cassandra stores for the options it accepts."""
+    from cassandra.protocol import ConfigurationException
+
+    def option(opt, table="o"):
+        with pytest.raises(ConfigurationException) as e:
+            session.execute(f"CREATE TABLE {ks}.{table} (k int PRIMARY KEY) WITH {opt}")
+        text = error_text(e.value)
+        m = re.search(r'message="(.*)"$', text, re.S)
+        return m.group(1) if m else text
+
+    bloom = "bloom_filter_fp_chance must be larger than 6.71E-5 and less than or equal to 1.0"
+    assert option("bloom_filter_fp_chance = 0.0000001") == f"{bloom} (got 1.0E-7)"
+    assert option("bloom_filter_fp_chance = 1.1") == f"{bloom} (got 1.1)"
+    assert option("bloom_filter_fp_chance = -0.5") == f"{bloom} (got -0.5)"
+    assert option("compression = {'class': 'Nope'}") == (
+        "Could not create Compression for type org.apache.cassandra.io.compress.Nope"
+    )
+    assert option("compression = {'class': 'LZ4Compressor', 'chunk_length_in_kb': 3}") == (
+        "chunk_length_in_kb must be a power of 2"
+    )
+    assert option("compression = {'class': 'LZ4Compressor', 'chunk_length_in_kb': 0}") == (
+        "Invalid negative or null chunk_length_in_kb"
+    )
+    assert option("compression = {'class': 'SnappyCompressor', 'level': 3}") == (
+        "Unknown compression options level"
+    )
+    assert option("compression = {'chunk_length_in_kb': 4}") == (
+        "Missing sub-option 'class' for the 'compression' option."
+    )
+    assert option("compression = {'enabled': false, 'class': 'LZ4Compressor'}") == (
+        "If the 'enabled' option is set to false no other options must be specified"
+    )
+    assert option("caching = {'keys': 'SOME'}") == (
+        "Invalid value 'SOME' for caching sub-option 'keys': only 'ALL' and 'NONE' are allowed"
+    )
+    assert option("caching = {'rows_per_partition': 'many'}") == (
+        "Invalid value 'many' for caching sub-option 'rows_per_partition': only 'ALL', 'NONE', "
+        "and integer values are allowed"
+    )
+    assert option("caching = {'keys': 'ALL', 'rows': 'ALL'}") == (
+        "Invalid caching sub-options [rows]: only 'keys' and 'rows_per_partition' are allowed"
+    )
+    assert option("speculative_retry = 'sometimes'") == (
+        "Invalid value sometimes for option 'speculative_retry'"
+    )
+    assert option("speculative_retry = '100p'") == (
+        "Invalid value 100p for PERCENTILE option 'speculative_retry': must be between (0.0 and 100.0)"
+    )
+    assert option("speculative_retry = 'MIN(99p,95p)'") == (
+        "Invalid value MIN(99p,95p) for option 'speculative_retry': MIN()/MAX() arguments should "
+        "be of different types, but both are of type PERCENTILE"
+    )
+    assert option("speculative_retry = 'MAX(99p,10xs)'") == (
+        "Invalid value MAX(99p,10xs) for option 'speculative_retry'"
+    )
+    assert option("compaction = {'class': 'SizeTieredCompactionStrategy', 'sstable_size_in_mb': 1}") == (
+        "Properties specified [sstable_size_in_mb] are not understood by SizeTieredCompactionStrategy"
+    )
+    assert option("compaction = {'class': 'LeveledCompactionStrategy', 'nope': 1}") == (
+        "Properties specified [nope] are not understood by LeveledCompactionStrategy"
+    )
+    assert option("max_index_interval = 100") == (
+        "max_index_interval must be greater than or equal to min_index_interval (128) (got 100)"
+    )
+    assert option("min_index_interval = 4096") == (
+        "max_index_interval must be greater than or equal to min_index_interval (4096) (got 2048)"
+    )
+    # accepted forms are stored as Cassandra stores them
+    session.execute(
+        f"CREATE TABLE {ks}.o (k int PRIMARY KEY) WITH bloom_filter_fp_chance = 0.1 "
+        "AND compression = {'class': 'ZstdCompressor', 'chunk_length_in_kb': 64, 'compression_level': 3} "
+        "AND caching = {'rows_per_partition': '10'} AND speculative_retry = 'min(95.5PERCENTILE, 20ms)' "
+        "AND additional_write_policy = 'none' "
+        "AND compaction = {'class': 'LeveledCompactionStrategy', 'sstable_size_in_mb': 160, 'enabled': 'true'} "
+        "AND min_index_interval = 64 AND max_index_interval = 64"
+    )
+    [r] = session.execute(
+        "SELECT bloom_filter_fp_chance, compression, caching, speculative_retry, "
+        "additional_write_policy, min_index_interval, max_index_interval FROM system_schema.tables "
+        "WHERE keyspace_name = %s AND table_name = 'o'", (ks,))
+    assert r.bloom_filter_fp_chance == 0.1
+    assert r.compression == {"class": "org.apache.cassandra.io.compress.ZstdCompressor",
+                             "chunk_length_in_kb": "64", "compression_level": "3"}
+    assert r.caching == {"keys": "NONE", "rows_per_partition": "10"}
+    assert r.speculative_retry == "MIN(95.5p,20ms)"
+    assert r.additional_write_policy == "NEVER"
+    assert (r.min_index_interval, r.max_index_interval) == (64, 64)
+    session.execute(f"ALTER TABLE {ks}.o WITH compression = {{'enabled': 'false'}}")
+    [r] = session.execute("SELECT compression FROM system_schema.tables WHERE keyspace_name = %s "
+                          "AND table_name = 'o'", (ks,))
+    assert r.compression == {"enabled": "false"}
+    with pytest.raises(ConfigurationException) as e:
+        session.execute(f"ALTER TABLE {ks}.o WITH max_index_interval = 32")
+    assert "max_index_interval must be greater than or equal to min_index_interval (64) (got 32)" in str(e.value)
