@@ -1137,3 +1137,20 @@ def test_table_options_validated_as_cassandra(session, ks):
     with pytest.raises(ConfigurationException) as e:
         session.execute(f"ALTER TABLE {ks}.o WITH max_index_interval = 32")
     assert "max_index_interval must be greater than or equal to min_index_interval (64) (got 32)" in str(e.value)
+
+
+def test_token_selector_argument_errors(session, ks):
+    """Cassandra 5.0 resolves token() in a selection through FunctionResolver with the table's
+    partition key types: its arity and argument type messages."""
+    session.execute(f"CREATE TABLE {ks}.tk (k1 uuid, k2 text, v int, PRIMARY KEY ((k1, k2)))")
+    session.execute(f"INSERT INTO {ks}.tk (k1, k2, v) VALUES (uuid(), 'drivers', 1)")
+    assert len(rows(session, f"SELECT token(k1, k2) FROM {ks}.tk")) == 1
+    assert invalid(session, f"SELECT token(k1) FROM {ks}.tk") == (
+        "Invalid number of arguments in call to function system.token: 2 required but 1 provided"
+    )
+    assert invalid(session, f"SELECT token(k1, k2, v) FROM {ks}.tk") == (
+        "Invalid number of arguments in call to function system.token: 2 required but 3 provided"
+    )
+    assert invalid(session, f"SELECT token(k2, k1) FROM {ks}.tk") == (
+        "Type error: k2 cannot be passed as argument 0 of function system.token of type uuid"
+    )

@@ -134,9 +134,11 @@ pub(super) fn caching_params(
         None => "NONE",
         Some(v) if v.eq_ignore_ascii_case("ALL") => "ALL",
         Some(v) if v.eq_ignore_ascii_case("NONE") => "NONE",
-        Some(v) => return Err(config(format!(
+        Some(v) => {
+            return Err(config(format!(
             "Invalid value '{v}' for caching sub-option 'keys': only 'ALL' and 'NONE' are allowed"
-        ))),
+        )))
+        }
     };
     let rows = match m.remove("rows_per_partition") {
         None => "NONE".to_string(),
