@@ -975,3 +975,182 @@ def test_token_relation_errors(session, ks):
     for where, message in cases:
         assert invalid(session, f"SELECT * FROM {ks}.t WHERE {where}") == message, where
     assert rows(session, f"SELECT c FROM {ks}.t WHERE token(a, b) = token(1, 2)") == [(3,)]
+
+
+def _routing(rs):
+    return [e.description for e in rs.get_query_trace(max_wait_sec=5).events
+            if e.description.startswith("Routing:")]
+
+
+def test_indexes_on_key_components_are_used_without_allow_filtering(session, ks):
+    """Cassandra 5.0 (CassandraIndexTest: indexOnFirst/SecondPartitionKeyColumn,
+    indexOnFirst/SecondClusteringColumn): an index on a component of a composite partition key
+    or on a clustering column serves `=` without ALLOW FILTERING; without the index the same
+    query asks for it. Results equal a filtering scan, in token order, paged."""
+    from cassandra.query import SimpleStatement
+
+    t = f"{ks}.kc"
+    session.execute(f"CREATE TABLE {t} (k1 int, k2 int, c1 int, c2 int, v int, "
+                    f"PRIMARY KEY ((k1, k2), c1, c2))")
+    ins = session.prepare(f"INSERT INTO {t} (k1, k2, c1, c2, v) VALUES (?, ?, ?, ?, ?)")
+    for i in range(60):
+        session.execute(ins, (i % 7, i % 5, i % 3, i % 4, i))
+    for where in ["k1 = 1", "k2 = 2", "c1 = 1", "c2 = 3"]:
+        msg = invalid(session, f"SELECT * FROM {t} WHERE {where}")
+        assert msg.startswith("Cannot execute this query as it might involve data filtering"), msg
+    everything = rows(session, f"SELECT * FROM {t}")  # token order
+    for col in ["k1", "k2", "c1", "c2"]:
+        session.execute(f"CREATE INDEX kc_{col} ON {t} ({col})")
+    for col, pos in [("k1", 0), ("k2", 1), ("c1", 2), ("c2", 3)]:
+        want = [r for r in everything if r[pos] == 1]
+        assert want
+        rs = session.execute(SimpleStatement(f"SELECT * FROM {t} WHERE {col} = 1", fetch_size=4),
+                             trace=True)
+        assert _routing(rs)[0].startswith("Routing: fan-out"), (col, _routing(rs))
+        assert f"secondary index kc_{col}" in _routing(rs)[0], (col, _routing(rs))
+        assert [tuple(r) for r in rs] == want, col
+        assert rows(session, f"SELECT * FROM {t} WHERE {col} = 1 ALLOW FILTERING") == want
+    # two restrictions: one is served by the index, the other filters
+    msg = invalid(session, f"SELECT * FROM {t} WHERE k2 = 1 AND c1 = 2")
+    assert msg.startswith("Cannot execute this query as it might involve data filtering"), msg
+    assert rows(session, f"SELECT * FROM {t} WHERE k2 = 1 AND c1 = 2 ALLOW FILTERING") == [
+        r for r in everything if r[1] == 1 and r[2] == 2]
+    # within a named partition the clustering index needs nothing either
+    assert rows(session, f"SELECT * FROM {t} WHERE k1 = 1 AND k2 = 1 AND c2 = 1") == [
+        r for r in everything if r[:2] == (1, 1) and r[3] == 1]
+
+
+def test_partition_key_component_index_finds_static_only_partitions(session, ks):
+    """Cassandra 5.0's testIndexOnPartitionKeyWithPartitionWithoutRows: a partition left with
+    only its static row is still found through an index on a partition key component."""
+    t = f"{ks}.ps"
+    session.execute(f"CREATE TABLE {t} (pk1 int, pk2 int, c int, s int static, v int, "
+                    f"PRIMARY KEY ((pk1, pk2), c))")
+    session.execute(f"CREATE INDEX ON {t} (pk2)")
+    for pk1, c, v in [(1, 1, 1), (1, 2, 2), (3, 1, 1), (4, 1, 1)]:
+        session.execute(f"INSERT INTO {t} (pk1, pk2, c, s, v) VALUES (%s, 1, %s, 9, %s)",
+                        (pk1, c, v))
+    q = f"SELECT pk1, pk2, c, s, v FROM {t} WHERE pk2 = 1"
+    assert sorted(rows(session, q)) == [(1, 1, 1, 9, 1), (1, 1, 2, 9, 2), (3, 1, 1, 9, 1),
+                                        (4, 1, 1, 9, 1)]
+    session.execute(f"DELETE FROM {t} WHERE pk1 = 3 AND pk2 = 1 AND c = 1")
+    got = rows(session, q)
+    assert sorted(got, key=lambda r: (r[0], r[2] or 0)) == [
+        (1, 1, 1, 9, 1), (1, 1, 2, 9, 2), (3, 1, None, 9, None), (4, 1, 1, 9, 1)]
+    assert got == rows(session, q + " ALLOW FILTERING")
+
+
+def test_table_options_validated_as_cassandra(session, ks):
+    """TableParams.validate, CompressionParams, CachingParams, SpeculativeRetryPolicy and the
+    compaction strategies' validateOptions of Cassandra 5.0: their messages, and the forms
+    Cassandra stores for the options it accepts."""
+    from cassandra.protocol import ConfigurationException
+
+    def option(opt, table="o"):
+        with pytest.raises(ConfigurationException) as e:
+            session.execute(f"CREATE TABLE {ks}.{table} (k int PRIMARY KEY) WITH {opt}")
+        text = error_text(e.value)
+        m = re.search(r'message="(.*)"$', text, re.S)
+        return m.group(1) if m else text
+
+    bloom = "bloom_filter_fp_chance must be larger than 6.71E-5 and less than or equal to 1.0"
+    assert option("bloom_filter_fp_chance = 0.0000001") == f"{bloom} (got 1.0E-7)"
+    assert option("bloom_filter_fp_chance = 1.1") == f"{bloom} (got 1.1)"
+    assert option("bloom_filter_fp_chance = -0.5") == f"{bloom} (got -0.5)"
+    assert option("compression = {'class': 'Nope'}") == (
+        "Could not create Compression for type org.apache.cassandra.io.compress.Nope"
+    )
+    assert option("compression = {'class': 'LZ4Compressor', 'chunk_length_in_kb': 3}") == (
+        "chunk_length_in_kb must be a power of 2"
+    )
+    assert option("compression = {'class': 'LZ4Compressor', 'chunk_length_in_kb': 0}") == (
+        "Invalid negative or null chunk_length_in_kb"
+    )
+    assert option("compression = {'class': 'SnappyCompressor', 'level': 3}") == (
+        "Unknown compression options level"
+    )
+    assert option("compression = {'chunk_length_in_kb': 4}") == (
+        "Missing sub-option 'class' for the 'compression' option."
+    )
+    assert option("compression = {'enabled': false, 'class': 'LZ4Compressor'}") == (
+        "If the 'enabled' option is set to false no other options must be specified"
+    )
+    assert option("caching = {'keys': 'SOME'}") == (
+        "Invalid value 'SOME' for caching sub-option 'keys': only 'ALL' and 'NONE' are allowed"
+    )
+    assert option("caching = {'rows_per_partition': 'many'}") == (
+        "Invalid value 'many' for caching sub-option 'rows_per_partition': only 'ALL', 'NONE', "
+        "and integer values are allowed"
+    )
+    assert option("caching = {'keys': 'ALL', 'rows': 'ALL'}") == (
+        "Invalid caching sub-options [rows]: only 'keys' and 'rows_per_partition' are allowed"
+    )
+    assert option("speculative_retry = 'sometimes'") == (
+        "Invalid value sometimes for option 'speculative_retry'"
+    )
+    assert option("speculative_retry = '100p'") == (
+        "Invalid value 100p for PERCENTILE option 'speculative_retry': must be between (0.0 and 100.0)"
+    )
+    assert option("speculative_retry = 'MIN(99p,95p)'") == (
+        "Invalid value MIN(99p,95p) for option 'speculative_retry': MIN()/MAX() arguments should "
+        "be of different types, but both are of type PERCENTILE"
+    )
+    assert option("speculative_retry = 'MAX(99p,10xs)'") == (
+        "Invalid value MAX(99p,10xs) for option 'speculative_retry'"
+    )
+    assert option("compaction = {'class': 'SizeTieredCompactionStrategy', 'sstable_size_in_mb': 1}") == (
+        "Properties specified [sstable_size_in_mb] are not understood by SizeTieredCompactionStrategy"
+    )
+    assert option("compaction = {'class': 'LeveledCompactionStrategy', 'nope': 1}") == (
+        "Properties specified [nope] are not understood by LeveledCompactionStrategy"
+    )
+    assert option("max_index_interval = 100") == (
+        "max_index_interval must be greater than or equal to min_index_interval (128) (got 100)"
+    )
+    assert option("min_index_interval = 4096") == (
+        "max_index_interval must be greater than or equal to min_index_interval (4096) (got 2048)"
+    )
+    # accepted forms are stored as Cassandra stores them
+    session.execute(
+        f"CREATE TABLE {ks}.o (k int PRIMARY KEY) WITH bloom_filter_fp_chance = 0.1 "
+        "AND compression = {'class': 'ZstdCompressor', 'chunk_length_in_kb': 64, 'compression_level': 3} "
+        "AND caching = {'rows_per_partition': '10'} AND speculative_retry = 'min(95.5PERCENTILE, 20ms)' "
+        "AND additional_write_policy = 'none' "
+        "AND compaction = {'class': 'LeveledCompactionStrategy', 'sstable_size_in_mb': 160, 'enabled': 'true'} "
+        "AND min_index_interval = 64 AND max_index_interval = 64"
+    )
+    [r] = session.execute(
+        "SELECT bloom_filter_fp_chance, compression, caching, speculative_retry, "
+        "additional_write_policy, min_index_interval, max_index_interval FROM system_schema.tables "
+        "WHERE keyspace_name = %s AND table_name = 'o'", (ks,))
+    assert r.bloom_filter_fp_chance == 0.1
+    assert r.compression == {"class": "org.apache.cassandra.io.compress.ZstdCompressor",
+                             "chunk_length_in_kb": "64", "compression_level": "3"}
+    assert r.caching == {"keys": "NONE", "rows_per_partition": "10"}
+    assert r.speculative_retry == "MIN(95.5p,20ms)"
+    assert r.additional_write_policy == "NEVER"
+    assert (r.min_index_interval, r.max_index_interval) == (64, 64)
+    session.execute(f"ALTER TABLE {ks}.o WITH compression = {{'enabled': 'false'}}")
+    [r] = session.execute("SELECT compression FROM system_schema.tables WHERE keyspace_name = %s "
+                          "AND table_name = 'o'", (ks,))
+    assert r.compression == {"enabled": "false"}
+    with pytest.raises(ConfigurationException) as e:
+        session.execute(f"ALTER TABLE {ks}.o WITH max_index_interval = 32")
+    assert "max_index_interval must be greater than or equal to min_index_interval (64) (got 32)" in str(e.value)
+
+
+def test_token_selector_argument_errors(session, ks):
+    """Cassandra 5.0 resolves token() in a selection through FunctionResolver with the table's
+    partition key types: its arity and argument type messages."""
+    session.execute(f"CREATE TABLE {ks}.tk (k1 uuid, k2 text, v int, PRIMARY KEY ((k1, k2)))")
+    session.execute(f"INSERT INTO {ks}.tk (k1, k2, v) VALUES (uuid(), 'drivers', 1)")
+    assert len(rows(session, f"SELECT token(k1, k2) FROM {ks}.tk")) == 1
+    assert invalid(session, f"SELECT token(k1) FROM {ks}.tk") == (
+        "Invalid number of arguments in call to function system.token: 2 required but 1 provided"
+    )
+    assert invalid(session, f"SELECT token(k1, k2, v) FROM {ks}.tk") == (
+        "Invalid number of arguments in call to function system.token: 2 required but 3 provided"
+    )
+    assert invalid(session, f"SELECT token(k2, k1) FROM {ks}.tk") == (
+        "Type error: k2 cannot be passed as argument 0 of function system.token of type uuid"
+    )

@@ -125,7 +125,6 @@ pub(super) fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
     let (token, tuple_filters, entry_filters) = check_relations(t, sel, ctx)?;
     // Partition key: all components by = / IN.
     let pk_vals = key_values(t, &sel.where_clause, ctx, &t.partition_key)?;
-    let pk_given = pk_vals.iter().filter(|v| v.is_some()).count();
     let target = read_target(t, sel, pk_vals, &token, &mut need_filtering)?;
     // Clustering: = / IN on a prefix, then at most one slice column.
     let single_partition = matches!(target, Target::Partitions(_));
@@ -154,7 +153,6 @@ pub(super) fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
         &filters,
         need_filtering,
         single_partition,
-        used_ck + pk_given,
         sel.allow_filtering,
     );
     if need_filtering && !sel.allow_filtering {
@@ -307,7 +305,9 @@ fn read_target(
         return Ok(Target::Ranges(ranges));
     }
     if pk_given > 0 {
-        if !sel.allow_filtering {
+        // Cassandra: a restriction an index can serve makes a partial partition key a filter
+        // of the index query (use_index decides whether it still needs ALLOW FILTERING).
+        if !sel.allow_filtering && !restricts_indexed_column(t, sel) {
             let miss: Vec<&str> = t
                 .pk_columns()
                 .zip(&pk_vals)
@@ -322,6 +322,14 @@ fn read_target(
         *need_filtering = true;
     }
     Ok(Target::Range(token.lo, token.hi))
+}
+
+/// Whether a single-column relation names a column with a secondary index.
+fn restricts_indexed_column(t: &TableDef, sel: &Select) -> bool {
+    sel.where_clause.iter().any(|r| match &r.lhs {
+        RelationLhs::Column(c) => t.indexes.iter().any(|x| x.column == *c),
+        _ => false,
+    })
 }
 
 /// The partition keys of every combination of the given values, in partition key order.
@@ -516,7 +524,6 @@ pub(super) fn use_index(
     filters: &[Filter],
     need_filtering: bool,
     single_partition: bool,
-    key_restrictions: usize,
     allow_filtering: bool,
 ) -> (Target, bool) {
     use crate::schema::IndexKind;
@@ -554,15 +561,19 @@ pub(super) fn use_index(
     let Some(f) = filters.iter().find(|f| indexed(f)) else {
         return (Target::Range(lo, hi), need_filtering);
     };
-    let others = filters.len() > 1 || key_restrictions > 0;
+    // Outside named partitions every key restriction is a filter too: the index serves one,
+    // more than one is filtering (Cassandra's needFiltering counts the restrictions alike).
+    let others = filters.len() > 1;
     if others && !allow_filtering {
         return (Target::Range(lo, hi), need_filtering);
     }
     let col = &t.columns[f.col];
-    if col.kind == ColumnKind::Static {
-        // Index entries are kept for rows only, and a static value belongs to the partition:
-        // the query is answered by a scan that checks each partition's static value (every row
-        // of a matching partition, or its static-only row), with the index's permission.
+    let has_statics = t.columns.iter().any(|c| c.kind == ColumnKind::Static);
+    if col.kind == ColumnKind::Static || (col.kind == ColumnKind::PartitionKey && has_statics) {
+        // Index entries are kept for rows only, and a static value (or a partition key
+        // component of a partition that may hold only its static row) belongs to the
+        // partition: the query is answered by a scan that checks each partition (every row of
+        // a matching partition, or its static-only row), with the index's permission.
         return (Target::Range(lo, hi), others);
     }
     let index = index_for(f).expect("checked above").clone();

@@ -517,6 +517,7 @@ pub(super) fn plan_selector(
                     )),
                 })
                 .collect::<Result<_>>()?;
+            check_token_arguments(t, &cols)?;
             let pk: Vec<&str> = t.pk_columns().map(|c| c.name.as_str()).collect();
             if cols != pk {
                 return Err(invalid(format!(
@@ -621,4 +622,27 @@ pub fn result_columns(t: &TableDef, sel: &Select) -> Result<Vec<ResultColumn>> {
             ty,
         })
         .collect())
+}
+
+/// token()'s arguments as Cassandra 5.0's FunctionResolver checks them: one per partition key
+/// column, each assignable to that column's type (its messages).
+fn check_token_arguments(t: &TableDef, cols: &[&str]) -> Result<()> {
+    let pk: Vec<&crate::schema::ColumnDef> = t.pk_columns().collect();
+    if cols.len() != pk.len() {
+        return Err(invalid(format!(
+            "Invalid number of arguments in call to function system.token: {} required but {} provided",
+            pk.len(),
+            cols.len()
+        )));
+    }
+    for (i, (name, key)) in cols.iter().zip(&pk).enumerate() {
+        let ty = &t.columns[column_index(t, name)?].ty;
+        if ty.unfrozen() != key.ty.unfrozen() {
+            return Err(invalid(format!(
+                "Type error: {name} cannot be passed as argument {i} of function system.token of type {}",
+                key.ty
+            )));
+        }
+    }
+    Ok(())
 }

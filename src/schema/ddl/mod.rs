@@ -21,6 +21,7 @@ mod index;
 mod keyspace;
 mod props;
 mod table;
+mod table_options;
 mod user_types;
 
 pub use self::alter_table::alter_table;
@@ -36,6 +37,7 @@ pub use self::table::assemble_table;
 pub use self::table::create_table;
 pub use self::table::drop_table;
 use self::table::*;
+use self::table_options::*;
 pub use self::user_types::alter_type;
 pub use self::user_types::create_type;
 pub use self::user_types::drop_type;

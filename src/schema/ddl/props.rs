@@ -77,6 +77,9 @@ pub(super) fn compaction_params(
             "Unable to find compaction strategy class '{full}'"
         )));
     }
+    if let Some(short) = full.strip_prefix(COMPACTION_PACKAGE) {
+        super::table_options::check_compaction_options(short, &m)?;
+    }
     m.insert("class".into(), full);
     Ok(m)
 }
@@ -91,9 +94,21 @@ pub(super) fn at_least(name: &str, n: i64, min: i64) -> Result<i32, SchemaError>
     Ok(n as i32)
 }
 
-/// A double as Java prints it (`2.0`, `0.5`).
+/// A double as Java's `Double.toString` prints it (`2.0`, `0.5`, `1.0E-7`, `6.71E-5`):
+/// scientific notation below 10^-3 and from 10^7.
 pub(super) fn java_double(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e7 {
+    let a = x.abs();
+    if a != 0.0 && a.is_finite() && !(1e-3..1e7).contains(&a) {
+        let s = format!("{x:e}");
+        let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
+        let mantissa = if mantissa.contains('.') {
+            mantissa.to_string()
+        } else {
+            format!("{mantissa}.0")
+        };
+        return format!("{mantissa}E{exp}");
+    }
+    if x.fract() == 0.0 {
         format!("{x:.1}")
     } else {
         x.to_string()

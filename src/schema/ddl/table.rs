@@ -83,7 +83,9 @@ pub(super) fn apply_table_props(
                 }
                 opts.gc_grace_seconds = n as i32;
             }
-            "bloom_filter_fp_chance" => opts.bloom_filter_fp_chance = prop_f64(k, v)?,
+            "bloom_filter_fp_chance" => {
+                opts.bloom_filter_fp_chance = bloom_filter_fp_chance(prop_f64(k, v)?)?
+            }
             "crc_check_chance" => {
                 let x = prop_f64(k, v)?;
                 if !(0.0..=1.0).contains(&x) {
@@ -94,9 +96,9 @@ pub(super) fn apply_table_props(
                 }
                 opts.crc_check_chance = x;
             }
-            "caching" => opts.caching = prop_map(k, v)?,
+            "caching" => opts.caching = caching_params(prop_map(k, v)?)?,
             "compaction" => opts.compaction = compaction_params(prop_map(k, v)?)?,
-            "compression" => opts.compression = prop_map(k, v)?,
+            "compression" => opts.compression = compression_params(prop_map(k, v)?)?,
             "extensions" => opts.extensions = prop_map(k, v)?,
             "memtable" => opts.memtable = prop_string(k, v)?,
             "memtable_flush_period_in_ms" => {
@@ -105,8 +107,10 @@ pub(super) fn apply_table_props(
             "min_index_interval" => opts.min_index_interval = at_least(k, prop_int(k, v)?, 1)?,
             "max_index_interval" => opts.max_index_interval = prop_int(k, v)? as i32,
             "read_repair" => opts.read_repair = prop_string(k, v)?,
-            "speculative_retry" => opts.speculative_retry = prop_string(k, v)?,
-            "additional_write_policy" => opts.additional_write_policy = prop_string(k, v)?,
+            "speculative_retry" => opts.speculative_retry = speculative_retry(&prop_string(k, v)?)?,
+            "additional_write_policy" => {
+                opts.additional_write_policy = speculative_retry(&prop_string(k, v)?)?
+            }
             "cdc" => opts.cdc = prop_bool(k, v)?,
             "cosmosdb_provisioned_throughput" | "cosmosdb_autoscale_max_throughput" => {
                 set_throughput(
@@ -154,7 +158,7 @@ pub(super) fn apply_table_props(
             other => return Err(SchemaError::Syntax(format!("Unknown property '{other}'"))),
         }
     }
-    Ok(())
+    check_index_intervals(opts)
 }
 
 pub(super) fn check_key_type(col: &str, ty: &CqlType) -> Result<(), SchemaError> {
