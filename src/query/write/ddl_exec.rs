@@ -185,7 +185,7 @@ fn drop_table(
 /// swap; the old data goes in the background.
 fn truncate(engine: &Engine, keyspace: Option<&str>, name: &QualifiedName) -> Result<Outcome> {
     let schema = engine.schema();
-    let t = resolve_table(&schema, keyspace, name)?;
+    let t = super::super::resolve_table_any(&schema, keyspace, name)?;
     check_writable(t)?;
     let (ks, tname) = (t.keyspace.clone(), t.name.clone());
     let mut swap = None;
