@@ -43,15 +43,7 @@ const SWEEP_EVERY: Duration = Duration::from_secs(10);
 /// (`tests/python/test_sweep_faults.py`).
 fn chunk_pause() {
     static PAUSE_MS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    let ms = *PAUSE_MS.get_or_init(|| {
-        std::env::var("RINGGATE_TEST_SWEEP_PAUSE_MS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    });
-    if ms > 0 {
-        std::thread::sleep(Duration::from_millis(ms));
-    }
+    crate::clock::test_pause("RINGGATE_TEST_SWEEP_PAUSE_MS", &PAUSE_MS);
 }
 
 /// Header keys of partitions whose partition deletion or range tombstones can be purged.

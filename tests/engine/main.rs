@@ -5,6 +5,7 @@
 //! links the whole crate).
 
 mod gc_grace;
+mod index_build;
 mod stored_types;
 mod support;
 mod throttle;
