@@ -105,6 +105,21 @@ impl Clock {
     }
 }
 
+/// Test hooks that widen a window for a kill -9 or a race (e.g. `RINGGATE_TEST_SWEEP_PAUSE_MS`):
+/// sleeps for the milliseconds environment variable `var` gives (0 or unset: not at all). `cached`
+/// is the call site's own cell, so the variable is read once.
+pub fn test_pause(var: &str, cached: &std::sync::OnceLock<u64>) {
+    let ms = *cached.get_or_init(|| {
+        std::env::var(var)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    });
+    if ms > 0 {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -192,20 +192,55 @@ pub fn maintain(
     }
 }
 
+/// Times an index build starts over through the current partition map after a split fenced
+/// one of the partitions it was writing (entries are idempotent puts: starting over is safe).
+const BUILD_ATTEMPTS: usize = 4;
+
 /// Writes the entries of every existing row of the table for a new index: each physical
 /// partition's rows are read through its handle and their entries committed to it as local
-/// writes owned through the row's token, in commits of at most 1,000 entries.
+/// writes owned through the row's token, in commits of at most 1,000 entries. A partition that
+/// split meanwhile answers `Fenced`; the build then starts over through the current map, at
+/// most `BUILD_ATTEMPTS` times.
 pub fn build(engine: &Engine, table: &TableDef, index: &IndexDef) -> super::Result<()> {
+    for attempt in 1..=BUILD_ATTEMPTS {
+        if build_once(engine, table, index)? {
+            return Ok(());
+        }
+        tracing::info!(index = %index.name, attempt, "index build fenced by a split; starting over through the current partition map");
+    }
+    Err(crate::error::ClientError::Server(format!(
+        "Building index {} did not finish: the table's physical partitions split during each of {BUILD_ATTEMPTS} attempts",
+        index.name
+    )))
+}
+
+/// Test hook: `RINGGATE_TEST_INDEX_BUILD_PAUSE_MS` sleeps that long before each commit of an
+/// index build, so that a test can split the table meanwhile (`tests/python/test_index_build.py`).
+fn build_pause() {
+    static PAUSE_MS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    crate::clock::test_pause("RINGGATE_TEST_INDEX_BUILD_PAUSE_MS", &PAUSE_MS);
+}
+
+/// One pass of `build`; false when a commit was fenced (a partition split meanwhile).
+fn build_once(engine: &Engine, table: &TableDef, index: &IndexDef) -> super::Result<bool> {
     const BATCH: usize = 1000;
     let mut single = table.clone();
     single.indexes = vec![index.clone()];
     let now = engine.clock.now_millis();
     let Some(map) = engine.maps.get(table.storage_id) else {
-        return Ok(());
+        return Ok(true);
+    };
+    let commit = |handle: &dyn crate::storage::PartitionHandle, c: PartitionCommit| {
+        build_pause();
+        match handle.commit(c) {
+            Ok(_) => Ok(true),
+            Err(crate::storage::StorageError::Fenced { .. }) => Ok(false),
+            Err(e) => Err(crate::error::ClientError::from(e)),
+        }
     };
     for p in &map.parts {
         let handle = engine.handles.read(table.storage_id, p)?;
-        let mut commit = PartitionCommit::default();
+        let mut pending = PartitionCommit::default();
         let all = std::ops::Bound::Unbounded;
         for item in handle.scan(all, all, false) {
             let (k, v) = item?;
@@ -216,19 +251,21 @@ pub fn build(engine: &Engine, table: &TableDef, index: &IndexDef) -> super::Resu
             check_indexed_sizes(&single, &k, &data, now)?;
             super::complex::materialize(&mut data, table, None, now);
             for e in entry_keys(&single, &k, &data, now) {
-                commit.local.push(LocalWrite {
+                pending.local.push(LocalWrite {
                     token,
                     key: e.into(),
                     value: Some(bytes::Bytes::new()),
                 });
             }
-            if commit.local.len() >= BATCH {
-                handle.commit(std::mem::take(&mut commit))?;
+            if pending.local.len() >= BATCH && !commit(&**handle, std::mem::take(&mut pending))? {
+                return Ok(false);
             }
         }
-        handle.commit(commit)?;
+        if !commit(&**handle, pending)? {
+            return Ok(false);
+        }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// The token of a stored row's key (None for headers and other records).

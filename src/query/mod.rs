@@ -764,8 +764,20 @@ pub fn require_column<'a>(table: &'a TableDef, name: &str) -> Result<&'a crate::
     Ok(&table.columns[require_column_index(table, name)?])
 }
 
-/// Resolves a possibly-qualified table name against the current keyspace.
+/// Resolves a possibly-qualified table name against the current keyspace, for a statement
+/// that reads or writes the table's rows (see `check_column_types`).
 pub fn resolve_table<'a>(
+    schema: &'a Schema,
+    keyspace: Option<&str>,
+    name: &ast::QualifiedName,
+) -> Result<&'a Arc<TableDef>> {
+    let t = resolve_table_any(schema, keyspace, name)?;
+    check_column_types(t)?;
+    Ok(t)
+}
+
+/// `resolve_table` for statements that never walk the column types (TRUNCATE).
+pub fn resolve_table_any<'a>(
     schema: &'a Schema,
     keyspace: Option<&str>,
     name: &ast::QualifiedName,
@@ -774,6 +786,33 @@ pub fn resolve_table<'a>(
         invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename")
     })?;
     schema.require_table(ks, &name.name)
+}
+
+/// Refuses a table with a column type beyond the limits of `cql::type_size`. DDL cannot create
+/// one, but a schema stored by an older version can hold one; statements on its rows walk the
+/// column types recursively (result and bind metadata, validation, comparison), so they are
+/// refused with the reason instead of exhausting the stack or expanding a shared type graph.
+/// The table can still be truncated, lose the column (ALTER TABLE DROP) or be dropped.
+/// `type_size::check` is iterative and stops at the limits; scalar columns are skipped (the
+/// common case costs a match per column).
+fn check_column_types(t: &TableDef) -> Result<()> {
+    use crate::cql::types::CqlType as T;
+    let composite = |ty: &T| {
+        matches!(
+            ty.unfrozen(),
+            T::List(_) | T::Set(_) | T::Map(..) | T::Tuple(_) | T::Udt(_) | T::Vector(..)
+        )
+    };
+    for c in t.columns.iter().filter(|c| composite(&c.ty)) {
+        crate::cql::type_size::check(&c.ty).map_err(|why| {
+            invalid(format!(
+                "Table {}.{} cannot be read or written: column {}: {why} (stored by an older version; \
+                 drop the column or the table)",
+                t.keyspace, t.name, c.name
+            ))
+        })?;
+    }
+    Ok(())
 }
 
 pub fn resolve_keyspace<'a>(

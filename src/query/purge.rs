@@ -38,6 +38,14 @@ const SWEEP_SCAN_ROWS: usize = 10_000;
 /// How often the background sweeper looks at its queue.
 const SWEEP_EVERY: Duration = Duration::from_secs(10);
 
+/// Test hook: `RINGGATE_TEST_SWEEP_PAUSE_MS` sleeps that long before each chunk of a sweep
+/// (outside the partition lock), so that a kill -9 test can land between chunks
+/// (`tests/python/test_sweep_faults.py`).
+fn chunk_pause() {
+    static PAUSE_MS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    crate::clock::test_pause("RINGGATE_TEST_SWEEP_PAUSE_MS", &PAUSE_MS);
+}
+
 /// Header keys of partitions whose partition deletion or range tombstones can be purged.
 #[derive(Default)]
 pub struct SweepQueue(Mutex<BTreeSet<Vec<u8>>>);
@@ -400,6 +408,7 @@ fn sweep_shadowed(engine: &Engine, p: &Part) -> super::Result<bool> {
     let sid = p.table.storage_id;
     let mut resume: Option<Vec<u8>> = None;
     loop {
+        chunk_pause();
         let _guard = p.lock(engine);
         let from = resume.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
         let mut rows = p.scan(KIND_ROW, from).peekable();

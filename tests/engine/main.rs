@@ -5,8 +5,10 @@
 //! links the whole crate).
 
 mod gc_grace;
+mod index_build;
 #[path = "../shared/mod.rs"]
 mod shared;
+mod stored_types;
 mod support;
 mod throttle;
 mod ttl;

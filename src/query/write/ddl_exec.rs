@@ -185,7 +185,7 @@ fn drop_table(
 /// swap; the old data goes in the background.
 fn truncate(engine: &Engine, keyspace: Option<&str>, name: &QualifiedName) -> Result<Outcome> {
     let schema = engine.schema();
-    let t = resolve_table(&schema, keyspace, name)?;
+    let t = super::super::resolve_table_any(&schema, keyspace, name)?;
     check_writable(t)?;
     let (ks, tname) = (t.keyspace.clone(), t.name.clone());
     let mut swap = None;
@@ -249,10 +249,30 @@ fn create_index(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> Resu
     })?;
     match res {
         Some((change, t, index)) => {
-            crate::query::index::build(engine, &t, &index)?;
+            if let Err(e) = crate::query::index::build(engine, &t, &index) {
+                roll_back_index(engine, ks, &index);
+                return Err(e);
+            }
             Ok(Outcome::SchemaChange(change))
         }
         None => Ok(Outcome::Void),
+    }
+}
+
+/// Takes an index whose build failed for good out of the schema again, so it never answers
+/// from partial entries; the entries written so far (by the build and by writes meanwhile) go
+/// with its storage id, as a dropped index's do.
+fn roll_back_index(engine: &Engine, ks: &str, index: &crate::schema::IndexDef) {
+    let dropped = engine.catalog.update(|s, batch| {
+        let r = ddl::drop_index(s, ks, &index.name, true)?;
+        drop_data_marker(index.storage_id, batch);
+        Ok(r)
+    });
+    match dropped {
+        Ok(_) => spawn_drop_data(engine, index.storage_id),
+        Err(e) => {
+            tracing::warn!(index = %index.name, error = %e, "could not remove an index whose build failed")
+        }
     }
 }
 
