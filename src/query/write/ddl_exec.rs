@@ -263,17 +263,30 @@ fn create_index(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> Resu
 /// from partial entries; the entries written so far (by the build and by writes meanwhile) go
 /// with its storage id, as a dropped index's do.
 fn roll_back_index(engine: &Engine, ks: &str, index: &crate::schema::IndexDef) {
-    let dropped = engine.catalog.update(|s, batch| {
-        let r = ddl::drop_index(s, ks, &index.name, true)?;
-        drop_data_marker(index.storage_id, batch);
-        Ok(r)
-    });
-    match dropped {
-        Ok(_) => spawn_drop_data(engine, index.storage_id),
-        Err(e) => {
-            tracing::warn!(index = %index.name, error = %e, "could not remove an index whose build failed")
-        }
+    if let Err(e) = remove_index(engine, ks, &index.name, true) {
+        tracing::warn!(index = %index.name, error = %e, "could not remove an index whose build failed")
     }
+}
+
+/// Removes the index from the schema (with its data-deletion marker, in the same swap) and
+/// deletes its entries in the background; None when it did not exist (`if_exists`).
+fn remove_index(
+    engine: &Engine,
+    ks: &str,
+    name: &str,
+    if_exists: bool,
+) -> Result<Option<(ddl::SchemaChange, crate::schema::IndexDef)>> {
+    let res = engine.catalog.update(|s, batch| {
+        let r = ddl::drop_index(s, ks, name, if_exists)?;
+        if let Some((_, ix)) = &r {
+            drop_data_marker(ix.storage_id, batch);
+        }
+        Ok(r)
+    })?;
+    if let Some((_, ix)) = &res {
+        spawn_drop_data(engine, ix.storage_id);
+    }
+    Ok(res)
 }
 
 /// Drops the index; its entries go in the background.
@@ -284,18 +297,8 @@ fn drop_index(
     if_exists: bool,
 ) -> Result<Outcome> {
     let ks = resolve_keyspace(keyspace, name)?;
-    let res = engine.catalog.update(|s, batch| {
-        let r = ddl::drop_index(s, ks, &name.name, if_exists)?;
-        if let Some((_, ix)) = &r {
-            drop_data_marker(ix.storage_id, batch);
-        }
-        Ok(r)
-    })?;
-    match res {
-        Some((change, ix)) => {
-            spawn_drop_data(engine, ix.storage_id);
-            Ok(Outcome::SchemaChange(change))
-        }
-        None => Ok(Outcome::Void),
-    }
+    Ok(match remove_index(engine, ks, &name.name, if_exists)? {
+        Some((change, _)) => Outcome::SchemaChange(change),
+        None => Outcome::Void,
+    })
 }
