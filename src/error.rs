@@ -46,6 +46,18 @@ pub enum ClientError {
         retry_after_ms: u64,
         activity_id: uuid::Uuid,
     },
+    /// 0x1000: the data cannot be reached now (a storage backend or the cluster's control plane
+    /// is down, a partition has no live owner); nothing was done, a retry may succeed.
+    #[error("{0}")]
+    Unavailable(String),
+    /// 0x1000 to a client, but first an instruction to the server (cluster mode): the physical
+    /// partition is owned by node `owner` (None: by no live node right now), so the request
+    /// goes to it (`server::forward`). Nothing was read or written for the request.
+    #[error("{message}")]
+    NotOwner {
+        message: String,
+        owner: Option<String>,
+    },
     /// 0x1100: a write held by server-side retry past its limit, with its protocol write type.
     #[error("{0}")]
     WriteTimeout(String, WriteType),
@@ -78,6 +90,7 @@ impl ClientError {
             ClientError::Unauthorized(_) => error_code::UNAUTHORIZED,
             ClientError::Server(_) => error_code::SERVER,
             ClientError::Overloaded { .. } | ClientError::Held { .. } => error_code::OVERLOADED,
+            ClientError::Unavailable(_) | ClientError::NotOwner { .. } => error_code::UNAVAILABLE,
             ClientError::WriteTimeout(..) => error_code::WRITE_TIMEOUT,
             ClientError::ReadTimeout(_) => error_code::READ_TIMEOUT,
             ClientError::FunctionFailure { .. } => error_code::FUNCTION_FAILURE,

@@ -166,8 +166,13 @@ fn serve(cfg: Config) -> Result<(), String> {
             ));
         }
         let cfg = Arc::new(cfg);
+        let cluster = engine.node.cluster.clone();
         ringgate::server::run(listener, engine, cfg, rx).await?;
         store.flush().map_err(|e| e.to_string())?;
+        if let Some(node) = cluster {
+            // Ownerships and the member record go now, not after the lease's TTL.
+            node.leave();
+        }
         drop(dir_lock);
         tracing::info!("storage flushed; bye");
         Ok(())

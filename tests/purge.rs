@@ -16,6 +16,7 @@ fn engine(dir: &std::path::Path) -> (Arc<dyn Store>, Arc<Engine>) {
         rack: "r".into(),
         tokens: ringgate::schema::system::node_tokens(1),
         native_protocol_version: "5".into(),
+        cluster: None,
     };
     // Loads tables without throughput: account request units, never throttle.
     let limits = EngineLimits {

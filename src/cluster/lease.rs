@@ -76,6 +76,12 @@ impl NodeLease {
             && self.state.now_ms() < self.state.valid_until_ms.load(Ordering::Acquire)
     }
 
+    /// Whether etcd reported the lease gone (or it was revoked): it cannot come back; the node
+    /// needs a new lease (and takes its partitions again with new epochs).
+    pub fn is_lost(&self) -> bool {
+        self.state.lost.load(Ordering::Acquire)
+    }
+
     /// Stops renewing without revoking: etcd deletes the lease's keys after the TTL, as when
     /// the node dies.
     pub fn stop_keepalive(&mut self) {

@@ -22,7 +22,9 @@
 pub mod lease;
 pub mod members;
 pub mod meta;
+pub mod node;
 pub mod ownership;
+pub mod store;
 
 use crate::etcd::{EtcdClient, EtcdError};
 use std::sync::Arc;
@@ -30,7 +32,9 @@ use std::sync::Arc;
 pub use lease::NodeLease;
 pub use members::{Member, MemberEvent, MemberWatch};
 pub use meta::EtcdMetaStore;
+pub use node::{ClusterNode, NodeOptions};
 pub use ownership::{Owner, Ownership};
+pub use store::ClusterStore;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ControlError {

@@ -22,6 +22,9 @@ pub struct NodeInfo {
     pub rack: String,
     pub tokens: Vec<Token>,
     pub native_protocol_version: String,
+    /// Cluster mode: this node's membership and what it knows of the others (None: a
+    /// single node).
+    pub cluster: Option<Arc<crate::cluster::ClusterNode>>,
 }
 
 pub const RELEASE_VERSION: &str = "5.0.0";
@@ -950,14 +953,22 @@ fn column_rows<'a>(t: &'a TableDef, tb: &'a TableDef) -> impl Iterator<Item = VR
 
 /// This node's host id: created once and kept in the store's metadata.
 pub fn host_id(store: &dyn crate::storage::Store) -> crate::storage::Result<Uuid> {
-    let meta = store.metadata();
-    if let Some(b) = meta.meta_get(b"host_id")? {
+    host_id_at(store.metadata(), b"host_id")
+}
+
+/// The host id kept under `key` of `meta` (made and stored on first use): cluster nodes share
+/// one metadata store, so each keeps its own under its name.
+pub fn host_id_at(
+    meta: &dyn crate::storage::MetaStore,
+    key: &[u8],
+) -> crate::storage::Result<Uuid> {
+    if let Some(b) = meta.meta_get(key)? {
         if let Ok(u) = Uuid::from_slice(&b) {
             return Ok(u);
         }
     }
     let id = Uuid::new_v4();
-    let key = bytes::Bytes::from_static(b"host_id");
+    let key = bytes::Bytes::copy_from_slice(key);
     meta.meta_commit(vec![(key, Some(id.as_bytes().to_vec().into()))])?;
     Ok(id)
 }

@@ -3,8 +3,13 @@
 //! the catalog and partition maps (`Engine::with_clock` also starts the splitter and the
 //! owner handles and replays the batch log), the purge filter and tombstone sweeper,
 //! unfinished purges of dropped tables, and the limits taken from `Config`.
+//!
+//! Cluster mode (`cluster.etcd` set, issue 17): table data on PostgreSQL (required), metadata
+//! on etcd (`cluster::ClusterStore`), and this node joined as a member (`cluster::ClusterNode`)
+//! before the engine opens; its host id is kept in etcd under its node name.
 
 use crate::clock::Clock;
+use crate::cluster::{ClusterNode, ClusterStore, EtcdMetaStore, Member, NodeOptions};
 use crate::config::{Backend, Config};
 use crate::query::{Engine, EngineLimits};
 use crate::schema::system::NodeInfo;
@@ -22,15 +27,23 @@ pub struct Opened {
 /// Opens the store in `cfg.data_dir` and the engine over it. `listen` is the address clients
 /// reach (system.local, system.peers); `clock` is where the engine reads time.
 pub fn open(cfg: &Config, listen: SocketAddr, clock: Clock) -> Result<Opened, String> {
-    let store = open_store(cfg)?;
+    let (store, host_id, cluster) = match cfg.cluster.enabled() {
+        false => {
+            let store = open_store(cfg)?;
+            let host_id = crate::schema::system::host_id(&*store).map_err(|e| e.to_string())?;
+            (store, host_id, None)
+        }
+        true => open_cluster(cfg, listen)?,
+    };
     let node = NodeInfo {
         listen,
-        host_id: crate::schema::system::host_id(&*store).map_err(|e| e.to_string())?,
+        host_id,
         cluster_name: cfg.cluster_name.clone(),
         data_center: cfg.data_center.clone(),
         rack: cfg.rack.clone(),
         tokens: crate::schema::system::node_tokens(16),
         native_protocol_version: "5".into(),
+        cluster,
     };
     let limits = engine_limits(cfg, &clock);
     let engine = Arc::new(Engine::with_clock(Arc::clone(&store), node, limits, clock)?);
@@ -57,6 +70,71 @@ fn open_store(cfg: &Config) -> Result<Arc<dyn Store>, String> {
             Arc::new(PostgresStore::open(&config).map_err(|e| format!("storage.postgres: {e}"))?)
         }
     })
+}
+
+type ClusterParts = (Arc<dyn Store>, uuid::Uuid, Option<Arc<ClusterNode>>);
+
+/// Cluster mode: the PostgreSQL data store and the etcd metadata store as one, this node's
+/// host id (kept in etcd under `host_id/<node name>`), and the node joined as a member.
+fn open_cluster(cfg: &Config, listen: SocketAddr) -> Result<ClusterParts, String> {
+    if cfg.storage.backend != Backend::Postgres {
+        return Err(
+            "cluster mode (cluster.etcd) needs storage.backend = \"postgres\": the nodes \
+                    share their data through it"
+                .into(),
+        );
+    }
+    let c = &cfg.cluster;
+    let name = node_name(cfg)?;
+    let root = format!("ringgate/{}/", cfg.cluster_name);
+    let client = crate::etcd::EtcdClient::new(&c.etcd, crate::etcd::ClientOptions::default())
+        .map_err(|e| format!("cluster.etcd: {e}"))?;
+    let control = crate::cluster::Control::new(Arc::new(client), &root);
+    let meta = Arc::new(EtcdMetaStore::new(&control).map_err(|e| e.to_string())?);
+    let host_id = crate::schema::system::host_id_at(&*meta, format!("host_id/{name}").as_bytes())
+        .map_err(|e| format!("cluster.etcd: {e}"))?;
+    let advertise = match c.advertise.is_empty() {
+        true => listen.to_string(),
+        false => c.advertise.clone(),
+    };
+    let member = Member {
+        name: name.clone(),
+        host_id: host_id.to_string(),
+        advertise,
+        data_center: cfg.data_center.clone(),
+        rack: cfg.rack.clone(),
+        started_at_ms: crate::clock::Clock::system().now_millis() as u64,
+    };
+    let node = ClusterNode::join(NodeOptions {
+        endpoints: c.etcd.clone(),
+        root,
+        member,
+        lease_ms: c.lease_ms,
+    })?;
+    tracing::info!(
+        "cluster mode: node {name}, {} live members",
+        node.members().len()
+    );
+    let data = open_store(cfg)?;
+    let store: Arc<dyn Store> = Arc::new(ClusterStore::new(data, meta));
+    Ok((store, host_id, Some(node)))
+}
+
+/// `cluster.node_name`, or the host name when it is empty.
+fn node_name(cfg: &Config) -> Result<String, String> {
+    if !cfg.cluster.node_name.is_empty() {
+        return Ok(cfg.cluster.node_name.clone());
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let host: String = host
+        .trim()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        .collect();
+    match host.is_empty() {
+        true => Err("cluster.node_name is empty and the host name cannot be read: set it".into()),
+        false => Ok(host),
+    }
 }
 
 /// The engine's limits from the settings.

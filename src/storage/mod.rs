@@ -73,6 +73,17 @@ pub enum StorageError {
         partition_id: u64,
         key: HexKey,
     },
+    /// Cluster mode: this node does not own the partition (`owner`: the node that does, None
+    /// when no live node holds it now). Nothing was written; the request goes to the owner.
+    #[error(
+        "physical partition {partition_id} of table storage {storage_id} is owned by {}",
+        owner.as_deref().unwrap_or("no live node")
+    )]
+    NotOwner {
+        storage_id: u64,
+        partition_id: u64,
+        owner: Option<String>,
+    },
     /// The backend cannot be reached now (networked backends); a retry may succeed.
     #[error("storage unavailable: {0}")]
     Unavailable(String),
@@ -136,6 +147,11 @@ impl From<StorageError> for crate::error::ClientError {
                 e.to_string(),
                 crate::error::WriteType::Simple,
             ),
+            StorageError::NotOwner { ref owner, .. } => crate::error::ClientError::NotOwner {
+                owner: owner.clone(),
+                message: e.to_string(),
+            },
+            StorageError::Unavailable(_) => crate::error::ClientError::Unavailable(e.to_string()),
             _ => crate::error::ClientError::Server(e.to_string()),
         }
     }

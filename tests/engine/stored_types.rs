@@ -36,6 +36,7 @@ fn engine_over_stored_schema(t: &TestEngine, types: Vec<Value>, x_type: &str) ->
         rack: "r".into(),
         tokens: ringgate::schema::system::node_tokens(1),
         native_protocol_version: "5".into(),
+        cluster: None,
     };
     let e = Engine::new(Arc::clone(&t.store), node, EngineLimits::default()).unwrap();
     Arc::new(e)

@@ -12,5 +12,6 @@ pub fn test_node(store: &dyn Store) -> NodeInfo {
         rack: "r".into(),
         tokens: ringgate::schema::system::node_tokens(1),
         native_protocol_version: "5".into(),
+        cluster: None,
     }
 }
