@@ -18,6 +18,18 @@ use std::sync::{Arc, OnceLock};
 
 const EPOCH_KEY: &[u8] = b"node-epoch";
 
+/// Where a physical partition is served (cluster mode; a single node serves every partition).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placement {
+    /// This process owns it: reads and commits go through its handle here.
+    Local,
+    /// Node `name` owns it: requests for it are forwarded there (`ClientError::NotOwner`).
+    Remote(String),
+    /// No live node owns it right now (an owner died and its lease has not expired yet, or a
+    /// node is taking it over).
+    Unowned,
+}
+
 pub struct Handles {
     store: Arc<dyn Store>,
     epoch: Epoch,
@@ -86,6 +98,12 @@ impl Handles {
         let h = parts.open_partition(r, self.epoch)?;
         // A racing first use may have set it: either handle has this process's epoch.
         Ok(slot.get_or_init(|| h))
+    }
+
+    /// Where partition `part` of table `storage_id` is served. Writes and single-partition
+    /// reads of a partition that is not `Local` go to its owner; scans read it here.
+    pub fn placement(&self, _storage_id: u64, _part: &PhysicalPartition) -> Placement {
+        Placement::Local
     }
 
     /// Retires a partition (a split parent): every handle's later commit is `Fenced`.
