@@ -59,11 +59,13 @@ impl CutAtCommit {
     }
 }
 
-/// Client to server; the armed cut mutes the answers before it forwards the COMMIT.
+/// Client to server; the armed cut mutes the answers before it forwards the commit: a COMMIT
+/// statement, or the Bind of a prepared statement (a partition commit is one call of
+/// `ringgate_commit`, prepared on the connection's first commit).
 fn requests(mut from: TcpStream, mut to: TcpStream, armed: Arc<AtomicBool>, mute: Arc<AtomicBool>) {
     let mut buf = [0u8; 16 << 10];
     while let Ok(n) = from.read(&mut buf) {
-        let commit = buf[..n].windows(6).any(|w| w == b"COMMIT");
+        let commit = buf[..n].windows(6).any(|w| w == b"COMMIT") || buf[..n].first() == Some(&b'B');
         let cut = commit && armed.swap(false, Ordering::SeqCst);
         if cut {
             mute.store(true, Ordering::SeqCst);

@@ -14,8 +14,12 @@
 //!    everything committed before it started.
 //! 3. The writes (data with local records' tokens, sizes), then COMMIT.
 //!
+//! All three run in one statement, the server-side function of `commit_fn.rs` (one round
+//! trip).
+//!
 //! Key ranges and local records' tokens are checked before anything is sent (`OutOfRange`).
 
+use super::commit_fn::{self, Refused};
 use super::errors::{in_txn, map_err};
 use super::pool::{wait, Conn};
 use super::scan::{self, SnapConn, Source};
@@ -25,7 +29,6 @@ use crate::storage::handle::*;
 use crate::storage::{HexKey, Result, ScanIter, StorageError};
 use bytes::Bytes;
 use parking_lot::Mutex;
-use std::collections::HashMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -168,15 +171,6 @@ struct PgHandle {
     epoch: Epoch,
 }
 
-/// The advisory lock key of a condition key (FNV-1a, 64 bits: stable across processes).
-fn lock_key(key: &[u8]) -> i64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in key {
-        h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-    }
-    h as i64
-}
-
 impl PgHandle {
     fn validate(&self, commit: &PartitionCommit) -> Result<()> {
         let keys = commit.writes.iter().chain(&commit.sizes).map(|(k, _)| k);
@@ -192,31 +186,6 @@ impl PgHandle {
                 });
             }
             check_key_len(&l.key)?;
-        }
-        Ok(())
-    }
-
-    /// Step 2 of the module doc: lock and check every condition.
-    fn check_conditions(&self, c: &mut Conn, conditions: &[Condition]) -> Result<()> {
-        if conditions.is_empty() {
-            return Ok(());
-        }
-        let mut locks: Vec<i64> = conditions.iter().map(|x| lock_key(x.key())).collect();
-        locks.sort_unstable();
-        locks.dedup();
-        let stmt = c.stmt("SELECT pg_advisory_xact_lock(x) FROM unnest($1::int8[]) AS x")?;
-        wait(c.client.execute(&stmt, &[&locks])).map_err(map_err)?;
-        let keys: Vec<&[u8]> = conditions.iter().map(|x| &x.key()[..]).collect();
-        let stmt =
-            c.stmt("SELECT k, v FROM ringgate_data WHERE k = ANY($1::bytea[]) FOR UPDATE")?;
-        let rows = wait(c.client.query(&stmt, &[&keys])).map_err(map_err)?;
-        let now: HashMap<Vec<u8>, Vec<u8>> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
-        for cond in conditions {
-            if !cond.holds(now.get(&cond.key()[..]).map(Vec::as_slice)) {
-                return Err(StorageError::Conflict {
-                    key: HexKey(cond.key().clone()),
-                });
-            }
         }
         Ok(())
     }
@@ -272,30 +241,24 @@ impl PartitionHandle for PgHandle {
 
     fn commit(&self, commit: PartitionCommit) -> Result<()> {
         self.validate(&commit)?;
-        let (sid, pid) = (self.part.storage_id, self.part.partition_id);
-        in_txn(&self.pool, "BEGIN", |c| {
-            let current = locked_epoch(c, sid, pid, "FOR SHARE")?;
-            if current != self.epoch {
-                return Err(fenced(&self.part, self.epoch, current));
-            }
-            self.check_conditions(c, &commit.conditions)?;
-            let local = commit
-                .local
-                .into_iter()
-                .map(|l| (l.key, l.value, Some(l.token)));
-            let data: Vec<write::Write> = (commit.writes.into_iter())
-                .map(|(k, v)| (k, v, None))
-                .chain(local)
-                .collect();
-            if !data.is_empty() {
-                write::apply(c, DATA, data)?;
-            }
-            if !commit.sizes.is_empty() {
-                let sizes = commit.sizes.into_iter().map(|(k, v)| (k, v, None));
-                write::apply(c, SIZES, sizes.collect())?;
-            }
-            Ok(())
-        })
+        let p = &self.part;
+        let local = (commit.local.into_iter()).map(|l| (l.key, l.value, Some(l.token)));
+        let data = (commit.writes.into_iter())
+            .map(|(k, v)| (k, v, None))
+            .chain(local);
+        let sizes = commit.sizes.into_iter().map(|(k, v)| (k, v, None));
+        let ids = (p.storage_id, p.partition_id, self.epoch);
+        let (data, sizes) = (
+            write::sorted(data.collect()),
+            write::sorted(sizes.collect()),
+        );
+        match commit_fn::call(&self.pool, ids, &commit.conditions, data, sizes)? {
+            Ok(()) => Ok(()),
+            Err(Refused::Fenced(current)) => Err(fenced(p, self.epoch, current)),
+            Err(Refused::Conflict(i)) => Err(StorageError::Conflict {
+                key: HexKey(commit.conditions[i].key().clone()),
+            }),
+        }
     }
 }
 

@@ -4,8 +4,10 @@
 //! Files: `pool.rs` (connections, the backend's own runtime, used synchronously), `schema.rs`
 //! (tables and their version), `errors.rs` (error mapping, the transaction wrapper), `scan.rs`
 //! (gets, paged scans), `write.rs` (a transaction's writes to one table), `store.rs` (`Store`,
-//! `MetaStore`), `handle.rs` (partition handles, snapshots, owner epochs).
+//! `MetaStore`), `handle.rs` (partition handles, snapshots, owner epochs), `commit_fn.rs` (a partition
+//! commit as one call of a server-side function).
 
+mod commit_fn;
 mod errors;
 mod handle;
 mod pool;

@@ -13,6 +13,8 @@
 //!   int8 bit for bit (`as i64`), so `RETIRED_EPOCH` (u64::MAX) is -1 there; ringgate compares
 //!   them as u64 after reading, never in SQL.
 //!
+//! - the function `ringgate_commit` (`commit_fn.rs`), replaced at every start.
+//!
 //! bytea compares bytewise (no collation applies), which is the order of ringgate's keys, so
 //! every ordered scan, both ways, is a B-tree index range scan.
 
@@ -46,6 +48,7 @@ pub(super) fn migrate(pool: &Arc<Pool>) -> Result<()> {
         )
         .map_err(map_err)?;
         wait(c.client.batch_execute(CREATE)).map_err(map_err)?;
+        wait(c.client.batch_execute(super::commit_fn::CREATE_FUNCTION)).map_err(map_err)?;
         let rows =
             wait(c.client.query("SELECT version FROM ringgate_version", &[])).map_err(map_err)?;
         match rows.first().map(|r| r.get::<_, i32>(0)) {

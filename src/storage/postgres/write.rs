@@ -14,22 +14,45 @@ use std::collections::BTreeMap;
 /// One write: key, value (None deletes), and the token of a local record (data table only).
 pub(super) type Write = (Bytes, Option<Bytes>, Option<i64>);
 
-pub(super) fn apply(c: &mut Conn, table: &str, writes: Vec<Write>) -> Result<()> {
+/// A list of writes with one entry per key (the last write of a key wins, as in a storage
+/// batch), in key order: puts as parallel arrays, deletes apart.
+#[derive(Default)]
+pub(super) struct Sorted {
+    pub keys: Vec<Bytes>,
+    pub values: Vec<Bytes>,
+    pub tokens: Vec<Option<i64>>,
+    pub deleted: Vec<Bytes>,
+}
+
+pub(super) fn sorted(writes: Vec<Write>) -> Sorted {
     let mut last: BTreeMap<Bytes, (Option<Bytes>, Option<i64>)> = BTreeMap::new();
     for (k, v, t) in writes {
         last.insert(k, (v, t));
     }
-    let (mut keys, mut values, mut tokens, mut deleted) = (vec![], vec![], vec![], vec![]);
-    for (k, (v, t)) in &last {
+    let mut out = Sorted::default();
+    for (k, (v, t)) in last {
         match v {
             Some(v) => {
-                keys.push(&k[..]);
-                values.push(&v[..]);
-                tokens.push(*t);
+                out.keys.push(k);
+                out.values.push(v);
+                out.tokens.push(t);
             }
-            None => deleted.push(&k[..]),
+            None => out.deleted.push(k),
         }
     }
+    out
+}
+
+pub(super) fn apply(c: &mut Conn, table: &str, writes: Vec<Write>) -> Result<()> {
+    let Sorted {
+        keys,
+        values,
+        tokens,
+        deleted,
+    } = sorted(writes);
+    let keys: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+    let values: Vec<&[u8]> = values.iter().map(|v| &v[..]).collect();
+    let deleted: Vec<&[u8]> = deleted.iter().map(|k| &k[..]).collect();
     if !keys.is_empty() {
         if table == super::DATA {
             // A write without a token (the plain `Store` path) keeps the record's token.
