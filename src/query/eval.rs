@@ -206,7 +206,7 @@ fn eval_map(pairs: &[(Term, Term)], ty: &CqlType, receiver: &str, ctx: &Ctx) -> 
 fn eval_tuple(items: &[Term], ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val> {
     let CqlType::Tuple(types) = ty.unfrozen() else {
         return Err(invalid(format!(
-            "Invalid tuple literal for {receiver} of type {ty}"
+            "Invalid tuple type literal for {receiver} of type {ty}"
         )));
     };
     if items.len() > types.len() {
@@ -218,7 +218,14 @@ fn eval_tuple(items: &[Term], ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result
     }
     let mut out = Vec::new();
     for (n, (i, t)) in items.iter().zip(types).enumerate() {
-        match eval(i, t, receiver, ctx)? {
+        // A constant that is not of the component's type (Tuples.Literal.validateAssignableTo).
+        let v = eval(i, t, receiver, ctx).map_err(|e| match i {
+            Term::Literal(l) if *l != Literal::Null => invalid(format!(
+                "Invalid tuple literal for {receiver}: component {n} is not of type {t}"
+            )),
+            _ => e,
+        })?;
+        match v {
             Val::Value(b) => {
                 put_len(&mut out, b.len());
                 out.extend_from_slice(&b);

@@ -157,3 +157,77 @@ def test_integer_and_double_table_options_read_as_cassandra(session, ks):
     [r] = session.execute("SELECT max_index_interval FROM system_schema.tables "
                           "WHERE keyspace_name = %s AND table_name = 'o'", (ks,))
     assert r.max_index_interval == 2147483647
+
+
+# ------------------------------------------------------------------ relations and literals
+
+
+def test_collection_relations_and_tuple_literals_worded_as_cassandra(session, ks):
+    """Operator.validateFor: a non-frozen collection is restricted by CONTAINS / CONTAINS KEY
+    only, a non-frozen UDT by nothing; Tuples.Literal.validateAssignableTo's messages."""
+    session.execute(f"CREATE TYPE {ks}.pt (x int)")
+    session.execute(
+        f"CREATE TABLE {ks}.t (k int, c int, l list<int>, s set<int>, m map<int, int>, "
+        f"fl frozen<list<int>>, u pt, tu frozen<tuple<int, text>>, v int, PRIMARY KEY (k, c))"
+    )
+    session.execute(f"INSERT INTO {ks}.t (k, c, l, s, m, fl, tu) VALUES (0, 0, [1], {{1}}, {{1: 1}}, [1], (1, 'a'))")
+    for where, message in [
+        ("l = [1]", "Collection column 'l' (list<int>) cannot be restricted by a '=' relation"),
+        ("s > {1}", "Collection column 's' (set<int>) cannot be restricted by a '>' relation"),
+        ("m = {1: 1}", "Collection column 'm' (map<int, int>) cannot be restricted by a '=' relation"),
+        ("l IN ([1])", "Collection column 'l' (list<int>) cannot be restricted by a 'IN' relation"),
+        ("u = {x: 1}", "Non-frozen UDT column 'u' (pt) cannot be restricted by any relation"),
+    ]:
+        assert refused(session, f"SELECT * FROM {ks}.t WHERE {where} ALLOW FILTERING") == message, where
+    # what Cassandra allows on them
+    for where in ["l CONTAINS 1", "m CONTAINS KEY 1", "m[1] = 1", "fl = [1]", "tu = (1, 'a')"]:
+        assert rows(session, f"SELECT k FROM {ks}.t WHERE {where} ALLOW FILTERING") == [(0,)], where
+    assert refused(session, f"INSERT INTO {ks}.t (k, c, tu) VALUES (0, 1, (1, 'a', 3))") == (
+        "Invalid tuple literal for tu: too many elements. Type frozen<tuple<int, text>> expects 2 but got 3"
+    )
+    assert refused(session, f"INSERT INTO {ks}.t (k, c, tu) VALUES (0, 1, ('x', 'a'))") == (
+        "Invalid tuple literal for tu: component 0 is not of type int"
+    )
+    assert refused(session, f"INSERT INTO {ks}.t (k, c, v) VALUES (0, 1, (1, 2))") == (
+        "Invalid tuple type literal for v of type int"
+    )
+    assert rows(session, f"SELECT count(*) FROM {ks}.t") == [(1,)]
+
+
+def test_contains_and_slices_on_partition_keys(session, ks):
+    """CONTAINS on a partition key: refused on a non-collection (as the relation is prepared),
+    a filter needing ALLOW FILTERING on a frozen collection key (PartitionKeyRestrictions
+    .needFiltering: hasContains); UPDATE and DELETE name their statement type in the
+    partition-key messages (StatementRestrictions)."""
+    session.execute(f"CREATE TABLE {ks}.t (k int, c int, v int, PRIMARY KEY (k, c))")
+    session.execute(f"CREATE TABLE {ks}.fk (k frozen<set<int>> PRIMARY KEY, v int)")
+    session.execute(f"INSERT INTO {ks}.fk (k, v) VALUES ({{1, 2}}, 1)")
+    session.execute(f"INSERT INTO {ks}.fk (k, v) VALUES ({{3}}, 2)")
+    contains = "Cannot use CONTAINS on non-collection column k"
+    assert refused(session, f"SELECT * FROM {ks}.t WHERE k CONTAINS 1 ALLOW FILTERING") == contains
+    assert refused(session, f"UPDATE {ks}.t SET v = 1 WHERE k CONTAINS 0 AND c = 1") == contains
+    assert refused(session, f"DELETE FROM {ks}.t WHERE k CONTAINS 0") == contains
+    assert refused(session, f"SELECT * FROM {ks}.fk WHERE k CONTAINS 1").startswith(FILTERING)
+    assert rows(session, f"SELECT v FROM {ks}.fk WHERE k CONTAINS 1 ALLOW FILTERING") == [(1,)]
+    only_eq = "Only EQ and IN relation are supported on the partition key (unless you use the token() function)"
+    assert refused(session, f"UPDATE {ks}.t SET v = 1 WHERE k > 0 AND c = 1") == f"{only_eq} for UPDATE statements"
+    assert refused(session, f"DELETE FROM {ks}.t WHERE k > 0") == f"{only_eq} for DELETE statements"
+    assert refused(session, f"DELETE FROM {ks}.t WHERE token(k) = 1") == (
+        "The token function cannot be used in WHERE clauses for DELETE statements"
+    )
+
+
+def test_missing_keyspace_and_unknown_data_centre_messages(session, unique_name):
+    """DropTableStatement: 'Table 'ks.t' doesn't exist' (IF EXISTS: nothing); NetworkTopology-
+    Strategy.validateOptions names the unknown data centre on ALTER too."""
+    from cassandra.protocol import ConfigurationException
+
+    missing = unique_name("nokeyspace")
+    session.execute(f"DROP TABLE IF EXISTS {missing}.t")
+    assert refused(session, f"DROP TABLE {missing}.t") == f"Table '{missing}.t' doesn't exist"
+    name = unique_name("repl")
+    session.execute(f"CREATE KEYSPACE {name} WITH replication = "
+                    "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}")
+    msg = refused(session, f"ALTER KEYSPACE {name} WITH replication = {{'class': 'NetworkTopologyStrategy', 'dc9': 1}}",
+                  kind=ConfigurationException)
+    assert msg == f"Unrecognized strategy option {{dc9}} passed to NetworkTopologyStrategy for keyspace {name}"

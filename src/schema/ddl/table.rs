@@ -348,12 +348,9 @@ pub fn drop_table(
     if_exists: bool,
 ) -> Result<Option<(SchemaChange, Arc<TableDef>)>, SchemaError> {
     check_not_system(schema, keyspace)?;
-    if if_exists && schema.keyspace(keyspace).is_none() {
-        // Cassandra: IF EXISTS of something in a missing keyspace is a no-op.
-        return Ok(None);
-    }
-    let ks = schema.require_keyspace(keyspace)?.clone();
-    let Some(table) = ks.tables.get(name).cloned() else {
+    // DropTableStatement: a missing keyspace is a missing table (IF EXISTS: a no-op).
+    let ks = schema.keyspace(keyspace).cloned();
+    let Some((ks, table)) = ks.and_then(|ks| ks.tables.get(name).cloned().map(|t| (ks, t))) else {
         if if_exists {
             return Ok(None);
         }
