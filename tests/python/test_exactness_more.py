@@ -100,6 +100,11 @@ def test_token_selector_takes_any_arguments_of_the_key_types(session, ks):
     assert refused(session, f"SELECT token(s) FROM {ks}.t") == (
         "Type error: s cannot be passed as argument 0 of function system.token of type int"
     )
+    # value-compatible columns are accepted (their bytes are hashed as they are), as in Cassandra
+    session.execute(f"CREATE TABLE {ks}.b (k blob PRIMARY KEY, v int)")
+    session.execute(f"INSERT INTO {ks}.b (k, v) VALUES (0x00000001, 1)")
+    [(bk, bv)] = rows(session, f"SELECT token(k), token(v) FROM {ks}.b")
+    assert bk == bv
     assert refused(session, f"SELECT token(1) FROM {ks}.c") == (
         "Invalid number of arguments in call to function system.token: 2 required but 1 provided"
     )

@@ -1,7 +1,7 @@
 //! `token(...)` in a selection, as Cassandra 5.0 resolves it: a function of the table's
 //! partition key types (TokenFct through FunctionResolver), so its arguments are any selectors
-//! or terms assignable to those types (`token(k)`, `token(1)`, `token(v)` of a column of the
-//! key's type, `token(?)`), one per partition key column, and its value is the token of the
+//! or terms assignable to those types (`token(k)`, `token(1)`, `token(v)` of a column of a
+//! value-compatible type, `token(?)`), one per partition key column, and its value is the token of the
 //! partition key those values make (null when one of them is null).
 //!
 //! The partition key columns themselves, in order, are read from the row's own token
@@ -60,7 +60,8 @@ pub(super) fn plan_token(
             }
             other => {
                 let (x, n, ty) = plan_sexpr(t, ctx, other)?;
-                if ty.unfrozen() != key.ty.unfrozen() {
+                // ColumnMetadata / FunctionCall.testAssignment: the bytes are valid as they are
+                if !crate::query::functions::value_compatible(&key.ty, &ty) {
                     return Err(type_error(&n, i, &key.ty));
                 }
                 (x, n)
