@@ -360,6 +360,10 @@ fn eval_function(
         Ok(Val::Value(Bytes::from(v)))
     };
     match name {
+        // FunctionResolver: toJson() needs its argument's type, known in selections only.
+        "tojson" => Err(invalid(
+            "toJson() may only be used within the selection clause of SELECT statements",
+        )),
         "now" | "currenttimeuuid" => no_args(new_timeuuid().to_vec()),
         "uuid" => no_args(uuid::Uuid::new_v4().as_bytes().to_vec()),
         "currenttimestamp" => no_args((ctx.now_micros / 1000).to_be_bytes().to_vec()),

@@ -317,6 +317,13 @@ def test_from_json_in_writes_and_prepared(session, ks):
         session.execute(f"INSERT INTO {ks}.t (k, v) VALUES (4, fromJson('{{bad'))")
     assert "Could not decode JSON string" in str(e.value)
     assert rows(session, f"SELECT v FROM {ks}.t WHERE k = 4") == []
+    # FunctionResolver: fromJson() needs a receiver, toJson() an argument type (selections)
+    assert invalid(session, f"SELECT fromJson('1') FROM {ks}.t") == (
+        "fromJson() cannot be used in the selection clause of a SELECT statement"
+    )
+    assert invalid(session, f"INSERT INTO {ks}.t (k, l) VALUES (5, toJson(1))") == (
+        "toJson() may only be used within the selection clause of SELECT statements"
+    )
 
 
 # ------------------------------------------------------------------ functions

@@ -235,6 +235,12 @@ pub(super) fn plan_sexpr(
         SelectorExpr::Function { name, args, .. } if name == "token" => {
             super::token_selector::plan_token(t, ctx, args)?
         }
+        // FunctionResolver: fromJson() needs a receiver type, which a selection has not.
+        SelectorExpr::Function { name, .. } if name == "fromjson" => {
+            return Err(invalid(
+                "fromJson() cannot be used in the selection clause of a SELECT statement",
+            ))
+        }
         SelectorExpr::Function { name, args, .. } => {
             let mut planned = Vec::with_capacity(args.len());
             let mut types = Vec::with_capacity(args.len());
