@@ -223,13 +223,19 @@ def test_contains_and_slices_on_partition_keys(session, ks):
 
 
 def test_missing_keyspace_and_unknown_data_centre_messages(session, unique_name):
-    """DropTableStatement: 'Table 'ks.t' doesn't exist' (IF EXISTS: nothing); NetworkTopology-
-    Strategy.validateOptions names the unknown data centre on ALTER too."""
+    """Drop/AlterTableStatement, DropTypeStatement, DropIndexStatement: an object in a missing
+    keyspace is a missing object ('Table 'ks.t' doesn't exist'; IF EXISTS: nothing);
+    NetworkTopologyStrategy.validateOptions names the unknown data centre on ALTER too."""
     from cassandra.protocol import ConfigurationException
 
     missing = unique_name("nokeyspace")
     session.execute(f"DROP TABLE IF EXISTS {missing}.t")
+    session.execute(f"ALTER TABLE IF EXISTS {missing}.t ADD x int")
     assert refused(session, f"DROP TABLE {missing}.t") == f"Table '{missing}.t' doesn't exist"
+    assert refused(session, f"ALTER TABLE {missing}.t ADD x int") == f"Table '{missing}.t' doesn't exist"
+    assert refused(session, f"DROP TYPE {missing}.ty") == f"Type '{missing}.ty' doesn't exist"
+    # (DropIndexStatement's message ends with a stray quote, in Cassandra 5.0 too)
+    assert refused(session, f"DROP INDEX {missing}.ix") == f"Index '{missing}.ix' doesn't exist'"
     name = unique_name("repl")
     session.execute(f"CREATE KEYSPACE {name} WITH replication = "
                     "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}")
