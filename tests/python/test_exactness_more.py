@@ -234,11 +234,17 @@ def test_missing_keyspace_and_unknown_data_centre_messages(session, unique_name)
     assert refused(session, f"DROP TABLE {missing}.t") == f"Table '{missing}.t' doesn't exist"
     assert refused(session, f"ALTER TABLE {missing}.t ADD x int") == f"Table '{missing}.t' doesn't exist"
     assert refused(session, f"DROP TYPE {missing}.ty") == f"Type '{missing}.ty' doesn't exist"
+    # CREATE statements name the keyspace (Create{Table,Index,Type}Statement), CREATE INDEX a
+    # missing table by its name alone
+    for q in [f"CREATE TABLE {missing}.t (k int PRIMARY KEY)", f"CREATE INDEX ON {missing}.t (v)",
+              f"CREATE TYPE {missing}.ty (a int)"]:
+        assert refused(session, q) == f"Keyspace '{missing}' doesn't exist", q
     # (DropIndexStatement's message ends with a stray quote, in Cassandra 5.0 too)
     assert refused(session, f"DROP INDEX {missing}.ix") == f"Index '{missing}.ix' doesn't exist'"
     name = unique_name("repl")
     session.execute(f"CREATE KEYSPACE {name} WITH replication = "
                     "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}")
+    assert refused(session, f"CREATE INDEX ON {name}.nosuch (v)") == "Table 'nosuch' doesn't exist"
     msg = refused(session, f"ALTER KEYSPACE {name} WITH replication = {{'class': 'NetworkTopologyStrategy', 'dc9': 1}}",
                   kind=ConfigurationException)
     assert msg == f"Unrecognized strategy option {{dc9}} passed to NetworkTopologyStrategy for keyspace {name}"

@@ -20,11 +20,12 @@ pub fn create_index(
             "Custom index classes are not supported (got '{c}'); use CREATE INDEX without USING"
         )));
     }
-    let ks = schema.require_keyspace(keyspace)?.clone();
+    let ks = target_keyspace(schema, keyspace)?.clone();
     let table = ks
         .tables
         .get(table_name)
-        .ok_or_else(|| invalid(format!("Table '{keyspace}.{table_name}' doesn't exist")))?
+        // CreateIndexStatement names the table alone
+        .ok_or_else(|| invalid(format!("Table '{table_name}' doesn't exist")))?
         .clone();
     let (column, kind) = match target {
         ast::IndexTarget::Column(c) => (c, None),

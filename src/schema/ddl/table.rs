@@ -192,7 +192,7 @@ pub fn create_table(
 ) -> Result<Option<(SchemaChange, Arc<TableDef>)>, SchemaError> {
     check_not_system(schema, keyspace)?;
     let name = stmt.name.name.as_str();
-    let ks = schema.require_keyspace(keyspace)?.clone();
+    let ks = target_keyspace(schema, keyspace)?.clone();
     check_table_name(keyspace, name)?;
     if ks.tables.contains_key(name) {
         if stmt.if_not_exists {

@@ -111,7 +111,7 @@ pub fn create_type(
     fields: &[(String, TypeExpr)],
 ) -> Result<Option<SchemaChange>, SchemaError> {
     check_not_system(schema, keyspace)?;
-    let ks = schema.require_keyspace(keyspace)?.clone();
+    let ks = target_keyspace(schema, keyspace)?.clone();
     if ks.types.contains_key(name) {
         if if_not_exists {
             return Ok(None);
