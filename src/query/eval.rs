@@ -406,10 +406,17 @@ fn from_json(args: &[Term], ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<V
             args.len()
         )));
     };
-    let failure = |message: String| super::QueryError::FunctionFailure {
-        message,
+    // FunctionExecutionException's text; a value the type cannot take is a MarshalException
+    // passed on whole (its Java class name included), as FromJsonFct does.
+    let failure = |detail: String| super::QueryError::FunctionFailure {
+        message: format!("execution of 'system.fromjson[text]' failed: {detail}"),
         function: "system.fromjson".into(),
         arg_types: vec!["text".into()],
+    };
+    let marshal = |e: String| {
+        failure(format!(
+            "org.apache.cassandra.serializers.MarshalException: {e}"
+        ))
     };
     let text = match eval(arg, &CqlType::Text, receiver, ctx)? {
         Val::Value(b) => String::from_utf8_lossy(&b).into_owned(),
@@ -419,11 +426,11 @@ fn from_json(args: &[Term], ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<V
         .map_err(|e| failure(format!("Could not decode JSON string '{text}': {e}")))?;
     match value::from_json(ty, &json) {
         Ok(b) => {
-            value::validate(ty, &b).map_err(|e| failure(e.to_string()))?;
+            value::validate(ty, &b).map_err(|e| marshal(e.to_string()))?;
             Ok(Val::Value(Bytes::from(b)))
         }
         Err(value::ValueError::Null(_)) => Ok(Val::Null),
-        Err(e) => Err(failure(e.for_column(receiver))),
+        Err(e) => Err(marshal(e.for_column(receiver))),
     }
 }
 
