@@ -128,7 +128,12 @@ impl Collector<'_> {
                 for (i, a) in args.iter().enumerate() {
                     match a {
                         SelectorExpr::Term(t) => {
-                            let ty = super::eval::arg_type(name, t);
+                            // token(): the partition key column's type (TokenFct's signature)
+                            let pk_type = (name == "token")
+                                .then(|| self.table.and_then(|tb| tb.pk_columns().nth(i)))
+                                .flatten()
+                                .map(|c| c.ty.clone());
+                            let ty = pk_type.unwrap_or_else(|| super::eval::arg_type(name, t));
                             self.term(t, &format!("arg{i}(system.{name})"), &ty)
                         }
                         other => self.selector(other),

@@ -206,7 +206,7 @@ fn eval_map(pairs: &[(Term, Term)], ty: &CqlType, receiver: &str, ctx: &Ctx) -> 
 fn eval_tuple(items: &[Term], ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<Val> {
     let CqlType::Tuple(types) = ty.unfrozen() else {
         return Err(invalid(format!(
-            "Invalid tuple literal for {receiver} of type {ty}"
+            "Invalid tuple type literal for {receiver} of type {ty}"
         )));
     };
     if items.len() > types.len() {
@@ -218,7 +218,14 @@ fn eval_tuple(items: &[Term], ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result
     }
     let mut out = Vec::new();
     for (n, (i, t)) in items.iter().zip(types).enumerate() {
-        match eval(i, t, receiver, ctx)? {
+        // A constant that is not of the component's type (Tuples.Literal.validateAssignableTo).
+        let v = eval(i, t, receiver, ctx).map_err(|e| match i {
+            Term::Literal(l) if *l != Literal::Null => invalid(format!(
+                "Invalid tuple literal for {receiver}: component {n} is not of type {t}"
+            )),
+            _ => e,
+        })?;
+        match v {
             Val::Value(b) => {
                 put_len(&mut out, b.len());
                 out.extend_from_slice(&b);
@@ -353,6 +360,10 @@ fn eval_function(
         Ok(Val::Value(Bytes::from(v)))
     };
     match name {
+        // FunctionResolver: toJson() needs its argument's type, known in selections only.
+        "tojson" => Err(invalid(
+            "toJson() may only be used within the selection clause of SELECT statements",
+        )),
         "now" | "currenttimeuuid" => no_args(new_timeuuid().to_vec()),
         "uuid" => no_args(uuid::Uuid::new_v4().as_bytes().to_vec()),
         "currenttimestamp" => no_args((ctx.now_micros / 1000).to_be_bytes().to_vec()),
@@ -395,10 +406,17 @@ fn from_json(args: &[Term], ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<V
             args.len()
         )));
     };
-    let failure = |message: String| super::QueryError::FunctionFailure {
-        message,
+    // FunctionExecutionException's text; a value the type cannot take is a MarshalException
+    // passed on whole (its Java class name included), as FromJsonFct does.
+    let failure = |detail: String| super::QueryError::FunctionFailure {
+        message: format!("execution of 'system.fromjson[text]' failed: {detail}"),
         function: "system.fromjson".into(),
         arg_types: vec!["text".into()],
+    };
+    let marshal = |e: String| {
+        failure(format!(
+            "org.apache.cassandra.serializers.MarshalException: {e}"
+        ))
     };
     let text = match eval(arg, &CqlType::Text, receiver, ctx)? {
         Val::Value(b) => String::from_utf8_lossy(&b).into_owned(),
@@ -408,11 +426,11 @@ fn from_json(args: &[Term], ty: &CqlType, receiver: &str, ctx: &Ctx) -> Result<V
         .map_err(|e| failure(format!("Could not decode JSON string '{text}': {e}")))?;
     match value::from_json(ty, &json) {
         Ok(b) => {
-            value::validate(ty, &b).map_err(|e| failure(e.to_string()))?;
+            value::validate(ty, &b).map_err(|e| marshal(e.to_string()))?;
             Ok(Val::Value(Bytes::from(b)))
         }
         Err(value::ValueError::Null(_)) => Ok(Val::Null),
-        Err(e) => Err(failure(e.for_column(receiver))),
+        Err(e) => Err(marshal(e.for_column(receiver))),
     }
 }
 

@@ -172,7 +172,10 @@ pub fn execute(
             }
         }
         if let Some(conds) = conds {
-            let row_key = condition_row(t, item.st, item.ctx, &m, kind)?;
+            let row_key = match condition_row(t, item.st, item.ctx, &m, kind)? {
+                Some(k) => Some(write::same_row::stored_row_key(engine, t, k)?),
+                None => None,
+            };
             if row_key.is_none() && !t.clustering.is_empty() {
                 if let Statement::Delete(d) = item.st {
                     if d.targets.is_empty() {

@@ -3,6 +3,7 @@
 //! them by filtering.
 //!
 //! - `!=` is not a relation Cassandra 5.0 supports: `Unsupported "!=" relation: v != 3`.
+//! - A non-frozen collection takes CONTAINS / CONTAINS KEY only, a non-frozen UDT nothing.
 //! - Slices on duration columns (durations have no order), also tuples/UDTs holding one.
 //! - DISTINCT may be restricted by partition key and static columns only.
 //! - ORDER BY names clustering columns in their declared order (columns skipped must be
@@ -10,6 +11,7 @@
 
 use super::{invalid, Result};
 use crate::cql::ast::{Operator, Order, Relation, RelationLhs, Select};
+use crate::cql::types::CqlType;
 use crate::schema::{ColumnKind, TableDef};
 
 /// `token(...)` in a relation names the partition key columns in order; otherwise the
@@ -63,6 +65,28 @@ fn check_relation(t: &TableDef, r: &Relation) -> Result<()> {
             "Unsupported \"!=\" relation: {name} != {}",
             super::eval::term_text(&r.rhs)
         )));
+    }
+    // Operator.validateFor: a non-frozen collection is restricted by CONTAINS (KEY) only, a
+    // non-frozen UDT by nothing.
+    if let Some(c) = t.column(name) {
+        match &c.ty {
+            CqlType::Udt(_) => {
+                return Err(invalid(format!(
+                    "Non-frozen UDT column '{name}' ({}) cannot be restricted by any relation",
+                    c.ty
+                )))
+            }
+            CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..)
+                if !matches!(r.op, Operator::Contains | Operator::ContainsKey) =>
+            {
+                return Err(invalid(format!(
+                    "Collection column '{name}' ({}) cannot be restricted by a '{}' relation",
+                    c.ty,
+                    r.op.as_str()
+                )))
+            }
+            _ => {}
+        }
     }
     let slice = matches!(
         r.op,

@@ -609,6 +609,7 @@ impl Call {
         let mut session = self.session.clone();
         // The last resort for bugs: a panic is answered with a Server error (panic_guard.rs).
         super::panic_guard::answer_panics(self.env.request.opcode(), || {
+            super::panic_guard::test_panic(&self.env.request);
             execute(
                 &self.shared,
                 &mut session,

@@ -7,8 +7,28 @@
 //! released on unwind and never poisoned, so later requests are not blocked by the failed one.
 
 use crate::protocol::frame::Opcode;
+use crate::protocol::request::Request;
 use crate::protocol::response::ErrorResponse;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::OnceLock;
+
+/// Test hook: when `RINGGATE_TEST_PANIC_QUERY` is set (non-empty), a QUERY whose text contains
+/// it panics inside the guard, so an end-to-end test can force an internal error and check that
+/// it is answered and the connection stays usable (`tests/python/test_exactness.py`). The
+/// variable is read once.
+pub(crate) fn test_panic(request: &Request) {
+    static MARKER: OnceLock<Option<String>> = OnceLock::new();
+    let marker = MARKER.get_or_init(|| {
+        std::env::var("RINGGATE_TEST_PANIC_QUERY")
+            .ok()
+            .filter(|m| !m.is_empty())
+    });
+    if let (Some(m), Request::Query(q)) = (marker, request) {
+        if q.query.contains(m.as_str()) {
+            panic!("RINGGATE_TEST_PANIC_QUERY matched the request (test hook)");
+        }
+    }
+}
 
 /// Runs `f`; a panic is logged (with `what`, the request's opcode) and returned as the Server
 /// error the client is sent.

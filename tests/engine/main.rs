@@ -4,6 +4,7 @@
 //! by moving the clock, never by sleeping. One file per behaviour; one test binary (each
 //! links the whole crate).
 
+mod equal_clustering;
 mod gc_grace;
 mod index_build;
 #[path = "../shared/mod.rs"]

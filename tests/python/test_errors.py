@@ -127,3 +127,48 @@ def test_many_errors_in_a_row_do_not_hurt(session, tables):
         with pytest.raises((InvalidRequest, SyntaxException)):
             session.execute(f"SELECT x{i} FROM {tables}.t" if i % 2 else f"SELEKT {i}")
     still_works(session, tables)
+
+
+def test_an_internal_error_is_answered_and_the_connection_stays_usable(server_factory, monkeypatch):
+    """A panic while a request is executed (forced by the RINGGATE_TEST_PANIC_QUERY test hook)
+    is answered with a Server error, logged, and the same connection keeps answering, also
+    the requests in flight with it and the statements that touched the same tables."""
+    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+    from cassandra.policies import FallthroughRetryPolicy
+    from cassandra.protocol import ServerError
+
+    from rgtest import create_keyspace
+
+    monkeypatch.setenv("RINGGATE_TEST_PANIC_QUERY", "/* panic here */")
+    srv = server_factory()
+    # no retry: the driver would try a Server error on the next host (there is none)
+    profile = ExecutionProfile(retry_policy=FallthroughRetryPolicy())
+    c = Cluster(contact_points=[srv.host], port=srv.port, execution_profiles={EXEC_PROFILE_DEFAULT: profile})
+    try:
+        s = c.connect()
+        create_keyspace(s, "pg")
+        s.execute("CREATE TABLE pg.t (k int PRIMARY KEY, v int)")
+        s.execute("INSERT INTO pg.t (k, v) VALUES (1, 1)")
+        [pool] = s.get_pools()
+        [conn] = pool.get_connections()
+        for _ in range(3):
+            with pytest.raises(ServerError) as e:
+                s.execute("UPDATE pg.t SET v = 2 WHERE k = 1 /* panic here */")
+            assert "Internal error while executing the request" in error_text(e.value)
+        # in flight together on the one connection: every request gets its own answer
+        futures = [s.execute_async("SELECT v FROM pg.t WHERE k = 1" + (" /* panic here */" if i % 2 else ""))
+                   for i in range(20)]
+        for i, f in enumerate(futures):
+            if i % 2:
+                with pytest.raises(ServerError):
+                    f.result()
+            else:
+                assert [r.v for r in f.result()] == [1]
+        # the failed requests applied nothing; the table still takes writes
+        s.execute("UPDATE pg.t SET v = 3 WHERE k = 1")
+        assert [r.v for r in s.execute("SELECT v FROM pg.t WHERE k = 1")] == [3]
+        assert "request handling panicked" in srv.log_text()
+        # ... all of it on the one connection the session opened first
+        assert pool.get_connections() == [conn] and not conn.is_defunct and not conn.is_closed
+    finally:
+        c.shutdown()

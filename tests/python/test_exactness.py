@@ -315,8 +315,19 @@ def test_from_json_in_writes_and_prepared(session, ks):
     assert rows(session, f"SELECT v, ts FROM {ks}.t WHERE k = 3") == [(None, None)]
     with pytest.raises(Exception) as e:
         session.execute(f"INSERT INTO {ks}.t (k, v) VALUES (4, fromJson('{{bad'))")
-    assert "Could not decode JSON string" in str(e.value)
+    assert "execution of 'system.fromjson[text]' failed: Could not decode JSON string '{bad': " in str(e.value)
+    with pytest.raises(Exception) as e:
+        session.execute(f"INSERT INTO {ks}.t (k, v) VALUES (4, fromJson('\"x\"'))")
+    assert "execution of 'system.fromjson[text]' failed: org.apache.cassandra.serializers.MarshalException: " in str(
+        e.value)
     assert rows(session, f"SELECT v FROM {ks}.t WHERE k = 4") == []
+    # FunctionResolver: fromJson() needs a receiver, toJson() an argument type (selections)
+    assert invalid(session, f"SELECT fromJson('1') FROM {ks}.t") == (
+        "fromJson() cannot be used in the selection clause of a SELECT statement"
+    )
+    assert invalid(session, f"INSERT INTO {ks}.t (k, l) VALUES (5, toJson(1))") == (
+        "toJson() may only be used within the selection clause of SELECT statements"
+    )
 
 
 # ------------------------------------------------------------------ functions

@@ -493,6 +493,9 @@ impl Parser<'_> {
             self.expect(T::Colon)?;
             let value_tok = self.tok();
             let value = self.term()?;
+            // The whole value as written (a nested map or list spans many tokens).
+            let value_text =
+                self.src[value_tok.start as usize..self.tok().start as usize].trim_end();
             let key_text = self.text(&key_tok);
             let key = match key {
                 Term::Literal(l) if l != Literal::Null => l,
@@ -507,10 +510,8 @@ impl Parser<'_> {
             let value = match value {
                 Term::Literal(l) if l != Literal::Null => l,
                 other => {
-                    let mut msg = format!(
-                        "Invalid property value: {} for property: {key_text}",
-                        self.text(&value_tok)
-                    );
+                    let mut msg =
+                        format!("Invalid property value: {value_text} for property: {key_text}");
                     if matches!(other, Term::Bind { .. }) {
                         msg.push_str(" (bind variables are not supported in DDL queries)");
                     }

@@ -35,6 +35,7 @@ mod routing;
 mod selection;
 mod slices;
 mod timing;
+mod token_selector;
 
 use self::agg_expr::*;
 pub(crate) use self::cells::column_value;

@@ -130,6 +130,9 @@ pub(super) fn eval_sexpr(e: &SExpr, rc: &RowCtx) -> Option<Vec<u8>> {
         SExpr::Const(v) => v.as_ref().map(|b| b.to_vec()),
         SExpr::Call(name, args, types) => {
             let vals: Vec<Option<Vec<u8>>> = args.iter().map(|a| eval_sexpr(a, rc)).collect();
+            if name == "token" {
+                return super::token_selector::token_value(rc.t, &vals);
+            }
             let refs: Vec<Option<&[u8]>> = vals.iter().map(|v| v.as_deref()).collect();
             match crate::query::functions::call(name, types, &refs) {
                 Ok(v) => v,
@@ -228,6 +231,15 @@ pub(super) fn plan_sexpr(
         SelectorExpr::Column(c) => {
             let i = column_index(t, c)?;
             (SExpr::Col(i), c.clone(), t.columns[i].ty.clone())
+        }
+        SelectorExpr::Function { name, args, .. } if name == "token" => {
+            super::token_selector::plan_token(t, ctx, args)?
+        }
+        // FunctionResolver: fromJson() needs a receiver type, which a selection has not.
+        SelectorExpr::Function { name, .. } if name == "fromjson" => {
+            return Err(invalid(
+                "fromJson() cannot be used in the selection clause of a SELECT statement",
+            ))
         }
         SelectorExpr::Function { name, args, .. } => {
             let mut planned = Vec::with_capacity(args.len());
@@ -507,27 +519,13 @@ pub(super) fn plan_selector(
             let (col, timing) = sel.column_timing();
             (Proj::Timing(col, timing), name, ty)
         }
-        SelectorExpr::Function { name, args, .. } if name == "token" => {
-            let cols: Vec<&str> = args
-                .iter()
-                .map(|a| match a {
-                    SelectorExpr::Column(c) => Ok(c.as_str()),
-                    _ => Err(invalid(
-                        "token() takes the partition key columns as arguments",
-                    )),
-                })
-                .collect::<Result<_>>()?;
-            check_token_arguments(t, &cols)?;
+        SelectorExpr::Function { name, args, .. }
+            if name == "token" && super::token_selector::is_row_token(t, args) =>
+        {
             let pk: Vec<&str> = t.pk_columns().map(|c| c.name.as_str()).collect();
-            if cols != pk {
-                return Err(invalid(format!(
-                    "Type error: token() requires the partition key columns in order: {}",
-                    pk.join(", ")
-                )));
-            }
             (
                 Proj::Token,
-                format!("system.token({})", cols.join(", ")),
+                format!("system.token({})", pk.join(", ")),
                 CqlType::Bigint,
             )
         }
@@ -622,27 +620,4 @@ pub fn result_columns(t: &TableDef, sel: &Select) -> Result<Vec<ResultColumn>> {
             ty,
         })
         .collect())
-}
-
-/// token()'s arguments as Cassandra 5.0's FunctionResolver checks them: one per partition key
-/// column, each assignable to that column's type (its messages).
-fn check_token_arguments(t: &TableDef, cols: &[&str]) -> Result<()> {
-    let pk: Vec<&crate::schema::ColumnDef> = t.pk_columns().collect();
-    if cols.len() != pk.len() {
-        return Err(invalid(format!(
-            "Invalid number of arguments in call to function system.token: {} required but {} provided",
-            pk.len(),
-            cols.len()
-        )));
-    }
-    for (i, (name, key)) in cols.iter().zip(&pk).enumerate() {
-        let ty = &t.columns[column_index(t, name)?].ty;
-        if ty.unfrozen() != key.ty.unfrozen() {
-            return Err(invalid(format!(
-                "Type error: {name} cannot be passed as argument {i} of function system.token of type {}",
-                key.ty
-            )));
-        }
-    }
-    Ok(())
 }

@@ -114,7 +114,14 @@ pub(crate) fn apply_once(
         stored: Option<Bytes>,
     }
     let mut merged: Vec<Merged> = Vec::with_capacity(muts.len());
-    for m in muts {
+    for mut m in muts {
+        // Clustering values equal for Cassandra name one row (`same_row.rs`).
+        if let Some(prefix) = same_row::order_prefix(&m.table, &m.key) {
+            m.key = match merged.iter().find(|x| x.key.starts_with(&prefix)) {
+                Some(x) => x.key.clone(),
+                None => same_row::stored_row_key(engine, &m.table, m.key)?,
+            };
+        }
         if let Some(x) = merged.iter_mut().find(|x| x.key == m.key) {
             x.row.merge(m.update);
             let pending = std::mem::take(&mut x.row.pending);

@@ -15,7 +15,7 @@ pub(super) fn delete_mutations(
     if del.using.ttl.is_some() {
         return Err(invalid("A DELETE statement cannot use TTL"));
     }
-    check_write_where(table, &del.where_clause)?;
+    check_write_where(table, &del.where_clause, "DELETE")?;
     let p = using_params(
         table,
         &Using {

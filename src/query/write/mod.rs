@@ -41,6 +41,7 @@ mod dropped;
 mod insert;
 mod keys;
 mod params;
+pub(crate) mod same_row;
 mod static_only;
 mod update;
 

@@ -3,27 +3,46 @@
 
 use super::*;
 
-/// Checks that a WHERE clause of UPDATE/DELETE restricts only primary key columns with = / IN.
-pub(super) fn check_write_where(table: &TableDef, rels: &[Relation]) -> Result<()> {
+/// Checks that a WHERE clause of UPDATE/DELETE (`kind`) restricts only primary key columns
+/// with = / IN, in StatementRestrictions' order and words (CONTAINS on a non-collection is
+/// refused as the relation is prepared, before the statement's rules).
+pub(super) fn check_write_where(table: &TableDef, rels: &[Relation], kind: &str) -> Result<()> {
     for r in rels {
         match &r.lhs {
             RelationLhs::Column(c) => {
                 let col = crate::query::require_column(table, c)?;
-                if !matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
+                let ty = col.ty.unfrozen();
+                if r.op == Operator::Contains
+                    && !matches!(ty, CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..))
+                {
                     return Err(invalid(format!(
-                        "Non PRIMARY KEY columns found in where clause: {c} "
-                    ).trim_end().to_string()));
+                        "Cannot use CONTAINS on non-collection column {c}"
+                    )));
                 }
-                if col.kind == ColumnKind::PartitionKey && !matches!(r.op, Operator::Eq | Operator::In) {
+                if r.op == Operator::ContainsKey && !matches!(ty, CqlType::Map(..)) {
                     return Err(invalid(format!(
-                        "Only EQ and IN relation are supported on the partition key (unless you use the token() function) for {c}"
+                        "Cannot use CONTAINS KEY on non-map column {c}"
+                    )));
+                }
+                if !matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
+                    return Err(invalid(
+                        format!("Non PRIMARY KEY columns found in where clause: {c} ")
+                            .trim_end()
+                            .to_string(),
+                    ));
+                }
+                if col.kind == ColumnKind::PartitionKey
+                    && !matches!(r.op, Operator::Eq | Operator::In)
+                {
+                    return Err(invalid(format!(
+                        "Only EQ and IN relation are supported on the partition key (unless you use the token() function) for {kind} statements"
                     )));
                 }
             }
             RelationLhs::Token(_) => {
-                return Err(invalid(
-                    "The token function cannot be used in WHERE clauses for UPDATE and DELETE statements",
-                ))
+                return Err(invalid(format!(
+                    "The token function cannot be used in WHERE clauses for {kind} statements"
+                )))
             }
             _ => {}
         }
@@ -40,7 +59,7 @@ pub(super) fn update_mutations(
     if up.conditions.is_some() {
         return Err(invalid("Conditional updates are not supported yet"));
     }
-    check_write_where(table, &up.where_clause)?;
+    check_write_where(table, &up.where_clause, "UPDATE")?;
     let p = using_params(table, &up.using, ctx, ts)?;
     let mut cells = RowData::default();
     let mut static_cells = RowData::default();

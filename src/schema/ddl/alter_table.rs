@@ -22,7 +22,16 @@ pub fn alter_table(
     now_micros: i64,
 ) -> Result<Option<(SchemaChange, Arc<TableDef>)>, SchemaError> {
     check_not_system(schema, keyspace)?;
-    let ks = schema.require_keyspace(keyspace)?.clone();
+    // AlterTableStatement: a missing keyspace is a missing table (IF EXISTS: a no-op).
+    let Some(ks) = schema.keyspace(keyspace).cloned() else {
+        if flags.if_exists {
+            return Ok(None);
+        }
+        return Err(invalid(format!(
+            "Table '{keyspace}.{}' doesn't exist",
+            name.name
+        )));
+    };
     let Some(old) = ks.tables.get(&name.name) else {
         if flags.if_exists {
             return Ok(None);

@@ -20,11 +20,12 @@ pub fn create_index(
             "Custom index classes are not supported (got '{c}'); use CREATE INDEX without USING"
         )));
     }
-    let ks = schema.require_keyspace(keyspace)?.clone();
+    let ks = target_keyspace(schema, keyspace)?.clone();
     let table = ks
         .tables
         .get(table_name)
-        .ok_or_else(|| invalid(format!("Table '{keyspace}.{table_name}' doesn't exist")))?
+        // CreateIndexStatement names the table alone
+        .ok_or_else(|| invalid(format!("Table '{table_name}' doesn't exist")))?
         .clone();
     let (column, kind) = match target {
         ast::IndexTarget::Column(c) => (c, None),
@@ -164,22 +165,21 @@ pub fn drop_index(
     if_exists: bool,
 ) -> Result<Option<(SchemaChange, crate::schema::IndexDef)>, SchemaError> {
     check_not_system(schema, keyspace)?;
-    if if_exists && schema.keyspace(keyspace).is_none() {
-        return Ok(None);
-    }
-    let ks = schema.require_keyspace(keyspace)?.clone();
-    let Some(table) = ks
-        .tables
-        .values()
-        .find(|t| t.indexes.iter().any(|i| i.name == name))
-        .cloned()
-    else {
+    // DropIndexStatement: a missing keyspace is a missing index (IF EXISTS: a no-op). The
+    // message ends with a stray quote in Cassandra 5.0 too.
+    let found = schema.keyspace(keyspace).cloned().and_then(|ks| {
+        let table = ks
+            .tables
+            .values()
+            .find(|t| t.indexes.iter().any(|i| i.name == name))
+            .cloned()?;
+        Some((ks, table))
+    });
+    let Some((ks, table)) = found else {
         if if_exists {
             return Ok(None);
         }
-        return Err(invalid(format!(
-            "Index '{name}' could not be found in any of the tables of keyspace '{keyspace}'"
-        )));
+        return Err(invalid(format!("Index '{keyspace}.{name}' doesn't exist'")));
     };
     let mut t = (*table).clone();
     let pos = t

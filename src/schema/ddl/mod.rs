@@ -82,3 +82,14 @@ fn invalid(msg: impl Into<String>) -> SchemaError {
 fn config(msg: impl Into<String>) -> SchemaError {
     SchemaError::Config(msg.into())
 }
+
+/// The keyspace a CREATE statement adds to, with Cassandra 5.0's schema statements' message
+/// ("doesn't", where USE and reads say "does not").
+fn target_keyspace<'s>(
+    schema: &'s Schema,
+    keyspace: &str,
+) -> Result<&'s Arc<crate::schema::KeyspaceDef>, SchemaError> {
+    schema
+        .keyspace(keyspace)
+        .ok_or_else(|| invalid(format!("Keyspace '{keyspace}' doesn't exist")))
+}

@@ -85,13 +85,13 @@ pub(super) fn compaction_params(
 }
 
 /// A numeric table option that has a lower bound (`TableParams.validate`'s message).
-pub(super) fn at_least(name: &str, n: i64, min: i64) -> Result<i32, SchemaError> {
-    if n < min || n > i64::from(i32::MAX) {
+pub(super) fn at_least(name: &str, n: i32, min: i32) -> Result<i32, SchemaError> {
+    if n < min {
         return Err(config(format!(
             "{name} must be greater than or equal to {min} (got {n})"
         )));
     }
-    Ok(n as i32)
+    Ok(n)
 }
 
 /// A double as Java's `Double.toString` prints it (`2.0`, `0.5`, `1.0E-7`, `6.71E-5`):
@@ -172,8 +172,20 @@ pub(super) fn prop_int(name: &str, v: &PropertyValue) -> Result<i64, SchemaError
     prop_parsed(name, v, "an integer")
 }
 
+/// An integer table option as Cassandra's TableAttributes reads it (`Integer.parseInt`): a
+/// 32-bit integer, anything else (1.5, 2^31) refused as a syntax error with its message.
+pub(super) fn table_int(name: &str, v: &PropertyValue) -> Result<i32, SchemaError> {
+    let s = prop_string(name, v)?;
+    s.parse::<i32>()
+        .map_err(|_| SchemaError::Syntax(format!("Invalid integer value {s} for '{name}'")))
+}
+
+/// A double table option as Cassandra's TableAttributes reads it (`Double.parseDouble`).
 pub(super) fn prop_f64(name: &str, v: &PropertyValue) -> Result<f64, SchemaError> {
-    prop_parsed(name, v, "a number")
+    let s = prop_string(name, v)?;
+    s.trim()
+        .parse::<f64>()
+        .map_err(|_| SchemaError::Syntax(format!("Invalid double value {s} for '{name}'")))
 }
 
 pub(super) fn prop_bool(name: &str, v: &PropertyValue) -> Result<bool, SchemaError> {

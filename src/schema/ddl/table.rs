@@ -66,23 +66,15 @@ pub(super) fn apply_table_props(
         match k.as_str() {
             "comment" => opts.comment = prop_string(k, v)?,
             "default_time_to_live" => {
-                let n = prop_int(k, v)?;
+                let n = table_int(k, v)?;
                 if !(0..=630_720_000).contains(&n) {
                     return Err(config(format!(
                         "default_time_to_live must be greater than or equal to 0 and less than or equal to 630720000 (got {n})"
                     )));
                 }
-                opts.default_time_to_live = n as i32;
+                opts.default_time_to_live = n;
             }
-            "gc_grace_seconds" => {
-                let n = prop_int(k, v)?;
-                if !(0..=i32::MAX as i64).contains(&n) {
-                    return Err(config(format!(
-                        "gc_grace_seconds must be greater than or equal to 0 (got {n})"
-                    )));
-                }
-                opts.gc_grace_seconds = n as i32;
-            }
+            "gc_grace_seconds" => opts.gc_grace_seconds = at_least(k, table_int(k, v)?, 0)?,
             "bloom_filter_fp_chance" => {
                 opts.bloom_filter_fp_chance = bloom_filter_fp_chance(prop_f64(k, v)?)?
             }
@@ -102,10 +94,10 @@ pub(super) fn apply_table_props(
             "extensions" => opts.extensions = prop_map(k, v)?,
             "memtable" => opts.memtable = prop_string(k, v)?,
             "memtable_flush_period_in_ms" => {
-                opts.memtable_flush_period_in_ms = at_least(k, prop_int(k, v)?, 0)?
+                opts.memtable_flush_period_in_ms = at_least(k, table_int(k, v)?, 0)?
             }
-            "min_index_interval" => opts.min_index_interval = at_least(k, prop_int(k, v)?, 1)?,
-            "max_index_interval" => opts.max_index_interval = prop_int(k, v)? as i32,
+            "min_index_interval" => opts.min_index_interval = at_least(k, table_int(k, v)?, 1)?,
+            "max_index_interval" => opts.max_index_interval = table_int(k, v)?,
             "read_repair" => opts.read_repair = prop_string(k, v)?,
             "speculative_retry" => opts.speculative_retry = speculative_retry(&prop_string(k, v)?)?,
             "additional_write_policy" => {
@@ -200,7 +192,7 @@ pub fn create_table(
 ) -> Result<Option<(SchemaChange, Arc<TableDef>)>, SchemaError> {
     check_not_system(schema, keyspace)?;
     let name = stmt.name.name.as_str();
-    let ks = schema.require_keyspace(keyspace)?.clone();
+    let ks = target_keyspace(schema, keyspace)?.clone();
     check_table_name(keyspace, name)?;
     if ks.tables.contains_key(name) {
         if stmt.if_not_exists {
@@ -356,12 +348,9 @@ pub fn drop_table(
     if_exists: bool,
 ) -> Result<Option<(SchemaChange, Arc<TableDef>)>, SchemaError> {
     check_not_system(schema, keyspace)?;
-    if if_exists && schema.keyspace(keyspace).is_none() {
-        // Cassandra: IF EXISTS of something in a missing keyspace is a no-op.
-        return Ok(None);
-    }
-    let ks = schema.require_keyspace(keyspace)?.clone();
-    let Some(table) = ks.tables.get(name).cloned() else {
+    // DropTableStatement: a missing keyspace is a missing table (IF EXISTS: a no-op).
+    let ks = schema.keyspace(keyspace).cloned();
+    let Some((ks, table)) = ks.and_then(|ks| ks.tables.get(name).cloned().map(|t| (ks, t))) else {
         if if_exists {
             return Ok(None);
         }

@@ -111,7 +111,7 @@ pub fn create_type(
     fields: &[(String, TypeExpr)],
 ) -> Result<Option<SchemaChange>, SchemaError> {
     check_not_system(schema, keyspace)?;
-    let ks = schema.require_keyspace(keyspace)?.clone();
+    let ks = target_keyspace(schema, keyspace)?.clone();
     if ks.types.contains_key(name) {
         if if_not_exists {
             return Ok(None);
@@ -153,16 +153,17 @@ pub fn drop_type(
     if_exists: bool,
 ) -> Result<Option<SchemaChange>, SchemaError> {
     check_not_system(schema, keyspace)?;
-    if if_exists && schema.keyspace(keyspace).is_none() {
-        return Ok(None);
-    }
-    let ks = schema.require_keyspace(keyspace)?.clone();
-    if !ks.types.contains_key(name) {
+    // DropTypeStatement: a missing keyspace is a missing type (IF EXISTS: a no-op).
+    let Some(ks) = schema
+        .keyspace(keyspace)
+        .filter(|ks| ks.types.contains_key(name))
+        .cloned()
+    else {
         if if_exists {
             return Ok(None);
         }
         return Err(invalid(format!("Type '{keyspace}.{name}' doesn't exist")));
-    }
+    };
     // A type still used by another type or a table cannot go (the schema could not be read back).
     let types: Vec<&str> = ks
         .types
