@@ -4,6 +4,7 @@ pub mod handles;
 pub mod hot;
 pub mod map;
 pub mod ru;
+pub mod served;
 pub mod sizes;
 pub mod split;
 pub mod split_watch;

@@ -99,6 +99,19 @@ impl PartitionStore for PostgresStore {
             pool: Arc::clone(&self.pool),
             part,
             epoch,
+            read_only: false,
+        }))
+    }
+
+    /// Epoch 0 would pass the epoch check of a partition never opened (its owner row holds 0),
+    /// so the handle refuses commits itself, before any statement is sent.
+    fn read_only(&self, part: PartitionRef) -> Result<Arc<dyn PartitionHandle>> {
+        Ok(Arc::new(PgHandle {
+            store_source: self.source(),
+            pool: Arc::clone(&self.pool),
+            part,
+            epoch: 0,
+            read_only: true,
         }))
     }
 
@@ -166,6 +179,8 @@ struct PgHandle {
     pool: Arc<super::pool::Pool>,
     part: PartitionRef,
     epoch: Epoch,
+    /// Opened without an epoch (`read_only`): every commit is `NotOwner`.
+    read_only: bool,
 }
 
 /// The advisory lock key of a condition key (FNV-1a, 64 bits: stable across processes).
@@ -271,6 +286,13 @@ impl PartitionHandle for PgHandle {
     }
 
     fn commit(&self, commit: PartitionCommit) -> Result<()> {
+        if self.read_only {
+            return Err(StorageError::NotOwner {
+                storage_id: self.part.storage_id,
+                partition_id: self.part.partition_id,
+                owner: None,
+            });
+        }
         self.validate(&commit)?;
         let (sid, pid) = (self.part.storage_id, self.part.partition_id);
         in_txn(&self.pool, "BEGIN", |c| {
