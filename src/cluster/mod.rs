@@ -1,5 +1,5 @@
-//! Cluster mode's control plane on etcd (issue 17): the primitives the layers above build on.
-//! Not yet used by the server: `cluster.*` settings are parsed and validated only.
+//! Cluster mode's control plane on etcd (issue 17): the primitives the layers above build on
+//! (`server::startup` joins the node; `partition::ownership` takes and hands off partitions).
 //!
 //! - `lease.rs`: a node's lease, kept alive in the background; the node knows locally when it
 //!   must consider it lost (last successful renewal + TTL), before etcd deletes its keys.

@@ -3,6 +3,7 @@
 pub mod handles;
 pub mod hot;
 pub mod map;
+pub mod ownership;
 pub mod ru;
 pub mod served;
 pub mod sizes;

@@ -101,6 +101,12 @@ pub fn split_one(
     let Some(parent) = map.parts.iter().find(|p| p.id == pid).cloned() else {
         return Ok(None);
     };
+    // Only the owner splits (cluster mode): it alone has exact counters and may retire the
+    // parent; the owner's next write to it queues it again.
+    if handles.placement(sid, &parent) != super::handles::Placement::Local {
+        parent.stats.split_queued.store(false, Ordering::SeqCst);
+        return Ok(None);
+    }
     if let Some(th) = threshold {
         if parent.stats.bytes.load(Ordering::SeqCst).max(0) as u64 <= th {
             parent.stats.split_queued.store(false, Ordering::SeqCst);
@@ -240,8 +246,12 @@ pub fn ensure_partitions(
         if map.parts.len() as u64 >= n {
             return Ok(());
         }
-        // The partition with the most data, else the widest range.
-        let Some(p) = map.parts.iter().max_by_key(|p| {
+        // The partition with the most data, else the widest range, among those served here
+        // (only the owner splits; ALTER on a node owning none of them splits nothing).
+        let local = |p: &&Arc<PhysicalPartition>| {
+            handles.placement(sid, p) == super::handles::Placement::Local
+        };
+        let Some(p) = map.parts.iter().filter(local).max_by_key(|p| {
             (
                 p.stats.bytes.load(Ordering::SeqCst),
                 p.end as i128 - p.start as i128,

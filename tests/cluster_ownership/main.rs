@@ -1,0 +1,17 @@
+//! Cluster ownership with real processes (issue 17): engines opened in this process exactly
+//! as `ringgate serve` opens them in cluster mode (`server::startup::open` with `cluster.*`
+//! settings), over one real etcd (one per test, `tests/cluster_control/support.rs`) and one
+//! real PostgreSQL (one per test binary, a database per test, `tests/storage_contract/pg.rs`).
+//! Without the binaries the tests print SKIPPED and pass, unless RINGGATE_REQUIRE_ETCD /
+//! RINGGATE_REQUIRE_POSTGRES is set.
+#![allow(dead_code)]
+
+#[path = "../cluster_control/support.rs"]
+mod etcd;
+mod pause;
+#[path = "../storage_contract/pg.rs"]
+mod pg;
+#[path = "../shared/mod.rs"]
+mod shared;
+mod support;
+mod takeover;
