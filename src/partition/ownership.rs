@@ -4,8 +4,8 @@
 //! 1. Lease check: when the lease is no longer valid by this node's clock, or it was replaced
 //!    (`lease_generation` moved on: etcd reported it gone), every partition stops being served
 //!    at once (its owner keys are gone, or will be before anyone else can take them).
-//! 2. Reads the live members (`ClusterNode::members`), the owner records
-//!    (`cluster::ownership::owners`) and every table's map, and computes who should own each
+//! 2. Reads the owner records (`cluster::ownership::owners`), then the live members
+//!    (`cluster::members::list`) and every table's map, and computes who should own each
 //!    partition (`cluster::assignment`, keyed by end token).
 //! 3. Takes each partition assigned here that has no owner: the etcd transaction hands out
 //!    epoch + 1, `PartitionStore::open_partition(part, epoch)` then fences the previous owner in
@@ -17,6 +17,12 @@
 //!    partitions gone from the maps (split parents, dropped tables) are released too.
 //! 5. Marks the rest `Remote(owner)` or `Unowned`, and publishes each node's owned end tokens
 //!    (`ClusterNode::publish_tokens`, for system.local / system.peers).
+//!
+//! A round also starts at once when an owner key changes (an etcd watch on `owner/`): a dead
+//! node's partitions are taken as soon as etcd expires its lease, a handed-off one as soon as
+//! its old owner released it, and every node sees a new owner (`Remote(node)`, where requests
+//! are forwarded) as soon as it took it, instead of up to a round interval later. Wake-ups
+//! coalesce (`Notify` keeps one), so a burst of changes costs one or two rounds.
 //!
 //! Blocking work (PostgreSQL) runs on tokio's blocking pool, never on the runtime's one worker
 //! that renews the lease. A failure in a round is logged and the next round tries again.
@@ -54,7 +60,29 @@ pub fn start(node: &Arc<ClusterNode>, maps: &Arc<PartitionMaps>, handles: &Arc<H
         generation: node.lease_generation(),
         owned: HashMap::new(),
     };
-    node.spawn(run(l));
+    let wake = Arc::new(tokio::sync::Notify::new());
+    node.spawn(watch_releases(Arc::downgrade(node), Arc::clone(&wake)));
+    node.spawn(run(l, wake));
+}
+
+/// Wakes the loop whenever an owner key changes (see the module doc). A broken watch is
+/// opened again after a pause; the rounds go on meanwhile. Ends with the node.
+async fn watch_releases(node: Weak<ClusterNode>, wake: Arc<tokio::sync::Notify>) {
+    loop {
+        let Some(n) = node.upgrade() else { return };
+        let (client, prefix) = (n.control().client.clone(), n.control().key("owner/"));
+        drop(n);
+        let end = crate::etcd::prefix_end(&prefix);
+        match client.watch(&prefix, Some(&end), 0).await {
+            Ok(mut w) => {
+                while w.next().await.is_ok() {
+                    wake.notify_one();
+                }
+            }
+            Err(e) => tracing::debug!(error = %e, "watching partition owners failed; retrying"),
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }
 
 /// A fifth of the lease: a partition freed by an expired lease is taken within a fifth of a
@@ -63,7 +91,7 @@ fn round_interval(lease_ms: u64) -> Duration {
     Duration::from_millis((lease_ms / 5).max(100))
 }
 
-async fn run(mut l: Loop) {
+async fn run(mut l: Loop, wake: Arc<tokio::sync::Notify>) {
     loop {
         let (Some(node), Some(maps), Some(handles)) =
             (l.node.upgrade(), l.maps.upgrade(), l.handles.upgrade())
@@ -75,7 +103,10 @@ async fn run(mut l: Loop) {
             tracing::warn!(error = %e, "partition ownership round failed; retrying");
         }
         drop((node, maps, handles));
-        tokio::time::sleep(interval).await;
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = wake.notified() => {}
+        }
     }
 }
 
@@ -95,11 +126,17 @@ impl Loop {
                 return Ok(());
             }
         }
+        // Owners before members: a lease that expires in between leaves its owner records
+        // here (served as Remote this round) but not its member, and its deletion wakes the
+        // next round. Members are listed afresh, not taken from the node's cache (refreshed
+        // every lease/5), so that a dead node's partitions are reassigned at once.
         let owners = ownership::owners(node.control())
             .await
             .map_err(|e| e.to_string())?;
+        let members = crate::cluster::members::list(node.control())
+            .await
+            .map_err(|e| e.to_string())?;
         let tables = maps.all();
-        let members = node.members();
         let ends: Vec<i64> = (tables.iter())
             .flat_map(|(_, m)| m.parts.iter().map(|p| p.end))
             .collect();

@@ -15,7 +15,7 @@ pub const LEASE_MS: u64 = 3000;
 pub struct Backing {
     pub etcd: crate::etcd::Etcd,
     pub pg_url: String,
-    _rt: tokio::runtime::Runtime,
+    rt: tokio::runtime::Runtime,
 }
 
 impl Backing {
@@ -29,8 +29,13 @@ impl Backing {
         Some(Backing {
             etcd,
             pg_url: server.new_database(test),
-            _rt: rt,
+            rt,
         })
+    }
+
+    /// Runs an etcd call of the test (on the backing's own runtime).
+    pub fn block_on<T>(&self, f: impl std::future::Future<Output = T>) -> T {
+        self.rt.block_on(f)
     }
 }
 

@@ -107,14 +107,26 @@ fn partitions_spread_follow_joins_and_are_taken_over() {
     drop(map);
     drop(c);
     let nodes = [&a, &bn];
-    let taken = until(SETTLE, || {
-        counts(&nodes, sid).iter().sum::<usize>() == 8 && consistent(&nodes, sid)
+    let died = std::time::Instant::now();
+    let ctl = b.etcd.control("ringgate/t/");
+    let freed = until(SETTLE, || {
+        let owners = b
+            .block_on(ringgate::cluster::ownership::owners(&ctl))
+            .unwrap();
+        owners.values().all(|o| o.node != "c")
     });
-    let taken = taken.expect("a and b take c's partitions over");
+    let freed = freed.expect("etcd expires c's lease");
+    let served = until(SETTLE, || counts(&nodes, sid).iter().sum::<usize>() == 8);
+    served.expect("a and b take c's partitions over");
+    let served = died.elapsed();
+    until(SETTLE, || consistent(&nodes, sid)).expect("a and b agree on the owners");
     eprintln!(
-        "TAKEOVER: c's {} partitions served again {} ms after its death (lease {LEASE_MS} ms)",
+        "TAKEOVER: etcd deleted c's owner keys {} ms after its death (lease {LEASE_MS} ms); \
+         its {} partitions were served again after {} ms, with both survivors agreeing after {} ms",
+        freed.as_millis(),
         old.len(),
-        taken.as_millis()
+        served.as_millis(),
+        died.elapsed().as_millis()
     );
     let rebalanced = until(SETTLE, || counts(&nodes, sid) == [4, 4]);
     assert!(rebalanced.is_some(), "{:?}", counts(&nodes, sid));
