@@ -40,6 +40,9 @@ use std::time::Duration;
 struct Owned {
     own: Ownership,
     handle: Arc<dyn PartitionHandle>,
+    /// The map's object for the partition when it was taken or last counted: a map reloaded
+    /// from etcd may bring a new one, with fresh (zero) counters.
+    part: Arc<PhysicalPartition>,
 }
 
 struct Loop {
@@ -240,7 +243,7 @@ impl Loop {
         &mut self,
         node: &ClusterNode,
         sid: u64,
-        p: &PhysicalPartition,
+        p: &Arc<PhysicalPartition>,
         owner: Option<&crate::cluster::Owner>,
         assigned: Option<&str>,
     ) {
@@ -279,8 +282,20 @@ impl Loop {
                     }
                 }
             }
-            // A map reloaded from etcd brings new partition objects: serve through them too.
-            _ if served.placement() != Placement::Local => served.serve(Arc::clone(&mine.handle)),
+            // A map reloaded from etcd brings new partition objects: count and serve them too.
+            _ if !Arc::ptr_eq(&mine.part, p) => {
+                let (h, part) = (Arc::clone(&mine.handle), Arc::clone(p));
+                let counted = tokio::task::spawn_blocking(move || {
+                    super::sizes::rebuild_partition(&*h, sid, &part)
+                })
+                .await;
+                if let Ok(Ok(())) = counted {
+                    served.serve(Arc::clone(&mine.handle));
+                    if let Some(mine) = self.owned.get_mut(&key) {
+                        mine.part = Arc::clone(p);
+                    }
+                }
+            }
             _ => {}
         }
     }
@@ -327,7 +342,8 @@ impl Loop {
             s.serve(Arc::clone(&handle));
         }
         tracing::info!(storage_id = sid, partition = p.id, epoch, "partition taken");
-        self.owned.insert((sid, p.id), Owned { own, handle });
+        let part = Arc::clone(p);
+        self.owned.insert((sid, p.id), Owned { own, handle, part });
     }
 
     /// Each node's owned end tokens, from the owner records read this round and this round's

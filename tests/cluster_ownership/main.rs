@@ -11,6 +11,8 @@ mod etcd;
 mod pause;
 #[path = "../storage_contract/pg.rs"]
 mod pg;
+mod rejoin;
+mod reload;
 #[path = "../shared/mod.rs"]
 mod shared;
 mod support;

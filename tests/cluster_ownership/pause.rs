@@ -2,13 +2,10 @@
 //! it stops serving by its own clock, the other node takes over, and nothing it writes
 //! afterwards lands: a newer value is never overwritten by the old owner.
 
-use crate::support::{until, Backing, Node, LEASE_MS};
+use crate::support::{late_commit, until, Backing, Node, LEASE_MS, SETTLE};
 use ringgate::query::QueryError;
 use ringgate::storage::handle::{PartitionCommit, PartitionRef};
 use ringgate::storage::StorageError;
-use std::time::Duration;
-
-const SETTLE: Duration = Duration::from_secs(30);
 
 #[test]
 fn a_paused_owner_stops_serving_and_never_writes_after_takeover() {
@@ -60,12 +57,8 @@ fn a_paused_owner_stops_serving_and_never_writes_after_takeover() {
     a.ok(&format!("INSERT INTO ks.t (k, v) VALUES ({k}, 2)"));
     let late = p.run(&format!("INSERT INTO ks.t (k, v) VALUES ({k}, 3)"));
     assert!(matches!(late, Err(QueryError::NotOwner { .. })), "{late:?}");
-    let mut commit = PartitionCommit::default();
-    commit.put([&old.partition().range.lo[..], b"late"].concat(), &b"x"[..]);
-    assert!(matches!(
-        old.commit(commit),
-        Err(StorageError::Fenced { .. })
-    ));
+    let (_, late) = late_commit(&*old);
+    assert!(matches!(late, Err(StorageError::Fenced { .. })), "{late:?}");
     assert_eq!(a.int(&format!("SELECT v FROM ks.t WHERE k = {k}")), Some(2));
     assert_eq!(p.int(&format!("SELECT v FROM ks.t WHERE k = {k}")), Some(2));
 }

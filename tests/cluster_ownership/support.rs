@@ -4,12 +4,16 @@ use ringgate::clock::Clock;
 use ringgate::config::Config;
 use ringgate::partition::handles::Placement;
 use ringgate::query::{Engine, Outcome, QueryError, QueryOptions, Session};
+use ringgate::storage::handle::{PartitionCommit, PartitionHandle};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The lease of the test nodes (etcd's unit is a second; 3 s leaves renewals slack on a
 /// loaded machine).
 pub const LEASE_MS: u64 = 3000;
+
+/// Generous bound for a state the nodes should reach within a few rounds (a loaded machine).
+pub const SETTLE: Duration = Duration::from_secs(30);
 
 /// The etcd and PostgreSQL a test's nodes share (None: a binary is missing; SKIPPED said).
 pub struct Backing {
@@ -147,6 +151,18 @@ impl Node {
             .filter_map(|p| Some((p.id, self.engine.handles.owner_handle(p)?.epoch())))
             .collect()
     }
+}
+
+/// Commits one write through `h` (a key at the start of its partition's range); the key.
+pub fn late_commit(
+    h: &dyn PartitionHandle,
+) -> (Vec<u8>, Result<(), ringgate::storage::StorageError>) {
+    // Token bytes of all zeros after the range's start: in range for the first partition too,
+    // whose start is the bare table prefix.
+    let key = [&h.partition().range.lo[..], &[0u8; 8], b"late"].concat();
+    let mut commit = PartitionCommit::default();
+    commit.put(key.clone(), &b"x"[..]);
+    (key, h.commit(commit))
 }
 
 /// Polls `f` every 50 ms until it is true; the time it took, or None after `limit`.

@@ -2,16 +2,11 @@
 //! with new epochs, the dead node's owner handles fenced in PostgreSQL, every acknowledged
 //! write readable.
 
-use crate::support::{until, Backing, Node, LEASE_MS};
+use crate::support::{late_commit, until, Backing, Node, LEASE_MS, SETTLE};
 use ringgate::partition::handles::Placement;
 use ringgate::query::QueryError;
-use ringgate::storage::handle::PartitionCommit;
 use ringgate::storage::StorageError;
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
-
-/// Generous bound for a state the nodes should reach within a few rounds (a loaded machine).
-const SETTLE: Duration = Duration::from_secs(30);
 
 fn counts(nodes: &[&Node], sid: u64) -> Vec<usize> {
     let mut c: Vec<usize> = nodes.iter().map(|n| n.local(sid).len()).collect();
@@ -140,10 +135,8 @@ fn partitions_spread_follow_joins_and_are_taken_over() {
             h.epoch(),
             epochs[pid]
         );
-        let key = [&h.partition().range.lo[..], b"late"].concat();
-        let mut commit = PartitionCommit::default();
-        commit.put(key.clone(), &b"x"[..]);
-        match h.commit(commit) {
+        let (key, late) = late_commit(&**h);
+        match late {
             Err(StorageError::Fenced { epoch, current, .. }) => assert!(current > epoch),
             other => panic!("partition {pid}: the dead owner's commit gave {other:?}"),
         }
