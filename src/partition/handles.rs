@@ -43,6 +43,8 @@ pub struct Handles {
     epoch: Epoch,
     /// Cluster mode: ownership and epochs come from the ownership loop.
     cluster: bool,
+    /// Starts an ownership round now (a split made partitions nobody owns yet).
+    wake: Arc<tokio::sync::Notify>,
 }
 
 /// This process's handle on one physical partition, opened on first use.
@@ -85,6 +87,7 @@ impl Handles {
             store,
             epoch,
             cluster: false,
+            wake: Arc::default(),
         })
     }
 
@@ -95,7 +98,14 @@ impl Handles {
             store,
             epoch: 0,
             cluster: true,
+            wake: Arc::default(),
         }
+    }
+
+    /// What the ownership loop waits on besides its timer: notified when partitions appeared
+    /// that need an owner now (split children), so they are taken in milliseconds.
+    pub fn ownership_wake(&self) -> &Arc<tokio::sync::Notify> {
+        &self.wake
     }
 
     pub fn is_cluster(&self) -> bool {

@@ -22,7 +22,8 @@
 //! node's partitions are taken as soon as etcd expires its lease, a handed-off one as soon as
 //! its old owner released it, and every node sees a new owner (`Remote(node)`, where requests
 //! are forwarded) as soon as it took it, instead of up to a round interval later. Wake-ups
-//! coalesce (`Notify` keeps one), so a burst of changes costs one or two rounds.
+//! coalesce (`Notify` keeps one), so a burst of changes costs one or two rounds. A split
+//! wakes it too (`Handles::ownership_wake`): its children are taken at once.
 //!
 //! Blocking work (PostgreSQL) runs on tokio's blocking pool, never on the runtime's one worker
 //! that renews the lease. A failure in a round is logged and the next round tries again.
@@ -63,7 +64,7 @@ pub fn start(node: &Arc<ClusterNode>, maps: &Arc<PartitionMaps>, handles: &Arc<H
         generation: node.lease_generation(),
         owned: HashMap::new(),
     };
-    let wake = Arc::new(tokio::sync::Notify::new());
+    let wake = Arc::clone(handles.ownership_wake());
     node.spawn(watch_releases(Arc::downgrade(node), Arc::clone(&wake)));
     node.spawn(run(l, wake));
 }

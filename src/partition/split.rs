@@ -159,6 +159,8 @@ pub fn split_one(
         // The parent's range now belongs to its children: fence every handle on it, under its
         // lock, so no commit through it can land after the new map took effect.
         handles.retire(sid, pid)?;
+        // Cluster mode: the children have no owner yet; take them now, not a round later.
+        handles.ownership_wake().notify_one();
     }
     drop(guard);
     if let Some([l, r]) = &res {

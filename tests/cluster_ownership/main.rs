@@ -15,5 +15,6 @@ mod rejoin;
 mod reload;
 #[path = "../shared/mod.rs"]
 mod shared;
+mod splits;
 mod support;
 mod takeover;

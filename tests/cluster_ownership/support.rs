@@ -53,8 +53,13 @@ pub struct Node {
 impl Node {
     /// Starts node `name` (joins the cluster; its ownership loop starts).
     pub fn start(b: &Backing, name: &str, port: u16) -> Node {
+        Node::start_with(b, name, port, &[])
+    }
+
+    /// `start` with more `--set` settings.
+    pub fn start_with(b: &Backing, name: &str, port: u16, extra: &[&str]) -> Node {
         let dir = tempfile::tempdir().unwrap();
-        let sets = [
+        let mut sets = vec![
             format!("data_dir={}", dir.path().display()),
             "cluster_name=t".into(),
             "storage.backend=\"postgres\"".into(),
@@ -65,6 +70,7 @@ impl Node {
             format!("cluster.lease_ms={LEASE_MS}"),
             "throughput.enforce=false".into(),
         ];
+        sets.extend(extra.iter().map(|s| s.to_string()));
         let cfg = Config::load(None, &sets).unwrap();
         let listen = format!("127.0.0.1:{port}").parse().unwrap();
         let opened = ringgate::server::startup::open(&cfg, listen, Clock::system()).unwrap();
@@ -94,6 +100,20 @@ impl Node {
     pub fn ok(&mut self, q: &str) -> Outcome {
         self.run(q)
             .unwrap_or_else(|e| panic!("{}: {q}: {e}", self.name))
+    }
+
+    /// `ok`, retried every 10 ms while the statement's partition has no owner (a split's
+    /// children before they are taken; server/ forwarding retries the same way).
+    pub fn ok_when_owned(&mut self, q: &str) -> Outcome {
+        let deadline = Instant::now() + SETTLE;
+        loop {
+            match self.run(q) {
+                Err(QueryError::NotOwner { owner: None, .. }) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                other => return other.unwrap_or_else(|e| panic!("{}: {q}: {e}", self.name)),
+            }
+        }
     }
 
     /// Rows a SELECT returns.
