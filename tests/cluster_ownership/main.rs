@@ -6,8 +6,11 @@
 //! RINGGATE_REQUIRE_POSTGRES is set.
 #![allow(dead_code)]
 
+#[path = "../common/mod.rs"]
+mod common;
 #[path = "../cluster_control/support.rs"]
 mod etcd;
+mod kill9;
 mod pause;
 #[path = "../storage_contract/pg.rs"]
 mod pg;

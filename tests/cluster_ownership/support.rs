@@ -37,6 +37,19 @@ impl Backing {
         })
     }
 
+    /// The `--set` settings of cluster node `name` over this etcd and database.
+    pub fn node_settings(&self, name: &str) -> Vec<String> {
+        vec![
+            "cluster_name=t".into(),
+            "storage.backend=\"postgres\"".into(),
+            format!("storage.postgres.url=\"{}\"", self.pg_url),
+            "storage.postgres.pool_size=8".into(),
+            format!("cluster.etcd=[\"{}\"]", self.etcd.endpoint()),
+            format!("cluster.node_name=\"{name}\""),
+            format!("cluster.lease_ms={LEASE_MS}"),
+        ]
+    }
+
     /// Runs an etcd call of the test (on the backing's own runtime).
     pub fn block_on<T>(&self, f: impl std::future::Future<Output = T>) -> T {
         self.rt.block_on(f)
@@ -59,17 +72,9 @@ impl Node {
     /// `start` with more `--set` settings.
     pub fn start_with(b: &Backing, name: &str, port: u16, extra: &[&str]) -> Node {
         let dir = tempfile::tempdir().unwrap();
-        let mut sets = vec![
-            format!("data_dir={}", dir.path().display()),
-            "cluster_name=t".into(),
-            "storage.backend=\"postgres\"".into(),
-            format!("storage.postgres.url=\"{}\"", b.pg_url),
-            "storage.postgres.pool_size=8".into(),
-            format!("cluster.etcd=[\"{}\"]", b.etcd.endpoint()),
-            format!("cluster.node_name=\"{name}\""),
-            format!("cluster.lease_ms={LEASE_MS}"),
-            "throughput.enforce=false".into(),
-        ];
+        let mut sets = b.node_settings(name);
+        sets.push(format!("data_dir={}", dir.path().display()));
+        sets.push("throughput.enforce=false".into());
         sets.extend(extra.iter().map(|s| s.to_string()));
         let cfg = Config::load(None, &sets).unwrap();
         let listen = format!("127.0.0.1:{port}").parse().unwrap();
