@@ -37,6 +37,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+/// At most this many partitions are being taken at once: their etcd and PostgreSQL round
+/// trips overlap, so a dead node's share of many partitions is not taken one after another.
+const TAKES_AT_ONCE: usize = 16;
+
 /// A partition this node took: its etcd record and the owner handle opened with its epoch.
 struct Owned {
     own: Ownership,
@@ -148,6 +152,7 @@ impl Loop {
         let want = assignment::assign(&ends, &names);
         self.release_gone(node, &tables).await;
         let me = node.name();
+        let mut to_take = Vec::new();
         for (sid, map) in &tables {
             for p in &map.parts {
                 let served = handles.served(*sid, p).map_err(|e| e.to_string())?;
@@ -163,13 +168,37 @@ impl Loop {
                         served.elsewhere(Placement::Unowned);
                         self.release_stale(node, *sid, p.id, o.epoch).await;
                     }
-                    None if assigned == Some(me) => self.take(node, handles, *sid, p).await,
+                    None if assigned == Some(me) => to_take.push((*sid, Arc::clone(p))),
                     None => served.elsewhere(Placement::Unowned),
                 }
             }
         }
+        self.take_all(node, handles, to_take).await;
         self.publish(node, &tables, &owners);
         Ok(())
+    }
+
+    /// Takes the partitions, [`TAKES_AT_ONCE`] at a time.
+    async fn take_all(
+        &mut self,
+        node: &Arc<ClusterNode>,
+        handles: &Arc<Handles>,
+        mut todo: Vec<(u64, Arc<PhysicalPartition>)>,
+    ) {
+        let mut running = tokio::task::JoinSet::new();
+        loop {
+            while running.len() < TAKES_AT_ONCE {
+                let Some((sid, p)) = todo.pop() else { break };
+                running.spawn(take(Arc::clone(node), Arc::clone(handles), sid, p));
+            }
+            match running.join_next().await {
+                Some(Ok(Some(o))) => {
+                    self.owned.insert((o.own.storage_id, o.own.partition_id), o);
+                }
+                Some(_) => {}
+                None => return,
+            }
+        }
     }
 
     /// Stops serving everything (the lease is gone): commits through the owner handles fail
@@ -301,52 +330,6 @@ impl Loop {
         }
     }
 
-    /// Takes an unowned partition assigned here (step 3 of the module doc).
-    async fn take(
-        &mut self,
-        node: &ClusterNode,
-        handles: &Arc<Handles>,
-        sid: u64,
-        p: &Arc<PhysicalPartition>,
-    ) {
-        let lease = node.lease();
-        let taken = ownership::take(node.control(), &lease, node.name(), sid, p.id).await;
-        let own = match taken {
-            Ok(own) => own,
-            Err(ControlError::Taken { owner, .. }) => {
-                if let Some(s) = p.stats.handle.served() {
-                    s.elsewhere(Placement::Remote(owner));
-                }
-                return;
-            }
-            Err(e) => {
-                return tracing::warn!(storage_id = sid, partition = p.id, error = %e, "taking a partition failed")
-            }
-        };
-        let (h, part, epoch) = (Arc::clone(handles), Arc::clone(p), own.epoch);
-        let opened =
-            tokio::task::spawn_blocking(move || open_and_count(&h, sid, &part, epoch)).await;
-        let handle = match opened {
-            Ok(Ok(handle)) if lease.is_valid() => handle,
-            other => {
-                let e = match other {
-                    Ok(Err(e)) => e.to_string(),
-                    Err(e) => e.to_string(),
-                    Ok(Ok(_)) => "the lease expired meanwhile".into(),
-                };
-                tracing::warn!(storage_id = sid, partition = p.id, error = %e, "opening a taken partition failed; releasing it");
-                let _ = ownership::release(node.control(), &own).await;
-                return;
-            }
-        };
-        if let Some(s) = p.stats.handle.served() {
-            s.serve(Arc::clone(&handle));
-        }
-        tracing::info!(storage_id = sid, partition = p.id, epoch, "partition taken");
-        let part = Arc::clone(p);
-        self.owned.insert((sid, p.id), Owned { own, handle, part });
-    }
-
     /// Each node's owned end tokens, from the owner records read this round and this round's
     /// own takes and hand-offs.
     fn publish(
@@ -373,6 +356,55 @@ impl Loop {
         }
         node.publish_tokens(by_node);
     }
+}
+
+/// Takes an unowned partition assigned here (step 3 of the module doc); what this node then
+/// owns, or None (taken by another node first, or failed: logged).
+async fn take(
+    node: Arc<ClusterNode>,
+    handles: Arc<Handles>,
+    sid: u64,
+    p: Arc<PhysicalPartition>,
+) -> Option<Owned> {
+    let lease = node.lease();
+    let taken = ownership::take(node.control(), &lease, node.name(), sid, p.id).await;
+    let own = match taken {
+        Ok(own) => own,
+        Err(ControlError::Taken { owner, .. }) => {
+            if let Some(s) = p.stats.handle.served() {
+                s.elsewhere(Placement::Remote(owner));
+            }
+            return None;
+        }
+        Err(e) => {
+            tracing::warn!(storage_id = sid, partition = p.id, error = %e, "taking a partition failed");
+            return None;
+        }
+    };
+    let (h, part, epoch) = (handles, Arc::clone(&p), own.epoch);
+    let opened = tokio::task::spawn_blocking(move || open_and_count(&h, sid, &part, epoch)).await;
+    let handle = match opened {
+        Ok(Ok(handle)) if lease.is_valid() => handle,
+        other => {
+            let e = match other {
+                Ok(Err(e)) => e.to_string(),
+                Err(e) => e.to_string(),
+                Ok(Ok(_)) => "the lease expired meanwhile".into(),
+            };
+            tracing::warn!(storage_id = sid, partition = p.id, error = %e, "opening a taken partition failed; releasing it");
+            let _ = ownership::release(node.control(), &own).await;
+            return None;
+        }
+    };
+    if let Some(s) = p.stats.handle.served() {
+        s.serve(Arc::clone(&handle));
+    }
+    tracing::info!(storage_id = sid, partition = p.id, epoch, "partition taken");
+    Some(Owned {
+        own,
+        handle,
+        part: p,
+    })
 }
 
 /// Opens the partition as owner `epoch` (fencing the previous owner) and counts its data.

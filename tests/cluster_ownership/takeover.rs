@@ -171,3 +171,33 @@ fn partitions_spread_follow_joins_and_are_taken_over() {
         .sum();
     assert_eq!(again, 400);
 }
+
+/// Many partitions: a dead node's share is taken over together, not one after another (the
+/// time is printed; the bound asserted is only the generous settle time).
+#[test]
+fn a_dead_nodes_many_partitions_are_taken_over_together() {
+    let Some(b) = Backing::start("ownership_many") else {
+        return;
+    };
+    let many = ["cluster.initial_partitions=256"];
+    let mut a = Node::start_with(&b, "a", 19071, &many);
+    a.ok("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
+    a.ok("CREATE TABLE ks.t (k int PRIMARY KEY, v int)");
+    let sid = a.storage_id("ks", "t");
+    let alone = until(SETTLE, || a.local(sid).len() == 256).expect("a takes 256 partitions");
+    let c = Node::start(&b, "c", 19072);
+    let t = until(SETTLE, || {
+        a.local(sid).len() == 128 && c.local(sid).len() == 128
+    });
+    let joined = t.expect("128 and 128");
+    drop(c);
+    let died = std::time::Instant::now();
+    until(SETTLE, || a.local(sid).len() == 256).expect("a takes c's 128 over");
+    eprintln!(
+        "MANY: one node took 256 partitions in {} ms; a joining node its 128 in {} ms; after \
+         its death they were served again in {} ms (lease {LEASE_MS} ms)",
+        alone.as_millis(),
+        joined.as_millis(),
+        died.elapsed().as_millis()
+    );
+}
