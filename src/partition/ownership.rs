@@ -5,8 +5,10 @@
 //!    (`lease_generation` moved on: etcd reported it gone), every partition stops being served
 //!    at once (its owner keys are gone, or will be before anyone else can take them).
 //! 2. Reads the owner records (`cluster::ownership::owners`), then the live members
-//!    (`cluster::members::list`) and every table's map, and computes who should own each
-//!    partition (`cluster::assignment`, keyed by end token).
+//!    (`cluster::members::list`) that are ready (their ownership loop runs:
+//!    `cluster::ownership::ready`; this node marks itself on its first round) and every
+//!    table's map, and computes who should own each partition (`cluster::assignment`, keyed by
+//!    end token).
 //! 3. Takes each partition assigned here that has no owner: the etcd transaction hands out
 //!    epoch + 1, `PartitionStore::open_partition(part, epoch)` then fences the previous owner in
 //!    PostgreSQL (it waits for that owner's commits in flight; none lands after it), the
@@ -144,11 +146,15 @@ impl Loop {
         let members = crate::cluster::members::list(node.control())
             .await
             .map_err(|e| e.to_string())?;
+        let ready = self.ready(node, &lease).await?;
         let tables = maps.all();
         let ends: Vec<i64> = (tables.iter())
             .flat_map(|(_, m)| m.parts.iter().map(|p| p.end))
             .collect();
-        let names: Vec<&str> = members.keys().map(String::as_str).collect();
+        let names: Vec<&str> = (members.keys())
+            .filter(|m| ready.contains(*m))
+            .map(String::as_str)
+            .collect();
         let want = assignment::assign(&ends, &names);
         self.release_gone(node, &tables).await;
         let me = node.name();
@@ -199,6 +205,25 @@ impl Loop {
                 None => return,
             }
         }
+    }
+
+    /// The nodes whose loops run (`cluster::ownership::ready`), this one included: it marks
+    /// itself ready when it is not listed (its first round, or a new lease).
+    async fn ready(
+        &self,
+        node: &ClusterNode,
+        lease: &crate::cluster::NodeLease,
+    ) -> Result<std::collections::BTreeSet<String>, String> {
+        let mut ready = ownership::ready(node.control())
+            .await
+            .map_err(|e| e.to_string())?;
+        if !ready.contains(node.name()) {
+            ownership::mark_ready(node.control(), lease, node.name())
+                .await
+                .map_err(|e| e.to_string())?;
+            ready.insert(node.name().to_string());
+        }
+        Ok(ready)
     }
 
     /// Stops serving everything (the lease is gone): commits through the owner handles fail

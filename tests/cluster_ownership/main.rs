@@ -14,6 +14,7 @@ mod kill9;
 mod pause;
 #[path = "../storage_contract/pg.rs"]
 mod pg;
+mod ready;
 mod rejoin;
 mod reload;
 #[path = "../shared/mod.rs"]
