@@ -14,9 +14,10 @@
 //!    PostgreSQL (it waits for that owner's commits in flight; none lands after it), the
 //!    partition's size counters are rebuilt from its own records, and only then is it served
 //!    (`Placement::Local`; the throughput bucket starts full).
-//! 4. Hands off each partition it owns that is assigned to another live node: stops serving
-//!    first, then deletes the owner key; the other node takes it on its next round. Owned
-//!    partitions gone from the maps (split parents, dropped tables) are released too.
+//! 4. Hands off each partition it owns that is assigned to another ready node: stops serving
+//!    first (`Unowned` until the other node took it), then deletes the owner key; the other
+//!    node takes it at once (the deletion wakes its loop). Owned partitions gone from the maps
+//!    (split parents, dropped tables) are released too.
 //! 5. Marks the rest `Remote(owner)` or `Unowned`, and publishes each node's owned end tokens
 //!    (`ClusterNode::publish_tokens`, for system.local / system.peers).
 //!
@@ -323,7 +324,10 @@ impl Loop {
         }
         match assigned {
             Some(a) if a != node.name() => {
-                served.elsewhere(Placement::Remote(a.to_string()));
+                // Unowned, not Remote(a), until a has taken it (the owner key's change wakes
+                // the next round): a request sent to a before then would find it unowned
+                // there, while here it waits and retries (server/ forwarding).
+                served.elsewhere(Placement::Unowned);
                 let o = self.owned.remove(&key).expect("checked above");
                 match ownership::release(node.control(), &o.own).await {
                     Ok(()) => tracing::info!(
