@@ -293,8 +293,8 @@ impl Loop {
     }
 
     /// An owned partition: still ours in etcd (else it is lost), and still assigned here (else
-    /// handed off to the node it is assigned to, which is live: the assignment only names
-    /// live members).
+    /// handed off to the node it is assigned to, which is live and ready: the assignment only
+    /// names such members).
     async fn keep_or_hand_off(
         &mut self,
         node: &ClusterNode,
