@@ -35,7 +35,7 @@ pub struct NodeLease {
     id: i64,
     ttl_ms: u64,
     state: Arc<State>,
-    keepalive: Option<tokio::task::JoinHandle<()>>,
+    keepalive: parking_lot::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl NodeLease {
@@ -57,7 +57,7 @@ impl NodeLease {
             id: lease.id,
             ttl_ms,
             state,
-            keepalive: Some(task),
+            keepalive: parking_lot::Mutex::new(Some(task)),
         })
     }
 
@@ -83,15 +83,15 @@ impl NodeLease {
     }
 
     /// Stops renewing without revoking: etcd deletes the lease's keys after the TTL, as when
-    /// the node dies.
-    pub fn stop_keepalive(&mut self) {
-        if let Some(task) = self.keepalive.take() {
+    /// the node dies (or pauses: tests stop a live node's lease this way).
+    pub fn stop_keepalive(&self) {
+        if let Some(task) = self.keepalive.lock().take() {
             task.abort();
         }
     }
 
     /// Ends the lease now (a clean shutdown): its keys go at once.
-    pub async fn revoke(mut self) -> Result<()> {
+    pub async fn revoke(self) -> Result<()> {
         self.stop_keepalive();
         self.state.lost.store(true, Ordering::Release);
         Ok(self.client.lease_revoke(self.id).await?)

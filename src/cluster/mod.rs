@@ -1,5 +1,5 @@
-//! Cluster mode's control plane on etcd (issue 17): the primitives the layers above build on.
-//! Not yet used by the server: `cluster.*` settings are parsed and validated only.
+//! Cluster mode's control plane on etcd (issue 17): the primitives the layers above build on
+//! (`server::startup` joins the node; `partition::ownership` takes and hands off partitions).
 //!
 //! - `lease.rs`: a node's lease, kept alive in the background; the node knows locally when it
 //!   must consider it lost (last successful renewal + TTL), before etcd deletes its keys.
@@ -9,6 +9,8 @@
 //!   owner's lease, and `epoch/<storage id>/<partition id>` = the last epoch handed out (decimal,
 //!   no lease: it outlives owners, so epochs never go backwards); taking ownership is one
 //!   transaction that checks the owner key absent and the epoch key unchanged.
+//! - `assignment.rs`: who should own each partition (by end token), computed alike by every
+//!   node from the live members: balanced, stable under joins and leaves.
 //! - `meta.rs`: `storage::MetaStore` on etcd under `meta/`, plus a compare-and-swap commit.
 //!
 //! Every key is under the `Control`'s root prefix (e.g. `ringgate/<cluster name>/`), so several
@@ -19,6 +21,7 @@
 //! needs the schema or the partition maps (they are opaque values to `meta.rs`), so imports
 //! stay one-way.
 
+pub mod assignment;
 pub mod lease;
 pub mod members;
 pub mod meta;

@@ -8,6 +8,11 @@
 //! even after an owner's lease (and its owner key) vanished; two contenders that read the same
 //! epoch cannot both win, since the first write changes the mod revision the second compares.
 //!
+//! `ready/<node name>` (empty, on the node's lease): the node's ownership loop runs, so it will
+//! take what is assigned to it. Assignment counts only ready nodes: a node that has joined but
+//! is still opening (loading schema and maps, counting sizes) gets nothing handed off to it,
+//! which would leave those partitions unowned until it is up.
+//!
 //! A node whose lease expired cannot keep or renew its old epoch: [`renew`] compares the owner
 //! key's whole value (node and epoch) and lease, and the key is gone with the lease; it must
 //! [`take`] again, which yields a newer epoch. The storage backend fences by that epoch.
@@ -202,4 +207,27 @@ pub async fn owners(ctl: &Control) -> Result<std::collections::BTreeMap<(u64, u6
         out.insert((sid, pid), parse_owner(&kv.key, &kv.value)?);
     }
     Ok(out)
+}
+
+fn ready_key(ctl: &Control, node: &str) -> Vec<u8> {
+    ctl.key(&format!("ready/{node}"))
+}
+
+/// Announces that `node`'s ownership loop runs (until its lease ends).
+pub async fn mark_ready(ctl: &Control, lease: &NodeLease, node: &str) -> Result<()> {
+    ctl.client
+        .put(&ready_key(ctl, node), b"", lease.id())
+        .await?;
+    Ok(())
+}
+
+/// The nodes whose ownership loop runs.
+pub async fn ready(ctl: &Control) -> Result<std::collections::BTreeSet<String>> {
+    let prefix = String::from_utf8_lossy(&ctl.key("ready/")).into_owned();
+    let keys = ctl
+        .scan_prefix("ready/", 1000, super::members::MAX_MEMBERS)
+        .await?;
+    Ok((keys.iter())
+        .map(|kv| String::from_utf8_lossy(&kv.key)[prefix.len()..].to_string())
+        .collect())
 }

@@ -1,6 +1,5 @@
 //! `[cluster]`: cluster mode's settings (issue 17). Parsed, validated and shown by
-//! `--print-config`; the server does not act on them yet (it serves from the embedded store
-//! alone whatever they say).
+//! `--print-config`; `server::startup` acts on them.
 
 use serde::{Deserialize, Serialize};
 
@@ -17,6 +16,9 @@ pub struct Cluster {
     /// TTL of the node's etcd lease (whole seconds in etcd, so rounded up): a node that stops
     /// renewing loses its memberships and partitions this long after its last renewal.
     pub lease_ms: u64,
+    /// Physical partitions a new table starts with in cluster mode (more if its throughput
+    /// asks), in equal token ranges, so that its ownership spreads over the nodes at once.
+    pub initial_partitions: u64,
 }
 
 impl Default for Cluster {
@@ -26,9 +28,13 @@ impl Default for Cluster {
             node_name: String::new(),
             advertise: String::new(),
             lease_ms: 5000,
+            initial_partitions: 8,
         }
     }
 }
+
+/// Most initial partitions of a table (each is an owner record and a lease-bound key in etcd).
+const MAX_INITIAL_PARTITIONS: u64 = 1024;
 
 /// Node names become etcd key segments: keep them to a safe alphabet.
 const MAX_NODE_NAME_BYTES: usize = 64;
@@ -44,6 +50,11 @@ impl Cluster {
         }
         if !(1000..=600_000).contains(&self.lease_ms) {
             return Err("cluster.lease_ms must be between 1000 and 600000".into());
+        }
+        if !(1..=MAX_INITIAL_PARTITIONS).contains(&self.initial_partitions) {
+            return Err(format!(
+                "cluster.initial_partitions must be between 1 and {MAX_INITIAL_PARTITIONS}"
+            ));
         }
         let name_ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
         if self.node_name.len() > MAX_NODE_NAME_BYTES || !self.node_name.chars().all(name_ok) {
@@ -87,6 +98,10 @@ mod tests {
             },
             Cluster {
                 lease_ms: 10,
+                ..Cluster::default()
+            },
+            Cluster {
+                initial_partitions: 0,
                 ..Cluster::default()
             },
             Cluster {

@@ -10,7 +10,15 @@
 //! set once on first use: reads and writes take it without a lock or a table lookup (a point
 //! read costs what it did through the global store). A split's parent is dropped from the map
 //! with its handle; a handle fenced by a newer owner stays fenced (commits answer `Fenced`).
+//!
+//! Cluster mode ([`Handles::cluster`]): no `node-epoch` (the nodes share one metadata store;
+//! each partition's epoch comes from etcd when this node takes it). The slot holds a
+//! [`Served`](super::served::Served) handle, set once like the single node's: reads go through
+//! a read-only handle, commits through the owner handle the ownership loop
+//! (`partition/ownership.rs`) installs while this node owns the partition, and fail with
+//! `NotOwner` otherwise. [`Handles::placement`] reads the same state.
 
+use super::served::Served;
 use crate::partition::map::PhysicalPartition;
 use crate::storage::handle::{Epoch, PartitionHandle, PartitionRef};
 use crate::storage::{StorageError, Store};
@@ -33,15 +41,30 @@ pub enum Placement {
 pub struct Handles {
     store: Arc<dyn Store>,
     epoch: Epoch,
+    /// Cluster mode: ownership and epochs come from the ownership loop.
+    cluster: bool,
+    /// Starts an ownership round now (a split made partitions nobody owns yet).
+    wake: Arc<tokio::sync::Notify>,
 }
 
 /// This process's handle on one physical partition, opened on first use.
 #[derive(Default)]
-pub struct HandleSlot(OnceLock<Arc<dyn PartitionHandle>>);
+pub struct HandleSlot {
+    handle: OnceLock<Arc<dyn PartitionHandle>>,
+    /// Cluster mode: the same handle as `handle`, with its ownership state.
+    served: OnceLock<Arc<Served>>,
+}
+
+impl HandleSlot {
+    /// Cluster mode: the partition's served state, once created.
+    pub fn served(&self) -> Option<&Arc<Served>> {
+        self.served.get()
+    }
+}
 
 impl std::fmt::Debug for HandleSlot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let epoch = self.0.get().map(|h| h.epoch());
+        let epoch = self.handle.get().map(|h| h.epoch());
         f.debug_struct("HandleSlot").field("epoch", &epoch).finish()
     }
 }
@@ -60,7 +83,33 @@ impl Handles {
         let value = epoch.to_be_bytes().to_vec().into();
         (store.metadata()).meta_commit(vec![(EPOCH_KEY.into(), Some(value))])?;
         store.flush()?;
-        Ok(Handles { store, epoch })
+        Ok(Handles {
+            store,
+            epoch,
+            cluster: false,
+            wake: Arc::default(),
+        })
+    }
+
+    /// A cluster node's handles: no process epoch (see the module doc); every partition is
+    /// `Unowned` until the ownership loop takes it.
+    pub fn cluster(store: Arc<dyn Store>) -> Handles {
+        Handles {
+            store,
+            epoch: 0,
+            cluster: true,
+            wake: Arc::default(),
+        }
+    }
+
+    /// What the ownership loop waits on besides its timer: notified when partitions appeared
+    /// that need an owner now (split children), so they are taken in milliseconds.
+    pub fn ownership_wake(&self) -> &Arc<tokio::sync::Notify> {
+        &self.wake
+    }
+
+    pub fn is_cluster(&self) -> bool {
+        self.cluster
     }
 
     pub fn epoch(&self) -> Epoch {
@@ -86,24 +135,67 @@ impl Handles {
         storage_id: u64,
         part: &'p PhysicalPartition,
     ) -> Result<&'p Arc<dyn PartitionHandle>, StorageError> {
-        let slot = &part.stats.handle.0;
+        let slot = &part.stats.handle.handle;
         if let Some(h) = slot.get() {
             return Ok(h);
         }
-        let parts = self
-            .store
-            .partitions()
-            .ok_or_else(|| StorageError::Io("the store offers no per-partition handles".into()))?;
+        if self.cluster {
+            let served = self.served(storage_id, part)?;
+            return Ok(slot.get_or_init(|| Arc::clone(served) as Arc<dyn PartitionHandle>));
+        }
         let r = PartitionRef::new(storage_id, part.id, part.start, part.end);
-        let h = parts.open_partition(r, self.epoch)?;
+        let h = self.partitions()?.open_partition(r, self.epoch)?;
         // A racing first use may have set it: either handle has this process's epoch.
         Ok(slot.get_or_init(|| h))
     }
 
+    fn partitions(&self) -> Result<&dyn crate::storage::PartitionStore, StorageError> {
+        self.store
+            .partitions()
+            .ok_or_else(|| StorageError::Io("the store offers no per-partition handles".into()))
+    }
+
+    /// Opens partition `r` as owner `epoch` (cluster mode: the epoch etcd handed out), which
+    /// fences every handle with an older one.
+    pub fn open_owner(
+        &self,
+        r: PartitionRef,
+        epoch: Epoch,
+    ) -> Result<Arc<dyn PartitionHandle>, StorageError> {
+        self.partitions()?.open_partition(r, epoch)
+    }
+
+    /// Cluster mode: the owner handle of a partition this node serves (None otherwise).
+    pub fn owner_handle(&self, part: &PhysicalPartition) -> Option<Arc<dyn PartitionHandle>> {
+        part.stats.handle.served().and_then(|s| s.owner())
+    }
+
+    /// Cluster mode: the partition's served state (created `Unowned`, with its read-only
+    /// handle, on first use).
+    pub fn served<'p>(
+        &self,
+        storage_id: u64,
+        part: &'p PhysicalPartition,
+    ) -> Result<&'p Arc<Served>, StorageError> {
+        let slot = &part.stats.handle.served;
+        if let Some(s) = slot.get() {
+            return Ok(s);
+        }
+        let r = PartitionRef::new(storage_id, part.id, part.start, part.end);
+        let reader = self.partitions()?.read_only(r.clone())?;
+        Ok(slot.get_or_init(|| Arc::new(Served::new(r, reader))))
+    }
+
     /// Where partition `part` of table `storage_id` is served. Writes and single-partition
     /// reads of a partition that is not `Local` go to its owner; scans read it here.
-    pub fn placement(&self, _storage_id: u64, _part: &PhysicalPartition) -> Placement {
-        Placement::Local
+    pub fn placement(&self, _storage_id: u64, part: &PhysicalPartition) -> Placement {
+        if !self.cluster {
+            return Placement::Local;
+        }
+        match part.stats.handle.served.get() {
+            Some(s) => s.placement(),
+            None => Placement::Unowned,
+        }
     }
 
     /// Retires a partition (a split parent): every handle's later commit is `Fenced`.

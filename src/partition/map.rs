@@ -112,6 +112,9 @@ pub struct PartitionMaps {
     /// splits at once (the background splitter and ALTER ... throughput) each build on the
     /// other's result instead of the second dropping the first one's children.
     replacing: parking_lot::Mutex<()>,
+    /// Partitions a new table starts with at least (`cluster.initial_partitions` in cluster
+    /// mode, 1 on a single node).
+    min_initial: AtomicU64,
 }
 
 impl PartitionMaps {
@@ -151,6 +154,7 @@ impl PartitionMaps {
             next_id: AtomicU64::new(next_id),
             store,
             pools: ArcSwap::from_pointee(HashMap::new()),
+            min_initial: AtomicU64::new(1),
         })
     }
 
@@ -158,6 +162,11 @@ impl PartitionMaps {
     /// callers treat a missing map as one partition over the whole ring).
     pub fn get(&self, storage_id: u64) -> Option<Arc<PartitionMap>> {
         self.maps.load().get(&storage_id).cloned()
+    }
+
+    /// New tables start with at least `n` partitions (equal token ranges).
+    pub fn set_min_initial_partitions(&self, n: u64) {
+        self.min_initial.store(n.max(1), Ordering::Relaxed);
     }
 
     /// Adds the initial layout of a new table to `batch` (committed with the schema change) and
@@ -168,7 +177,8 @@ impl PartitionMaps {
         throughput: Option<i64>,
         batch: &mut WriteBatch,
     ) -> Arc<PartitionMap> {
-        let ranges = equal_ranges(partitions_for_throughput(throughput));
+        let n = partitions_for_throughput(throughput).max(self.min_initial.load(Ordering::Relaxed));
+        let ranges = equal_ranges(n);
         let first = self
             .next_id
             .fetch_add(ranges.len() as u64, Ordering::SeqCst);

@@ -3,7 +3,9 @@
 pub mod handles;
 pub mod hot;
 pub mod map;
+pub mod ownership;
 pub mod ru;
+pub mod served;
 pub mod sizes;
 pub mod split;
 pub mod split_watch;

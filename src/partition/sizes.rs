@@ -233,6 +233,23 @@ pub fn rebuild(handles: &Handles, maps: &PartitionMaps) -> Result<(), StorageErr
     Ok(())
 }
 
+/// Rebuilds one partition's counters from its size records, through `handle` (a cluster node
+/// that has just taken the partition over, before it serves it: no write is in flight).
+pub fn rebuild_partition(
+    handle: &dyn PartitionHandle,
+    storage_id: u64,
+    p: &super::map::PhysicalPartition,
+) -> Result<(), StorageError> {
+    let (mut bytes, mut logical) = (0i64, 0i64);
+    for r in scan_range(handle, storage_id, p.start, p.end) {
+        bytes += r?.bytes;
+        logical += 1;
+    }
+    p.stats.bytes.store(bytes, Ordering::SeqCst);
+    p.stats.logical.store(logical, Ordering::SeqCst);
+    Ok(())
+}
+
 /// The size change of one logical partition in one write.
 struct PkChange {
     storage_id: u64,

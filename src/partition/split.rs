@@ -101,6 +101,12 @@ pub fn split_one(
     let Some(parent) = map.parts.iter().find(|p| p.id == pid).cloned() else {
         return Ok(None);
     };
+    // Only the owner splits (cluster mode): it alone has exact counters and may retire the
+    // parent; the owner's next write to it queues it again.
+    if handles.placement(sid, &parent) != super::handles::Placement::Local {
+        parent.stats.split_queued.store(false, Ordering::SeqCst);
+        return Ok(None);
+    }
     if let Some(th) = threshold {
         if parent.stats.bytes.load(Ordering::SeqCst).max(0) as u64 <= th {
             parent.stats.split_queued.store(false, Ordering::SeqCst);
@@ -153,6 +159,8 @@ pub fn split_one(
         // The parent's range now belongs to its children: fence every handle on it, under its
         // lock, so no commit through it can land after the new map took effect.
         handles.retire(sid, pid)?;
+        // Cluster mode: the children have no owner yet; take them now, not a round later.
+        handles.ownership_wake().notify_one();
     }
     drop(guard);
     if let Some([l, r]) = &res {
@@ -240,8 +248,12 @@ pub fn ensure_partitions(
         if map.parts.len() as u64 >= n {
             return Ok(());
         }
-        // The partition with the most data, else the widest range.
-        let Some(p) = map.parts.iter().max_by_key(|p| {
+        // The partition with the most data, else the widest range, among those served here
+        // (only the owner splits; ALTER on a node owning none of them splits nothing).
+        let local = |p: &&Arc<PhysicalPartition>| {
+            handles.placement(sid, p) == super::handles::Placement::Local
+        };
+        let Some(p) = map.parts.iter().filter(local).max_by_key(|p| {
             (
                 p.stats.bytes.load(Ordering::SeqCst),
                 p.end as i128 - p.start as i128,

@@ -351,6 +351,9 @@ pub struct EngineLimits {
     pub throughput: crate::partition::throttle::ThroughputLimits,
     /// Every user table records the change feed, not only those `WITH cdc = true`.
     pub changefeed_all_tables: bool,
+    /// Physical partitions a new table starts with at least (`cluster.initial_partitions` in
+    /// cluster mode).
+    pub initial_partitions: u64,
 }
 
 impl Default for EngineLimits {
@@ -364,6 +367,7 @@ impl Default for EngineLimits {
             partitions: Default::default(),
             throughput: Default::default(),
             changefeed_all_tables: false,
+            initial_partitions: 1,
         }
     }
 }
@@ -414,10 +418,12 @@ impl Engine {
         limits.throughput.clock = clock.clone();
         let catalog = Catalog::open(Arc::clone(&store)).map_err(|e| e.to_string())?;
         let maps = Arc::new(PartitionMaps::open(Arc::clone(&store)).map_err(|e| e.to_string())?);
-        let handles = Arc::new(
-            crate::partition::handles::Handles::start(Arc::clone(&store))
-                .map_err(|e| e.to_string())?,
-        );
+        maps.set_min_initial_partitions(limits.initial_partitions);
+        use crate::partition::handles::Handles;
+        let handles = Arc::new(match node.cluster.is_some() {
+            true => Handles::cluster(Arc::clone(&store)),
+            false => Handles::start(Arc::clone(&store)).map_err(|e| e.to_string())?,
+        });
         let splitter = crate::partition::split::Splitter::start(
             Arc::clone(&maps),
             Arc::clone(&handles),
@@ -441,17 +447,24 @@ impl Engine {
             sweep_queue: Arc::default(),
         };
         engine.ensure_maps().map_err(|e| e.to_string())?;
-        // Logged writes a crash interrupted are finished before sizes are counted.
-        let mut apply =
-            |part| write::by_partition::replay_part(&engine.maps, &engine.handles, part);
-        let replayed = crate::storage::batch_log::replay(&*engine.store, &mut apply)
-            .map_err(|e| e.to_string())?;
-        if replayed > 0 {
-            tracing::info!("replayed {replayed} batch log entries");
+        // Logged writes a crash interrupted are finished before sizes are counted. A cluster
+        // node owns nothing yet and shares the log with the others: replaying there waits for
+        // entries kept per node (issue 17, later work).
+        if engine.node.cluster.is_none() {
+            let mut apply =
+                |part| write::by_partition::replay_part(&engine.maps, &engine.handles, part);
+            let replayed = crate::storage::batch_log::replay(&*engine.store, &mut apply)
+                .map_err(|e| e.to_string())?;
+            if replayed > 0 {
+                tracing::info!("replayed {replayed} batch log entries");
+            }
         }
         crate::partition::sizes::rebuild(&engine.handles, &engine.maps)
             .map_err(|e| e.to_string())?;
         engine.splitter.check_all(&engine.maps);
+        if let Some(node) = &engine.node.cluster {
+            crate::partition::ownership::start(node, &engine.maps, &engine.handles);
+        }
         Ok(engine)
     }
 

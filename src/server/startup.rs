@@ -160,6 +160,10 @@ fn engine_limits(cfg: &Config, clock: &Clock) -> EngineLimits {
             clock: clock.clone(),
         },
         changefeed_all_tables: cfg.changefeed.all_tables,
+        initial_partitions: match cfg.cluster.enabled() {
+            true => cfg.cluster.initial_partitions,
+            false => 1,
+        },
         ..EngineLimits::default()
     }
 }

@@ -251,6 +251,16 @@ pub trait PartitionStore: Send + Sync {
     /// has opened it; an older epoch's handles are fenced from now on. Reopening with the
     /// current epoch is allowed (the same owner after a restart).
     fn open_partition(&self, part: PartitionRef, epoch: Epoch) -> Result<Arc<dyn PartitionHandle>>;
+    /// A handle for reads only (a cluster node's view of a partition another node owns:
+    /// reads need no epoch): it fences nobody, and its commits fail with `NotOwner`, writing
+    /// nothing. Backends whose partitions have one process as owner need not offer it.
+    fn read_only(&self, part: PartitionRef) -> Result<Arc<dyn PartitionHandle>> {
+        Err(super::StorageError::NotOwner {
+            storage_id: part.storage_id,
+            partition_id: part.partition_id,
+            owner: None,
+        })
+    }
     /// The latest epoch that opened the partition (0: never opened).
     fn current_epoch(&self, storage_id: u64, partition_id: u64) -> Result<Epoch>;
     /// Deletes every record of a table storage id that no longer exists (a dropped or

@@ -35,7 +35,7 @@ async fn stopped_keepalive_lets_keys_vanish() {
         return;
     };
     let ctl = etcd.control("t/");
-    let mut lease = lease(&ctl).await;
+    let lease = lease(&ctl).await;
     ctl.client.put(b"t/k", b"v", lease.id()).await.unwrap();
     ctl.client.put(b"t/other", b"v", 0).await.unwrap();
     lease.stop_keepalive();

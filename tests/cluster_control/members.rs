@@ -27,7 +27,7 @@ async fn members_join_and_leave() {
         .unwrap();
     assert!(now.is_empty());
 
-    let (la, mut lb) = (lease(&ctl).await, lease(&ctl).await);
+    let (la, lb) = (lease(&ctl).await, lease(&ctl).await);
     members::register(&ctl, &la, &member("a", 9042))
         .await
         .unwrap();

@@ -65,7 +65,7 @@ async fn expired_owner_cannot_renew_its_old_epoch() {
         return;
     };
     let (ca, cb) = (etcd.control("rg/"), etcd.control("rg/"));
-    let (mut la, lb) = (lease(&ca).await, lease(&cb).await);
+    let (la, lb) = (lease(&ca).await, lease(&cb).await);
     let old = ownership::take(&ca, &la, "a", SID, PID).await.unwrap();
     ownership::renew(&ca, &old).await.unwrap();
     assert!(matches!(

@@ -32,7 +32,7 @@ async fn watch_sees_puts_deletes_and_expiry() {
     let client = etcd.client();
     let start = client.put(b"w/seed", b"0", 0).await.unwrap();
     let mut w = client.watch(b"w/", Some(b"w0"), 0).await.unwrap();
-    let mut l = lease(&etcd.control("")).await;
+    let l = lease(&etcd.control("")).await;
     client.put(b"w/a", b"1", 0).await.unwrap();
     client.put(b"other", b"x", 0).await.unwrap();
     client.put(b"w/b", b"2", l.id()).await.unwrap();

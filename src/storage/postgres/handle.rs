@@ -102,6 +102,19 @@ impl PartitionStore for PostgresStore {
             pool: Arc::clone(&self.pool),
             part,
             epoch,
+            read_only: false,
+        }))
+    }
+
+    /// Epoch 0 would pass the epoch check of a partition never opened (its owner row holds 0),
+    /// so the handle refuses commits itself, before any statement is sent.
+    fn read_only(&self, part: PartitionRef) -> Result<Arc<dyn PartitionHandle>> {
+        Ok(Arc::new(PgHandle {
+            store_source: self.source(),
+            pool: Arc::clone(&self.pool),
+            part,
+            epoch: 0,
+            read_only: true,
         }))
     }
 
@@ -169,6 +182,8 @@ struct PgHandle {
     pool: Arc<super::pool::Pool>,
     part: PartitionRef,
     epoch: Epoch,
+    /// Opened without an epoch (`read_only`): every commit is `NotOwner`.
+    read_only: bool,
 }
 
 impl PgHandle {
@@ -240,6 +255,13 @@ impl PartitionHandle for PgHandle {
     }
 
     fn commit(&self, commit: PartitionCommit) -> Result<()> {
+        if self.read_only {
+            return Err(StorageError::NotOwner {
+                storage_id: self.part.storage_id,
+                partition_id: self.part.partition_id,
+                owner: None,
+            });
+        }
         self.validate(&commit)?;
         let p = &self.part;
         let local = (commit.local.into_iter()).map(|l| (l.key, l.value, Some(l.token)));

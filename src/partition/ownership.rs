@@ -1,0 +1,450 @@
+//! The ownership loop of a cluster node: which physical partitions this node serves.
+//!
+//! Every lease/5 (at least 100 ms), on the cluster node's runtime, one round:
+//! 1. Lease check: when the lease is no longer valid by this node's clock, or it was replaced
+//!    (`lease_generation` moved on: etcd reported it gone), every partition stops being served
+//!    at once (its owner keys are gone, or will be before anyone else can take them).
+//! 2. Reads the owner records (`cluster::ownership::owners`), then the live members
+//!    (`cluster::members::list`) that are ready (their ownership loop runs:
+//!    `cluster::ownership::ready`; this node marks itself on its first round) and every
+//!    table's map, and computes who should own each partition (`cluster::assignment`, keyed by
+//!    end token).
+//! 3. Takes each partition assigned here that has no owner: the etcd transaction hands out
+//!    epoch + 1, `PartitionStore::open_partition(part, epoch)` then fences the previous owner in
+//!    PostgreSQL (it waits for that owner's commits in flight; none lands after it), the
+//!    partition's size counters are rebuilt from its own records, and only then is it served
+//!    (`Placement::Local`; the throughput bucket starts full).
+//! 4. Hands off each partition it owns that is assigned to another ready node: stops serving
+//!    first (`Unowned` until the other node took it), then deletes the owner key; the other
+//!    node takes it at once (the deletion wakes its loop). Owned partitions gone from the maps
+//!    (split parents, dropped tables) are released too.
+//! 5. Marks the rest `Remote(owner)` or `Unowned`, and publishes each node's owned end tokens
+//!    (`ClusterNode::publish_tokens`, for system.local / system.peers).
+//!
+//! A round also starts at once when an owner key changes (an etcd watch on `owner/`): a dead
+//! node's partitions are taken as soon as etcd expires its lease, a handed-off one as soon as
+//! its old owner released it, and every node sees a new owner (`Remote(node)`, where requests
+//! are forwarded) as soon as it took it, instead of up to a round interval later. Wake-ups
+//! coalesce (`Notify` keeps one), so a burst of changes costs one or two rounds. A split
+//! wakes it too (`Handles::ownership_wake`): its children are taken at once.
+//!
+//! Blocking work (PostgreSQL) runs on tokio's blocking pool, never on the runtime's one worker
+//! that renews the lease. A failure in a round is logged and the next round tries again.
+
+use super::handles::{Handles, Placement};
+use super::map::{PartitionMaps, PhysicalPartition};
+use crate::cluster::{assignment, ownership, ClusterNode, ControlError, Ownership};
+use crate::storage::handle::{PartitionHandle, PartitionRef};
+use crate::storage::StorageError;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+/// At most this many partitions are being taken at once: their etcd and PostgreSQL round
+/// trips overlap, so a dead node's share of many partitions is not taken one after another.
+const TAKES_AT_ONCE: usize = 16;
+
+/// A partition this node took: its etcd record and the owner handle opened with its epoch.
+struct Owned {
+    own: Ownership,
+    handle: Arc<dyn PartitionHandle>,
+    /// The map's object for the partition when it was taken or last counted: a map reloaded
+    /// from etcd may bring a new one, with fresh (zero) counters.
+    part: Arc<PhysicalPartition>,
+}
+
+struct Loop {
+    node: Weak<ClusterNode>,
+    maps: Weak<PartitionMaps>,
+    handles: Weak<Handles>,
+    generation: u64,
+    owned: HashMap<(u64, u64), Owned>,
+}
+
+/// Starts the loop on the node's runtime; it ends when the node, the maps or the handles are
+/// dropped.
+pub fn start(node: &Arc<ClusterNode>, maps: &Arc<PartitionMaps>, handles: &Arc<Handles>) {
+    let l = Loop {
+        node: Arc::downgrade(node),
+        maps: Arc::downgrade(maps),
+        handles: Arc::downgrade(handles),
+        generation: node.lease_generation(),
+        owned: HashMap::new(),
+    };
+    let wake = Arc::clone(handles.ownership_wake());
+    node.spawn(watch_releases(Arc::downgrade(node), Arc::clone(&wake)));
+    node.spawn(run(l, wake));
+}
+
+/// Wakes the loop whenever an owner key changes (see the module doc). A broken watch is
+/// opened again after a pause; the rounds go on meanwhile. Ends with the node.
+async fn watch_releases(node: Weak<ClusterNode>, wake: Arc<tokio::sync::Notify>) {
+    loop {
+        let Some(n) = node.upgrade() else { return };
+        let (client, prefix) = (n.control().client.clone(), n.control().key("owner/"));
+        drop(n);
+        let end = crate::etcd::prefix_end(&prefix);
+        match client.watch(&prefix, Some(&end), 0).await {
+            Ok(mut w) => {
+                while w.next().await.is_ok() {
+                    wake.notify_one();
+                }
+            }
+            Err(e) => tracing::debug!(error = %e, "watching partition owners failed; retrying"),
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// A fifth of the lease: a partition freed by an expired lease is taken within a fifth of a
+/// lease of its owner key's deletion.
+fn round_interval(lease_ms: u64) -> Duration {
+    Duration::from_millis((lease_ms / 5).max(100))
+}
+
+async fn run(mut l: Loop, wake: Arc<tokio::sync::Notify>) {
+    loop {
+        let (Some(node), Some(maps), Some(handles)) =
+            (l.node.upgrade(), l.maps.upgrade(), l.handles.upgrade())
+        else {
+            return;
+        };
+        let interval = round_interval(node.lease_ms());
+        if let Err(e) = l.round(&node, &maps, &handles).await {
+            tracing::warn!(error = %e, "partition ownership round failed; retrying");
+        }
+        drop((node, maps, handles));
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = wake.notified() => {}
+        }
+    }
+}
+
+impl Loop {
+    async fn round(
+        &mut self,
+        node: &Arc<ClusterNode>,
+        maps: &Arc<PartitionMaps>,
+        handles: &Arc<Handles>,
+    ) -> Result<(), String> {
+        let lease = node.lease();
+        let generation = node.lease_generation();
+        if generation != self.generation || !lease.is_valid() {
+            self.lose_all(maps, handles);
+            self.generation = generation;
+            if !lease.is_valid() {
+                return Ok(());
+            }
+        }
+        // Owners before members: a lease that expires in between leaves its owner records
+        // here (served as Remote this round) but not its member, and its deletion wakes the
+        // next round. Members are listed afresh, not taken from the node's cache (refreshed
+        // every lease/5), so that a dead node's partitions are reassigned at once.
+        let owners = ownership::owners(node.control())
+            .await
+            .map_err(|e| e.to_string())?;
+        let members = crate::cluster::members::list(node.control())
+            .await
+            .map_err(|e| e.to_string())?;
+        let ready = self.ready(node, &lease).await?;
+        let tables = maps.all();
+        let ends: Vec<i64> = (tables.iter())
+            .flat_map(|(_, m)| m.parts.iter().map(|p| p.end))
+            .collect();
+        let names: Vec<&str> = (members.keys())
+            .filter(|m| ready.contains(*m))
+            .map(String::as_str)
+            .collect();
+        let want = assignment::assign(&ends, &names);
+        self.release_gone(node, &tables).await;
+        let me = node.name();
+        let mut to_take = Vec::new();
+        for (sid, map) in &tables {
+            for p in &map.parts {
+                let served = handles.served(*sid, p).map_err(|e| e.to_string())?;
+                let owner = owners.get(&(*sid, p.id));
+                let assigned = want.get(&p.end).copied();
+                if self.owned.contains_key(&(*sid, p.id)) {
+                    self.keep_or_hand_off(node, *sid, p, owner, assigned).await;
+                    continue;
+                }
+                match owner {
+                    Some(o) if o.node != me => served.elsewhere(Placement::Remote(o.node.clone())),
+                    Some(o) => {
+                        served.elsewhere(Placement::Unowned);
+                        self.release_stale(node, *sid, p.id, o.epoch).await;
+                    }
+                    None if assigned == Some(me) => to_take.push((*sid, Arc::clone(p))),
+                    None => served.elsewhere(Placement::Unowned),
+                }
+            }
+        }
+        self.take_all(node, handles, to_take).await;
+        self.publish(node, &tables, &owners);
+        Ok(())
+    }
+
+    /// Takes the partitions, [`TAKES_AT_ONCE`] at a time.
+    async fn take_all(
+        &mut self,
+        node: &Arc<ClusterNode>,
+        handles: &Arc<Handles>,
+        mut todo: Vec<(u64, Arc<PhysicalPartition>)>,
+    ) {
+        let mut running = tokio::task::JoinSet::new();
+        loop {
+            while running.len() < TAKES_AT_ONCE {
+                let Some((sid, p)) = todo.pop() else { break };
+                running.spawn(take(Arc::clone(node), Arc::clone(handles), sid, p));
+            }
+            match running.join_next().await {
+                Some(Ok(Some(o))) => {
+                    self.owned.insert((o.own.storage_id, o.own.partition_id), o);
+                }
+                Some(_) => {}
+                None => return,
+            }
+        }
+    }
+
+    /// The nodes whose loops run (`cluster::ownership::ready`), this one included: it marks
+    /// itself ready when it is not listed (its first round, or a new lease).
+    async fn ready(
+        &self,
+        node: &ClusterNode,
+        lease: &crate::cluster::NodeLease,
+    ) -> Result<std::collections::BTreeSet<String>, String> {
+        let mut ready = ownership::ready(node.control())
+            .await
+            .map_err(|e| e.to_string())?;
+        if !ready.contains(node.name()) {
+            ownership::mark_ready(node.control(), lease, node.name())
+                .await
+                .map_err(|e| e.to_string())?;
+            ready.insert(node.name().to_string());
+        }
+        Ok(ready)
+    }
+
+    /// Stops serving everything (the lease is gone): commits through the owner handles fail
+    /// from now on, before any other node can hold the partitions.
+    fn lose_all(&mut self, maps: &PartitionMaps, handles: &Handles) {
+        if self.owned.is_empty() {
+            return;
+        }
+        tracing::warn!(
+            partitions = self.owned.len(),
+            "this node's lease is lost: it stops serving every partition it owned"
+        );
+        for (sid, map) in maps.all() {
+            for p in &map.parts {
+                if self.owned.contains_key(&(sid, p.id)) {
+                    if let Ok(s) = handles.served(sid, p) {
+                        s.elsewhere(Placement::Unowned);
+                    }
+                }
+            }
+        }
+        self.owned.clear();
+    }
+
+    /// A record naming this node for a partition it does not serve: left by a round that
+    /// dropped everything while the lease was only late (still alive in etcd, and renewed
+    /// again since), so nobody else could ever take it. Deleted if it is on the current lease
+    /// (no-op otherwise: a record on a lease etcd dropped is gone already); the assigned node
+    /// then takes it with a newer epoch.
+    async fn release_stale(&self, node: &ClusterNode, sid: u64, pid: u64, epoch: u64) {
+        let stale = Ownership {
+            storage_id: sid,
+            partition_id: pid,
+            node: node.name().to_string(),
+            epoch,
+            lease: node.lease().id(),
+        };
+        if ownership::release(node.control(), &stale).await.is_ok() {
+            tracing::info!(
+                storage_id = sid,
+                partition = pid,
+                epoch,
+                "released a stale ownership record"
+            );
+        }
+    }
+
+    /// Releases owned partitions no longer in any map (split parents, dropped tables).
+    async fn release_gone(
+        &mut self,
+        node: &ClusterNode,
+        tables: &[(u64, Arc<super::map::PartitionMap>)],
+    ) {
+        let live: std::collections::HashSet<(u64, u64)> = (tables.iter())
+            .flat_map(|(sid, m)| m.parts.iter().map(move |p| (*sid, p.id)))
+            .collect();
+        let gone: Vec<(u64, u64)> = (self.owned.keys())
+            .filter(|k| !live.contains(k))
+            .copied()
+            .collect();
+        for key in gone {
+            if let Some(o) = self.owned.remove(&key) {
+                let _ = ownership::release(node.control(), &o.own).await;
+            }
+        }
+    }
+
+    /// An owned partition: still ours in etcd (else it is lost), and still assigned here (else
+    /// handed off to the node it is assigned to, which is live and ready: the assignment only
+    /// names such members).
+    async fn keep_or_hand_off(
+        &mut self,
+        node: &ClusterNode,
+        sid: u64,
+        p: &Arc<PhysicalPartition>,
+        owner: Option<&crate::cluster::Owner>,
+        assigned: Option<&str>,
+    ) {
+        let key = (sid, p.id);
+        let Some(mine) = self.owned.get(&key) else {
+            return;
+        };
+        let Some(served) = p.stats.handle.served() else {
+            return;
+        };
+        let still = owner.is_some_and(|o| o.node == node.name() && o.epoch == mine.own.epoch);
+        if !still {
+            tracing::warn!(
+                storage_id = sid,
+                partition = p.id,
+                "partition ownership lost"
+            );
+            let to = owner.map_or(Placement::Unowned, |o| Placement::Remote(o.node.clone()));
+            served.elsewhere(to);
+            self.owned.remove(&key);
+            return;
+        }
+        match assigned {
+            Some(a) if a != node.name() => {
+                // Unowned, not Remote(a), until a has taken it (the owner key's change wakes
+                // the next round): a request sent to a before then would find it unowned
+                // there, while here it waits and retries (server/ forwarding).
+                served.elsewhere(Placement::Unowned);
+                let o = self.owned.remove(&key).expect("checked above");
+                match ownership::release(node.control(), &o.own).await {
+                    Ok(()) => tracing::info!(
+                        storage_id = sid,
+                        partition = p.id,
+                        to = a,
+                        "partition handed off"
+                    ),
+                    Err(e) => {
+                        tracing::warn!(storage_id = sid, partition = p.id, error = %e, "releasing a partition failed")
+                    }
+                }
+            }
+            // A map reloaded from etcd brings new partition objects: count and serve them too.
+            _ if !Arc::ptr_eq(&mine.part, p) => {
+                let (h, part) = (Arc::clone(&mine.handle), Arc::clone(p));
+                let counted = tokio::task::spawn_blocking(move || {
+                    super::sizes::rebuild_partition(&*h, sid, &part)
+                })
+                .await;
+                if let Ok(Ok(())) = counted {
+                    served.serve(Arc::clone(&mine.handle));
+                    if let Some(mine) = self.owned.get_mut(&key) {
+                        mine.part = Arc::clone(p);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Each node's owned end tokens, from the owner records read this round and this round's
+    /// own takes and hand-offs.
+    fn publish(
+        &self,
+        node: &ClusterNode,
+        tables: &[(u64, Arc<super::map::PartitionMap>)],
+        owners: &BTreeMap<(u64, u64), crate::cluster::Owner>,
+    ) {
+        let mut by_node: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+        for (sid, map) in tables {
+            for p in &map.parts {
+                let key = (*sid, p.id);
+                let who = match (self.owned.contains_key(&key), owners.get(&key)) {
+                    (true, _) => node.name(),
+                    (false, Some(o)) if o.node != node.name() => o.node.as_str(),
+                    _ => continue,
+                };
+                by_node.entry(who.to_string()).or_default().push(p.end);
+            }
+        }
+        for tokens in by_node.values_mut() {
+            tokens.sort_unstable();
+            tokens.dedup();
+        }
+        node.publish_tokens(by_node);
+    }
+}
+
+/// Takes an unowned partition assigned here (step 3 of the module doc); what this node then
+/// owns, or None (taken by another node first, or failed: logged).
+async fn take(
+    node: Arc<ClusterNode>,
+    handles: Arc<Handles>,
+    sid: u64,
+    p: Arc<PhysicalPartition>,
+) -> Option<Owned> {
+    let lease = node.lease();
+    let taken = ownership::take(node.control(), &lease, node.name(), sid, p.id).await;
+    let own = match taken {
+        Ok(own) => own,
+        Err(ControlError::Taken { owner, .. }) => {
+            if let Some(s) = p.stats.handle.served() {
+                s.elsewhere(Placement::Remote(owner));
+            }
+            return None;
+        }
+        Err(e) => {
+            tracing::warn!(storage_id = sid, partition = p.id, error = %e, "taking a partition failed");
+            return None;
+        }
+    };
+    let (h, part, epoch) = (handles, Arc::clone(&p), own.epoch);
+    let opened = tokio::task::spawn_blocking(move || open_and_count(&h, sid, &part, epoch)).await;
+    let handle = match opened {
+        Ok(Ok(handle)) if lease.is_valid() => handle,
+        other => {
+            let e = match other {
+                Ok(Err(e)) => e.to_string(),
+                Err(e) => e.to_string(),
+                Ok(Ok(_)) => "the lease expired meanwhile".into(),
+            };
+            tracing::warn!(storage_id = sid, partition = p.id, error = %e, "opening a taken partition failed; releasing it");
+            let _ = ownership::release(node.control(), &own).await;
+            return None;
+        }
+    };
+    if let Some(s) = p.stats.handle.served() {
+        s.serve(Arc::clone(&handle));
+    }
+    tracing::info!(storage_id = sid, partition = p.id, epoch, "partition taken");
+    Some(Owned {
+        own,
+        handle,
+        part: p,
+    })
+}
+
+/// Opens the partition as owner `epoch` (fencing the previous owner) and counts its data.
+fn open_and_count(
+    handles: &Handles,
+    sid: u64,
+    p: &PhysicalPartition,
+    epoch: u64,
+) -> Result<Arc<dyn PartitionHandle>, StorageError> {
+    let r = PartitionRef::new(sid, p.id, p.start, p.end);
+    let handle = handles.open_owner(r, epoch)?;
+    super::sizes::rebuild_partition(&*handle, sid, p)?;
+    Ok(handle)
+}
