@@ -30,6 +30,21 @@ pub enum Placement {
     Unowned,
 }
 
+/// Test hook for forwarding (`RINGGATE_TEST_PLACEMENT_OWNER=<node name>`): on every node of
+/// another name, every partition is `Remote(<node name>)`. Set once at startup
+/// ([`set_test_placement_owner`]); unset, placement is the real one.
+static TEST_OWNER: OnceLock<String> = OnceLock::new();
+
+/// Reads the test hook's variable once for the node named `this_node` (cluster mode only).
+pub fn set_test_placement_owner(this_node: &str) {
+    match std::env::var("RINGGATE_TEST_PLACEMENT_OWNER") {
+        Ok(owner) if !owner.is_empty() && owner != this_node => {
+            let _ = TEST_OWNER.set(owner);
+        }
+        _ => {}
+    }
+}
+
 pub struct Handles {
     store: Arc<dyn Store>,
     epoch: Epoch,
@@ -103,6 +118,9 @@ impl Handles {
     /// Where partition `part` of table `storage_id` is served. Writes and single-partition
     /// reads of a partition that is not `Local` go to its owner; scans read it here.
     pub fn placement(&self, _storage_id: u64, _part: &PhysicalPartition) -> Placement {
+        if let Some(owner) = TEST_OWNER.get() {
+            return Placement::Remote(owner.clone());
+        }
         Placement::Local
     }
 

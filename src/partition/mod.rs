@@ -3,6 +3,7 @@
 pub mod handles;
 pub mod hot;
 pub mod map;
+pub mod placement;
 pub mod ru;
 pub mod sizes;
 pub mod split;
