@@ -19,18 +19,27 @@ pub fn require_local<'a>(
     handles: &Handles,
     parts: impl IntoIterator<Item = (u64, &'a PhysicalPartition)>,
 ) -> Result<(), StorageError> {
+    decide(
+        parts
+            .into_iter()
+            .map(|(sid, p)| (sid, p.id, handles.placement(sid, p))),
+    )
+}
+
+/// `require_local` over (storage id, partition id, placement) of each partition.
+fn decide(placed: impl IntoIterator<Item = (u64, u64, Placement)>) -> Result<(), StorageError> {
     let mut remote: Option<(u64, u64, String)> = None;
     let mut unowned: Option<(u64, u64)> = None;
     let (mut local, mut owners) = (false, 0usize);
-    for (sid, p) in parts {
-        match handles.placement(sid, p) {
+    for (sid, pid, placement) in placed {
+        match placement {
             Placement::Local => local = true,
-            Placement::Unowned => unowned = unowned.or(Some((sid, p.id))),
+            Placement::Unowned => unowned = unowned.or(Some((sid, pid))),
             Placement::Remote(node) => match &remote {
                 Some((_, _, n)) if *n == node => {}
                 _ => {
                     owners += 1;
-                    remote.get_or_insert((sid, p.id, node));
+                    remote.get_or_insert((sid, pid, node));
                 }
             },
         }
@@ -56,5 +65,40 @@ pub fn require_local<'a>(
              cluster mode does not support yet; split it by partition key"
                 .into(),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Placement::*;
+
+    fn owner_of(r: Result<(), StorageError>) -> Result<Option<String>, String> {
+        match r {
+            Ok(()) => Err("local".into()),
+            Err(StorageError::NotOwner { owner, .. }) => Ok(owner),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    #[test]
+    fn one_owner_is_named_mixed_owners_are_unavailable() {
+        assert!(decide([(1, 1, Local), (2, 5, Local)]).is_ok());
+        assert!(decide(Vec::new()).is_ok());
+        let b = || Remote("b".to_string());
+        assert_eq!(
+            owner_of(decide([(1, 1, b()), (1, 2, b())])),
+            Ok(Some("b".into()))
+        );
+        // Unowned anywhere: wait for the takeover (owner None), whatever the others are.
+        assert_eq!(owner_of(decide([(1, 1, b()), (1, 2, Unowned)])), Ok(None));
+        assert_eq!(owner_of(decide([(1, 1, Local), (1, 2, Unowned)])), Ok(None));
+        for mixed in [
+            vec![(1, 1, Local), (1, 2, b())],
+            vec![(1, 1, b()), (1, 2, Remote("c".into())), (1, 3, b())],
+        ] {
+            let e = owner_of(decide(mixed)).unwrap_err();
+            assert!(e.contains("owned by different nodes"), "{e}");
+        }
     }
 }

@@ -279,3 +279,91 @@ fn is_read(engine: &crate::query::Engine, req: &Request) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::request::{Batch, Execute, Query, QueryParams};
+
+    /// The owner gets the coordinator's timestamp only when the client gave none, and a v5
+    /// keyspace travels in the payload (v4 cannot carry it), ahead of the session's.
+    #[test]
+    fn the_owner_gets_the_coordinators_timestamp_and_the_keyspace() {
+        let mut next = 41;
+        let mut ts = || {
+            next += 1;
+            next
+        };
+        let q = Request::Query(Query {
+            query: "INSERT".into(),
+            params: QueryParams {
+                keyspace: Some("v5ks".into()),
+                now_in_seconds: Some(7),
+                ..Default::default()
+            },
+        });
+        let (req, ks) = for_owner(&q, Some("session".into()), &mut ts);
+        let Request::Query(q) = req else { panic!() };
+        assert_eq!(
+            (
+                q.params.timestamp,
+                q.params.keyspace,
+                q.params.now_in_seconds
+            ),
+            (Some(42), None, None)
+        );
+        assert_eq!(ks.as_deref(), Some("v5ks"));
+
+        let e = Request::Execute(Execute {
+            id: Bytes::from_static(b"id"),
+            result_metadata_id: Some(Bytes::from_static(b"m")),
+            params: QueryParams {
+                timestamp: Some(5),
+                ..Default::default()
+            },
+        });
+        let (req, ks) = for_owner(&e, Some("session".into()), &mut ts);
+        let Request::Execute(e) = req else { panic!() };
+        assert_eq!((e.params.timestamp, e.result_metadata_id), (Some(5), None));
+        assert_eq!(ks.as_deref(), Some("session"));
+
+        let b = Request::Batch(Batch {
+            kind: 0,
+            statements: Vec::new(),
+            consistency: 1,
+            serial_consistency: None,
+            timestamp: None,
+            keyspace: None,
+            now_in_seconds: None,
+        });
+        let (req, _) = for_owner(&b, None, &mut ts);
+        let Request::Batch(b) = req else { panic!() };
+        assert_eq!(b.timestamp, Some(43));
+    }
+
+    /// The id is read from an UNPREPARED error body; other answers have none.
+    #[test]
+    fn unprepared_answers_give_their_id() {
+        let mut out = bytes::BytesMut::new();
+        let e = ErrorResponse::unprepared(
+            "Prepared query with ID 0a not found",
+            Bytes::from_static(b"\x0a"),
+        );
+        e.encode(&mut out, 4).unwrap();
+        let answer = |opcode, body| Answer {
+            opcode,
+            warnings: Vec::new(),
+            custom_payload: Vec::new(),
+            body,
+        };
+        let body = out.freeze();
+        assert_eq!(
+            unprepared_id(&answer(Opcode::Error, body.clone())).as_deref(),
+            Some(&b"\x0a"[..])
+        );
+        assert_eq!(unprepared_id(&answer(Opcode::Result, body)), None);
+        let mut other = bytes::BytesMut::new();
+        ErrorResponse::invalid("no").encode(&mut other, 4).unwrap();
+        assert_eq!(unprepared_id(&answer(Opcode::Error, other.freeze())), None);
+    }
+}

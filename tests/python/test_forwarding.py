@@ -18,7 +18,7 @@ from cluster_fixture_17c import TwoNodes
 KS = "fwd"
 
 
-def pinned(node):
+def pinned(node, keyspace=None, **kwargs):
     profile = ExecutionProfile(
         load_balancing_policy=WhiteListRoundRobinPolicy(["127.0.0.1"]),
         request_timeout=20,
@@ -26,8 +26,8 @@ def pinned(node):
     # Both nodes listen on 127.0.0.1: pin by port (the driver only connects to its contact
     # point's port; peers on other ports are not reached).
     c = Cluster(["127.0.0.1"], port=node.port,
-                execution_profiles={EXEC_PROFILE_DEFAULT: profile})
-    return c, c.connect()
+                execution_profiles={EXEC_PROFILE_DEFAULT: profile}, **kwargs)
+    return c, c.connect(keyspace)
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +84,23 @@ def test_prepared_statements_through_b(two):
     got = [tuple(r) for r in sb.execute(sel, (100,))]
     assert got == [(ck, f"r{ck}") for ck in range(5)]
     assert got == rows_of(sa, f"SELECT ck, v FROM {KS}.rows WHERE pk = 100")
+
+
+def test_use_keyspace_and_protocol_v4_with_compression_through_b(two):
+    t, sa, _ = two
+    # Unqualified names: the statement runs in the client's keyspace on the owner too.
+    c, s = pinned(t.node("b"), keyspace=KS, protocol_version=4, compression="lz4")
+    try:
+        s.execute("INSERT INTO kv (pk, v) VALUES (40, 'in keyspace')")
+        st = s.prepare("SELECT v FROM kv WHERE pk = ?")
+        assert [tuple(r) for r in s.execute(st, (40,))] == [("in keyspace",)]
+        b = BatchStatement()
+        b.add(SimpleStatement("INSERT INTO kv (pk, v) VALUES (41, 'batch in keyspace')"))
+        s.execute(b)
+    finally:
+        c.shutdown()
+    assert rows_of(sa, f"SELECT v FROM {KS}.kv WHERE pk = 40") == [("in keyspace",)]
+    assert rows_of(sa, f"SELECT v FROM {KS}.kv WHERE pk = 41") == [("batch in keyspace",)]
 
 
 def test_timestamps_of_forwarded_writes(two):
