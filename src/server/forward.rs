@@ -16,8 +16,8 @@
 //! may have run but got no answer is a timeout to the client (its outcome is unknown); one
 //! that surely did not run is Unavailable.
 //!
-//! Not supported: forwarding with `auth.enabled` (the internal connections would need a
-//! cluster credential); such requests answer Unavailable and say so.
+//! With `auth.enabled` the internal connections log in as the first configured user
+//! (`peer.rs`); a peer that refuses it answers Unavailable, saying so.
 
 use super::peer::{Answer, PeerError};
 use super::Shared;
@@ -97,12 +97,6 @@ async fn try_forward(
     tracer: Option<&Tracer>,
 ) -> Result<Answer, ErrorResponse> {
     let engine = &shared.engine;
-    if shared.config.auth.enabled {
-        return Err(unavailable(format!(
-            "this request's partition is owned by node {owner}, and forwarding to it is not \
-             supported with auth.enabled yet; connect to {owner} directly (token-aware drivers do)"
-        )));
-    }
     let cluster =
         (engine.node.cluster.as_ref()).ok_or_else(|| unavailable("not a cluster".into()))?;
     let Some(addr) = cluster.members().get(owner).map(|m| m.advertise.clone()) else {

@@ -45,6 +45,12 @@ pub struct Shared {
     peers: peer::PeerPool,
 }
 
+/// The user internal connections log in as when peers ask (`auth.enabled`): the first configured.
+fn peer_login(config: &Config) -> Option<(String, String)> {
+    let (user, pass) = config.auth.users.iter().next()?;
+    config.auth.enabled.then(|| (user.clone(), pass.clone()))
+}
+
 /// Long requests running at once: enough to keep both cores of a small machine busy with
 /// scans while leaving the runtime's threads to short requests and new connections.
 fn long_request_slots() -> usize {
@@ -101,7 +107,7 @@ pub async fn run(
         authenticator: auth::Authenticator::new(&config.auth),
         auth_guard: auth_guard::AuthGuard::default(),
         unsent: out_budget::GlobalOut::new(config.limits.max_unsent_bytes.0 as usize),
-        peers: peer::PeerPool::default(),
+        peers: peer::PeerPool::new(peer_login(&config)),
     });
     let max_conns = config.limits.max_connections;
     let conns = Arc::new(Semaphore::new(max_conns));

@@ -5,6 +5,9 @@
 //! compression. Many requests are in flight on one connection at once, told apart by stream id
 //! (at most `MAX_IN_FLIGHT_PER_CONN`); a reader task hands each answer to its waiting request.
 //!
+//! With `auth.enabled` a peer asks for a login: the pool logs in as the first configured user
+//! (the nodes of a cluster share their `[auth.users]`; every user may do everything).
+//!
 //! Deadlines: `CONNECT_MS` to connect and start, `REQUEST_MS` for an answer (below the
 //! drivers' 10 s client timeout, so the client hears ours). A peer that cannot be reached is
 //! marked down for `DOWN_MS`: requests to it fail at once instead of each waiting to connect.
@@ -59,6 +62,8 @@ pub struct Answer {
 #[derive(Default)]
 pub struct PeerPool {
     peers: Mutex<HashMap<String, Arc<Peer>>>,
+    /// (user, password) to log in with when a peer asks (`auth.enabled`).
+    login: Option<(String, String)>,
 }
 
 #[derive(Default)]
@@ -81,6 +86,14 @@ struct Conn {
 }
 
 impl PeerPool {
+    /// A pool that logs in as `login` when a peer asks for it.
+    pub fn new(login: Option<(String, String)>) -> PeerPool {
+        PeerPool {
+            peers: Mutex::default(),
+            login,
+        }
+    }
+
     /// Sends `req` with `payload` to the node at `addr` and waits for its answer.
     pub async fn request(
         &self,
@@ -89,7 +102,7 @@ impl PeerPool {
         req: &Request,
     ) -> Result<Answer, PeerError> {
         let peer = Arc::clone(self.peers.lock().entry(addr.to_string()).or_default());
-        let conn = peer.conn(addr).await?;
+        let conn = peer.conn(addr, self.login.as_ref()).await?;
         let lost = |why: String| PeerError::Lost {
             addr: addr.to_string(),
             why,
@@ -130,7 +143,11 @@ impl PeerPool {
 
 impl Peer {
     /// A live connection (round robin over the pool), opening one while under the pool size.
-    async fn conn(&self, addr: &str) -> Result<Arc<Conn>, PeerError> {
+    async fn conn(
+        &self,
+        addr: &str,
+        login: Option<&(String, String)>,
+    ) -> Result<Arc<Conn>, PeerError> {
         if let Some(c) = self.pick(true) {
             return Ok(c);
         }
@@ -144,7 +161,7 @@ impl Peer {
         if let Some(c) = self.pick(true) {
             return Ok(c);
         }
-        match open(addr).await {
+        match open(addr, login).await {
             Ok(c) => {
                 *self.down_until.lock() = None;
                 self.conns.lock().push(Arc::clone(&c));
@@ -177,7 +194,7 @@ impl Peer {
 }
 
 /// Connects and starts a protocol v4 session, then runs the connection's reader and writer.
-async fn open(addr: &str) -> Result<Arc<Conn>, String> {
+async fn open(addr: &str, login: Option<&(String, String)>) -> Result<Arc<Conn>, String> {
     let deadline = Duration::from_millis(CONNECT_MS);
     let start = async {
         let mut s = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
@@ -198,7 +215,10 @@ async fn open(addr: &str) -> Result<Arc<Conn>, String> {
         let (header, _) = read_frame(&mut s, &mut buf).await?;
         match header.opcode {
             Opcode::Ready => Ok((s, buf)),
-            Opcode::Authenticate => Err("it asks for a login (auth.enabled)".to_string()),
+            Opcode::Authenticate => match login {
+                Some(login) => log_in(&mut s, &mut buf, login).await.map(|()| (s, buf)),
+                None => Err("it asks for a login and this node has no user to log in as".into()),
+            },
             other => Err(format!("unexpected answer {other:?} to STARTUP")),
         }
     };
@@ -217,6 +237,30 @@ async fn open(addr: &str) -> Result<Arc<Conn>, String> {
     tokio::spawn(write_loop(wr, rx));
     tokio::spawn(read_loop(rd, buf, Arc::clone(&conn)));
     Ok(conn)
+}
+
+/// PasswordAuthenticator login (SASL PLAIN) on a connection just started.
+async fn log_in(
+    s: &mut TcpStream,
+    buf: &mut BytesMut,
+    (user, pass): &(String, String),
+) -> Result<(), String> {
+    let token = [&[0u8][..], user.as_bytes(), &[0], pass.as_bytes()].concat();
+    let mut frame = BytesMut::new();
+    let req = Request::AuthResponse(Some(Bytes::from(token)));
+    encode_request(&mut frame, VERSION, 0, false, None, &req).map_err(|e| e.to_string())?;
+    s.write_all(&frame).await.map_err(|e| e.to_string())?;
+    let (header, body) = read_frame(s, buf).await?;
+    match header.opcode {
+        Opcode::AuthSuccess => Ok(()),
+        Opcode::Error => {
+            let mut body = body;
+            let _ = crate::protocol::types::read_int(&mut body);
+            let why = crate::protocol::types::read_string(&mut body).unwrap_or_default();
+            Err(format!("it refused the login as {user}: {why}"))
+        }
+        other => Err(format!("unexpected answer {other:?} to the login")),
+    }
 }
 
 async fn write_loop(mut wr: tokio::net::tcp::OwnedWriteHalf, mut rx: mpsc::Receiver<Bytes>) {

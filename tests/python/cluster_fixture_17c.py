@@ -72,7 +72,7 @@ class Node:
             "--set", f"cluster.node_name={self.name}",
             "--set", "cluster.lease_ms=2000",
             "--set", "http.enabled=false",
-        ]
+        ] + [a for kv in c.settings for a in ("--set", kv)]
         self.proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL,
                                      stderr=open(self.log, "a"))
         wait_port(self.port, self.proc, self.log)
@@ -94,9 +94,10 @@ class Node:
 class TwoNodes:
     """etcd + PostgreSQL; nodes a and b (b forwards everything to `owner`)."""
 
-    def __init__(self, owner="a"):
+    def __init__(self, owner="a", settings=()):
         self.dir = tempfile.mkdtemp(prefix="rg17c-")
         self.owner = owner
+        self.settings = list(settings)
         self.pg = None
         self.etcd = None
         self.nodes = {}

@@ -213,6 +213,35 @@ def test_execute_of_a_statement_the_owner_never_saw_is_prepared_there(two):
     assert rows_of(sa, f"SELECT v FROM {KS}.kv WHERE pk = 91") == [(marker,)]
 
 
+def test_forwarding_with_auth_logs_in_to_the_owner():
+    from cassandra.auth import PlainTextAuthProvider
+    t = TwoNodes(owner="a", settings=["auth.enabled=true", 'auth.users.alice="s3cret"'])
+    try:
+        if not t.start_backends():
+            pytest.skip("PostgreSQL or etcd binaries missing (scripts/install-cluster-deps)")
+        auth = PlainTextAuthProvider("alice", "s3cret")
+        a = t.node("a").start()
+        ca, sa = pinned(a, auth_provider=auth)
+        sa.execute(f"CREATE KEYSPACE {KS} WITH replication = "
+                   "{'class':'SimpleStrategy','replication_factor':1}")
+        sa.execute(f"CREATE TABLE {KS}.kv (pk int PRIMARY KEY, v text)")
+        ca.shutdown()
+        t.node("b").start()
+        a.stop()
+        a.start()
+        cb, sb = pinned(t.node("b"), auth_provider=auth)
+        rs = sb.execute(f"INSERT INTO {KS}.kv (pk, v) VALUES (1, 'with login')", trace=True)
+        acts = [e.description for e in rs.get_query_trace(max_wait_sec=10).events]
+        assert any(x.startswith("Forwarded to a ") for x in acts), acts
+        assert rows_of(sb, f"SELECT v FROM {KS}.kv WHERE pk = 1") == [("with login",)]
+        cb.shutdown()
+        ca, sa = pinned(a, auth_provider=auth)
+        assert rows_of(sa, f"SELECT v FROM {KS}.kv WHERE pk = 1") == [("with login",)]
+        ca.shutdown()
+    finally:
+        t.close()
+
+
 def test_owner_killed_gives_errors_never_wrong_answers(two):
     t, sa, sb = two
     sb.execute(f"INSERT INTO {KS}.kv (pk, v) VALUES (95, 'before')")
