@@ -4,7 +4,9 @@ is forwarded to a and answered as if local. The Python driver is pinned to b
 (WhiteListRoundRobinPolicy); answers are compared with a's own. Real etcd, PostgreSQL and two
 ringgate processes (cluster_fixture_17c.py)."""
 
+import signal
 import struct
+import time
 import uuid
 
 import pytest
@@ -112,7 +114,6 @@ def test_timestamps_of_forwarded_writes(two):
     # Without one, the coordinator's clock stamps it (recent, in microseconds).
     sb.execute(f"INSERT INTO {KS}.kv (pk, v) VALUES (51, 'now')")
     (wt,) = rows_of(sa, f"SELECT writetime(v) FROM {KS}.kv WHERE pk = 51")[0]
-    import time
     assert abs(wt / 1e6 - time.time()) < 600
 
 
@@ -240,6 +241,30 @@ def test_forwarding_with_auth_logs_in_to_the_owner():
         ca.shutdown()
     finally:
         t.close()
+
+
+def test_owner_paused_gives_a_timeout_not_an_answer(two):
+    t, sa, sb = two
+    a = t.node("a")
+    a.proc.send_signal(signal.SIGSTOP)
+    try:
+        # Sent to the owner, which does not answer: the outcome is unknown (WriteTimeout),
+        # or, once the owner's lease ran out, it is no live member (Unavailable).
+        with pytest.raises((WriteTimeout, Unavailable)):
+            sb.execute(f"INSERT INTO {KS}.kv (pk, v) VALUES (96, 'paused')")
+    finally:
+        a.proc.send_signal(signal.SIGCONT)
+    # Resumed past its lease, the owner joins again with a new lease; until b lists it
+    # again, b answers Unavailable.
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            sb.execute(f"INSERT INTO {KS}.kv (pk, v) VALUES (96, 'resumed')")
+            break
+        except (Unavailable, NoHostAvailable):
+            assert time.monotonic() < deadline, "the resumed owner never served again"
+            time.sleep(0.2)
+    assert rows_of(sa, f"SELECT v FROM {KS}.kv WHERE pk = 96") == [("resumed",)]
 
 
 def test_owner_killed_gives_errors_never_wrong_answers(two):
