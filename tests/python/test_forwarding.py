@@ -13,6 +13,7 @@ import pytest
 from cassandra import ConsistencyLevel, Unavailable, OperationTimedOut, WriteTimeout
 from cassandra.cluster import Cluster, ExecutionProfile, EXEC_PROFILE_DEFAULT, NoHostAvailable
 from cassandra.policies import WhiteListRoundRobinPolicy
+from cassandra.protocol import OverloadedErrorMessage
 from cassandra.query import BatchStatement, BatchType, SimpleStatement
 
 from cluster_fixture_17c import TwoNodes
@@ -45,6 +46,8 @@ def two():
         sa.execute(f"CREATE TABLE {KS}.kv (pk int PRIMARY KEY, v text, n int)")
         sa.execute(f"CREATE TABLE {KS}.rows (pk int, ck int, v text, PRIMARY KEY (pk, ck))")
         sa.execute(f"CREATE TABLE {KS}.cnt (pk int PRIMARY KEY, hits counter)")
+        sa.execute(f"CREATE TABLE {KS}.hot (pk int PRIMARY KEY, v text) "
+                   "WITH cosmosdb_provisioned_throughput = 400")
         ca.shutdown()
         # b reads the schema at startup; a restarts after it (see cluster_fixture_17c.py).
         t.node("b").start()
@@ -185,6 +188,27 @@ def test_request_charge_comes_from_the_owner(two):
     assert payload and "RequestCharge" in payload
     (ru,) = struct.unpack(">d", payload["RequestCharge"])
     assert ru > 0
+
+
+def test_the_owners_throttling_reaches_the_client_through_b(two):
+    _, _, sb = two
+    # 400 RU/s provisioned: writes through b spend the owner's bucket until it answers 429,
+    # whose Cosmos DB text and RetryAfterMs reach b's client unchanged.
+    ins = sb.prepare(f"INSERT INTO {KS}.hot (pk, v) VALUES (?, ?)")
+    rejected = None
+    for start in range(0, 20_000, 200):
+        futures = [sb.execute_async(ins, (start + i, "x" * 200)) for i in range(200)]
+        for f in futures:
+            try:
+                f.result()
+            # The driver tries the next host on Overloaded; pinned to b, it has none left.
+            except (OverloadedErrorMessage, NoHostAvailable) as e:
+                assert "Request rate is large" in str(e), e
+                rejected = e
+        if rejected:
+            break
+    assert rejected is not None, "the owner never throttled"
+    assert "Request rate is large" in str(rejected) and "RetryAfterMs=" in str(rejected)
 
 
 def test_tracing_on_b_shows_the_hop(two):
