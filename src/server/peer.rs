@@ -11,8 +11,9 @@
 //! Deadlines: `CONNECT_MS` to connect and start, `REQUEST_MS` for an answer (below the
 //! drivers' 10 s client timeout, so the client hears ours). A peer that cannot be reached is
 //! marked down for `DOWN_MS`: requests to it fail at once instead of each waiting to connect.
-//! A stream id whose request gave up waiting is only reused once its late answer arrived (or
-//! the connection died), so a late answer never reaches another request.
+//! A request that gets no answer in time closes its connection (the peer is stalled), failing
+//! the others waiting on it; a stream id is only reused once its answer arrived or the
+//! connection died, so a late answer never reaches another request.
 //!
 //! Errors say whether the request may have run there ([`PeerError::Lost`]: it was sent) or
 //! surely did not ([`PeerError::Unreachable`]): the caller answers a timeout or Unavailable.
@@ -83,6 +84,8 @@ struct Conn {
     free_ids: Mutex<Vec<i16>>,
     slots: Arc<Semaphore>,
     dead: AtomicBool,
+    /// Closes the connection (its reader fails every request waiting on it).
+    close: tokio::sync::Notify,
 }
 
 impl PeerPool {
@@ -132,7 +135,13 @@ impl PeerPool {
         }
         let answer = tokio::time::timeout(Duration::from_millis(REQUEST_MS), rx).await;
         let (header, body) = match answer {
-            Err(_) => return Err(lost(format!("no answer within {REQUEST_MS} ms"))),
+            Err(_) => {
+                // A peer that answers nothing in this long is stalled (paused, overloaded):
+                // the connection goes, so later requests find out at connect time (fast)
+                // instead of each waiting out its deadline, and no stream id stays taken.
+                conn.close.notify_one();
+                return Err(lost(format!("no answer within {REQUEST_MS} ms")));
+            }
             Ok(Err(_)) => return Err(lost("connection closed".into())),
             Ok(Ok(Err(why))) => return Err(lost(why)),
             Ok(Ok(Ok(frame))) => frame,
@@ -233,6 +242,7 @@ async fn open(addr: &str, login: Option<&(String, String)>) -> Result<Arc<Conn>,
         free_ids: Mutex::new((0..MAX_IN_FLIGHT_PER_CONN as i16).rev().collect()),
         slots: Arc::new(Semaphore::new(MAX_IN_FLIGHT_PER_CONN)),
         dead: AtomicBool::new(false),
+        close: tokio::sync::Notify::new(),
     });
     tokio::spawn(write_loop(wr, rx));
     tokio::spawn(read_loop(rd, buf, Arc::clone(&conn)));
@@ -283,7 +293,11 @@ async fn write_loop(mut wr: tokio::net::tcp::OwnedWriteHalf, mut rx: mpsc::Recei
 /// Hands each answer to its request; when the connection ends, fails every request waiting.
 async fn read_loop(mut rd: tokio::net::tcp::OwnedReadHalf, mut buf: BytesMut, conn: Arc<Conn>) {
     let why = loop {
-        match read_frame(&mut rd, &mut buf).await {
+        let next = tokio::select! {
+            f = read_frame(&mut rd, &mut buf) => f,
+            () = conn.close.notified() => Err(format!("closed: an answer took over {REQUEST_MS} ms")),
+        };
+        match next {
             Ok((header, body)) => {
                 let waiter = conn.pending.lock().remove(&header.stream);
                 if let Some(w) = waiter {
