@@ -717,8 +717,8 @@ struct Produced {
     held_ms: Option<u64>,
     /// The request's trace, carried into the next attempt of a held request.
     tracer: Option<Arc<crate::query::trace::Tracer>>,
-    /// Cluster mode: the partition is owned by this node (None: by no live node now); the
-    /// request goes there (`forward.rs`).
+    /// Cluster mode: the request's partition is owned by another node, `Some(name)` (None: by
+    /// no live node now); the request goes there (`forward.rs`).
     not_owner: Option<Option<String>>,
 }
 
