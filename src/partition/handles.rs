@@ -38,11 +38,28 @@ pub enum Placement {
     Unowned,
 }
 
+/// Test hook for forwarding (`RINGGATE_TEST_PLACEMENT_OWNER=<node name>`): on every node of
+/// another name, every partition is `Remote(<node name>)`. Set once at startup
+/// ([`set_test_placement_owner`]); unset, placement is the real one.
+static TEST_OWNER: OnceLock<String> = OnceLock::new();
+
+/// Reads the test hook's variable once for the node named `this_node` (cluster mode only).
+pub fn set_test_placement_owner(this_node: &str) {
+    match std::env::var("RINGGATE_TEST_PLACEMENT_OWNER") {
+        Ok(owner) if !owner.is_empty() && owner != this_node => {
+            let _ = TEST_OWNER.set(owner);
+        }
+        _ => {}
+    }
+}
+
 pub struct Handles {
     store: Arc<dyn Store>,
     epoch: Epoch,
     /// Cluster mode: ownership and epochs come from the ownership loop.
     cluster: bool,
+    /// Cluster mode: this node, whose lease must be valid for it to serve anything.
+    node: Option<Arc<crate::cluster::ClusterNode>>,
     /// Starts an ownership round now (a split made partitions nobody owns yet).
     wake: Arc<tokio::sync::Notify>,
 }
@@ -87,18 +104,37 @@ impl Handles {
             store,
             epoch,
             cluster: false,
+            node: None,
             wake: Arc::default(),
         })
     }
 
     /// A cluster node's handles: no process epoch (see the module doc); every partition is
     /// `Unowned` until the ownership loop takes it.
-    pub fn cluster(store: Arc<dyn Store>) -> Handles {
+    pub fn cluster(store: Arc<dyn Store>, node: Arc<crate::cluster::ClusterNode>) -> Handles {
         Handles {
             store,
             epoch: 0,
             cluster: true,
+            node: Some(node),
             wake: Arc::default(),
+        }
+    }
+
+    /// Cluster mode: Unavailable while this node's lease is not valid by its own clock (it
+    /// was paused or cut off from etcd past its lease): requests it received meanwhile must
+    /// not land anywhere, neither here (PostgreSQL would fence them anyway) nor forwarded to
+    /// the partitions' new owners, since their clients may have seen newer writes since. It
+    /// serves again once it holds a new lease (`ClusterNode` joins again by itself).
+    pub fn require_lease(&self) -> Result<(), StorageError> {
+        match &self.node {
+            Some(n) if !n.lease().is_valid() => Err(StorageError::Unavailable(format!(
+                "node {} lost its cluster lease (paused or cut off from etcd past {} ms); it \
+                 serves again once it has joined again",
+                n.name(),
+                n.lease_ms()
+            ))),
+            _ => Ok(()),
         }
     }
 
@@ -189,6 +225,9 @@ impl Handles {
     /// Where partition `part` of table `storage_id` is served. Writes and single-partition
     /// reads of a partition that is not `Local` go to its owner; scans read it here.
     pub fn placement(&self, _storage_id: u64, part: &PhysicalPartition) -> Placement {
+        if let Some(owner) = TEST_OWNER.get() {
+            return Placement::Remote(owner.clone());
+        }
         if !self.cluster {
             return Placement::Local;
         }

@@ -4,6 +4,7 @@ pub mod handles;
 pub mod hot;
 pub mod map;
 pub mod ownership;
+pub mod placement;
 pub mod ru;
 pub mod served;
 pub mod sizes;

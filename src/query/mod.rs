@@ -420,9 +420,9 @@ impl Engine {
         let maps = Arc::new(PartitionMaps::open(Arc::clone(&store)).map_err(|e| e.to_string())?);
         maps.set_min_initial_partitions(limits.initial_partitions);
         use crate::partition::handles::Handles;
-        let handles = Arc::new(match node.cluster.is_some() {
-            true => Handles::cluster(Arc::clone(&store)),
-            false => Handles::start(Arc::clone(&store)).map_err(|e| e.to_string())?,
+        let handles = Arc::new(match &node.cluster {
+            Some(c) => Handles::cluster(Arc::clone(&store), Arc::clone(c)),
+            None => Handles::start(Arc::clone(&store)).map_err(|e| e.to_string())?,
         });
         let splitter = crate::partition::split::Splitter::start(
             Arc::clone(&maps),

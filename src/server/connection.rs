@@ -506,7 +506,10 @@ async fn spawn_request(
     let payloads = st.payloads;
     let env = Arc::new(env);
     let mut sess = st.session.clone();
-    sess.keyspace = st.keyspace.lock().clone();
+    sess.keyspace = match super::forward::is_forwarded(&env) {
+        true => super::forward::forwarded_keyspace(&env),
+        false => st.keyspace.lock().clone(),
+    };
     let peer = st.peer.ip();
     let keyspace_cell = Arc::clone(&st.keyspace);
     let unsent = Arc::clone(&st.unsent);
@@ -578,6 +581,7 @@ impl Call {
         };
         let this = Arc::new(self);
         let mut hold = Hold::default();
+        let first = std::time::Instant::now();
         loop {
             let produced = if long {
                 let slot = Arc::clone(&this.shared.long_requests)
@@ -596,12 +600,53 @@ impl Call {
             } else {
                 this.attempt(&hold)
             };
+            match produced.not_owner {
+                Some(None) if super::forward::may_wait_for_owner(&this.shared, first) => {
+                    hold.tracer = produced.tracer;
+                    let wait = super::forward::UNOWNED_RETRY_MS;
+                    tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+                    continue;
+                }
+                Some(owner) => return Some(this.forwarded(owner, produced.tracer).await),
+                None => {}
+            }
             let Some(wait_ms) = produced.held_ms else {
                 return Some(produced);
             };
             hold.since.get_or_insert_with(std::time::Instant::now);
             hold.tracer = produced.tracer;
             tokio::time::sleep(std::time::Duration::from_millis(wait_ms)).await;
+        }
+    }
+
+    /// The answer of the partition's owner (`forward.rs`), or Unavailable when it has none.
+    async fn forwarded(
+        &self,
+        owner: Option<String>,
+        tracer: Option<Arc<crate::query::trace::Tracer>>,
+    ) -> Produced {
+        let (response, mut extras) = match &owner {
+            Some(node) => {
+                let mut session = self.session.clone();
+                let clock = &self.shared.engine.clock;
+                let keyspace = self.session.keyspace.clone();
+                let ts = move || session.next_timestamp(clock);
+                let t = tracer.as_deref();
+                super::forward::forward(&self.shared, &self.env, keyspace, ts, node, t).await
+            }
+            None => (super::forward::no_owner(), ResponseExtras::NONE),
+        };
+        if let Some(t) = &tracer {
+            record_trace(&self.shared.engine, t, &self.env, self.peer);
+            extras.tracing_id = Some(t.session_id);
+        }
+        Produced {
+            response,
+            keyspace: None,
+            extras,
+            held_ms: None,
+            tracer: None,
+            not_owner: None,
         }
     }
 
@@ -625,6 +670,7 @@ impl Call {
             extras: ResponseExtras::NONE,
             held_ms: None,
             tracer: None,
+            not_owner: None,
         })
     }
 }
@@ -672,6 +718,9 @@ struct Produced {
     held_ms: Option<u64>,
     /// The request's trace, carried into the next attempt of a held request.
     tracer: Option<Arc<crate::query::trace::Tracer>>,
+    /// Cluster mode: the request's partition is owned by another node, `Some(name)` (None: by
+    /// no live node now); the request goes there (`forward.rs`).
+    not_owner: Option<Option<String>>,
 }
 
 /// Runs a QUERY/PREPARE/EXECUTE/BATCH.
@@ -712,7 +761,20 @@ fn execute(
             extras: ResponseExtras::NONE,
             held_ms: Some(*retry_after_ms),
             tracer,
+            not_owner: None,
         };
+    }
+    if let Err(crate::query::QueryError::NotOwner { owner, .. }) = &result {
+        if super::forward::forwardable(shared, env) {
+            return Produced {
+                response: Response::Ready,
+                keyspace: None,
+                extras: ResponseExtras::NONE,
+                held_ms: None,
+                tracer,
+                not_owner: Some(owner.clone()),
+            };
+        }
     }
     let (response, keyspace) = match result {
         Ok((body, ks)) => (Response::Result(body), ks),
@@ -750,6 +812,7 @@ fn execute(
         extras,
         held_ms: None,
         tracer: None,
+        not_owner: None,
     }
 }
 

@@ -4,10 +4,12 @@ pub mod auth;
 mod auth_guard;
 mod connection;
 pub mod convert;
+mod forward;
 mod handshake;
 pub mod http;
 mod out_budget;
 mod panic_guard;
+mod peer;
 mod quickack;
 mod request_metrics;
 mod slow_log;
@@ -39,6 +41,14 @@ pub struct Shared {
     auth_guard: auth_guard::AuthGuard,
     /// Response bytes queued but not yet written, across connections.
     unsent: Arc<out_budget::GlobalOut>,
+    /// Internal connections to the other nodes (cluster forwarding).
+    peers: peer::PeerPool,
+}
+
+/// The user internal connections log in as when peers ask (`auth.enabled`): the first configured.
+fn peer_login(config: &Config) -> Option<(String, String)> {
+    let (user, pass) = config.auth.users.iter().next()?;
+    config.auth.enabled.then(|| (user.clone(), pass.clone()))
 }
 
 /// Long requests running at once: enough to keep both cores of a small machine busy with
@@ -97,6 +107,7 @@ pub async fn run(
         authenticator: auth::Authenticator::new(&config.auth),
         auth_guard: auth_guard::AuthGuard::default(),
         unsent: out_budget::GlobalOut::new(config.limits.max_unsent_bytes.0 as usize),
+        peers: peer::PeerPool::new(peer_login(&config)),
     });
     let max_conns = config.limits.max_connections;
     let conns = Arc::new(Semaphore::new(max_conns));

@@ -25,6 +25,10 @@ fn outcome(response: &Response) -> Outcome {
             error_code::READ_TIMEOUT | error_code::WRITE_TIMEOUT => Outcome::Timeout,
             _ => Outcome::Error,
         },
+        Response::Relayed {
+            opcode: crate::protocol::frame::Opcode::Error,
+            ..
+        } => Outcome::Error,
         _ => Outcome::Success,
     }
 }

@@ -105,6 +105,7 @@ fn open_cluster(cfg: &Config, listen: SocketAddr) -> Result<ClusterParts, String
         rack: cfg.rack.clone(),
         started_at_ms: crate::clock::Clock::system().now_millis() as u64,
     };
+    crate::partition::handles::set_test_placement_owner(&name);
     let node = ClusterNode::join(NodeOptions {
         endpoints: c.etcd.clone(),
         root,

@@ -50,6 +50,11 @@ pub enum Response {
     AuthChallenge(Option<Bytes>),
     /// AUTH_SUCCESS with a final token.
     AuthSuccess(Option<Bytes>),
+    /// A message body another node produced (cluster forwarding), sent on as it is: the body
+    /// after the frame-level extras (tracing id, warnings, custom payload), which are the
+    /// relaying node's own (`ResponseExtras`). Bodies of RESULT and ERROR are laid out alike
+    /// in v3 to v5 except for a few rare error extras (read/write failure reasons).
+    Relayed { opcode: Opcode, body: Bytes },
 }
 
 impl Response {
@@ -64,6 +69,7 @@ impl Response {
             Response::Event(_) => Opcode::Event,
             Response::AuthChallenge(_) => Opcode::AuthChallenge,
             Response::AuthSuccess(_) => Opcode::AuthSuccess,
+            Response::Relayed { opcode, .. } => *opcode,
         }
     }
 
@@ -77,6 +83,10 @@ impl Response {
             Response::Event(e) => e.encode(out),
             Response::AuthChallenge(token) | Response::AuthSuccess(token) => {
                 write_bytes(out, token.as_deref())
+            }
+            Response::Relayed { body, .. } => {
+                out.extend_from_slice(body);
+                Ok(())
             }
         }
     }

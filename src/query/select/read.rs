@@ -17,6 +17,14 @@ pub(super) fn admit_read(
     let Some(map) = map else {
         return Ok(None);
     };
+    // Cluster mode: a read of one partition key runs on its partition's owner (whose bucket
+    // charges it); reads of several run here, reading the shared store.
+    if let Target::Partitions(keys) = &plan.target {
+        if let [key] = &keys[..] {
+            let p = map.route(table_token(t, key));
+            crate::partition::placement::require_local(&engine.handles, [(t.storage_id, &**p)])?;
+        }
+    }
     let budget = throttle::table_budget(&engine.maps, schema, t, map, &engine.limits.throughput);
     let mut parts: Vec<&crate::partition::map::PhysicalPartition> = Vec::new();
     match &plan.target {

@@ -33,6 +33,7 @@ pub(crate) fn admit_writes(
     rctx: Option<&crate::query::RequestCtx>,
 ) -> Result<()> {
     let (_, parts) = write_partitions(engine, muts);
+    require_owner(engine, muts)?;
     let gates: Vec<_> = parts.iter().map(|(p, b)| b.gate(p)).collect();
     let how = crate::partition::throttle::admit(
         &engine.limits.throughput,
@@ -43,6 +44,27 @@ pub(crate) fn admit_writes(
     if let Some(c) = rctx {
         c.admitted(how);
     }
+    Ok(())
+}
+
+/// Cluster mode: only the owner of every partition the mutations touch commits (and charges)
+/// them; checked before anything is read (see `partition::placement`).
+fn require_owner(engine: &Engine, muts: &[Mutation]) -> Result<()> {
+    let mut parts: Vec<(u64, Arc<crate::partition::map::PhysicalPartition>)> = Vec::new();
+    for m in muts {
+        let sid = m.table.storage_id;
+        let Some(map) = engine.maps.get(sid) else {
+            continue;
+        };
+        let p = map.route(table_token(&m.table, &m.pk));
+        if !parts.iter().any(|(s, q)| *s == sid && Arc::ptr_eq(q, p)) {
+            parts.push((sid, Arc::clone(p)));
+        }
+    }
+    crate::partition::placement::require_local(
+        &engine.handles,
+        parts.iter().map(|(s, p)| (*s, &**p)),
+    )?;
     Ok(())
 }
 

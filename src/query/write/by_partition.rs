@@ -45,6 +45,12 @@ pub(crate) fn split(
     for (sid, token, cond) in conditions {
         parts.of(maps, handles, sid, token)?.conditions.push(cond);
     }
+    // Every commit path comes through here: nothing commits on a node that does not own all
+    // of its partitions (cluster mode; statements were checked already, before their reads).
+    crate::partition::placement::require_local(
+        handles,
+        parts.placed.iter().map(|(sid, p)| (*sid, &**p)),
+    )?;
     Ok(parts.list)
 }
 
@@ -52,6 +58,11 @@ pub(crate) fn split(
 struct Parts {
     at: HashMap<(u64, u64), usize>,
     list: Vec<Part>,
+    /// (storage id, partition) of each entry of `list`.
+    placed: Vec<(
+        u64,
+        std::sync::Arc<crate::partition::map::PhysicalPartition>,
+    )>,
 }
 
 impl Parts {
@@ -73,6 +84,7 @@ impl Parts {
                     handle: handles.get(sid, p)?,
                     commit: PartitionCommit::default(),
                 });
+                self.placed.push((sid, std::sync::Arc::clone(p)));
                 self.at.insert((sid, p.id), self.list.len() - 1);
                 self.list.len() - 1
             }
