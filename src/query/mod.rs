@@ -449,9 +449,11 @@ impl Engine {
         if replayed > 0 {
             tracing::info!("replayed {replayed} batch log entries");
         }
-        crate::partition::sizes::rebuild(&engine.handles, &engine.maps)
-            .map_err(|e| e.to_string())?;
-        engine.splitter.check_all(&engine.maps);
+        let splitter = engine.splitter.clone();
+        crate::partition::sizes::rebuild(&engine.handles, &engine.maps, move |sid, p| {
+            splitter.check(sid, p)
+        })
+        .map_err(|e| e.to_string())?;
         Ok(engine)
     }
 
