@@ -9,11 +9,15 @@
 //!    printed as a fraction of the canned one, with p50/p99/p999 latency.
 //! 2. A token-range scan: a table of bigint key / int value rows read as 256 token ranges, 16 in
 //!    parallel, page size 5,000 (rows/s); the row count is checked.
+//! 3. Wide partitions: prepared reads of a 100-row clustering slice at a random place in a
+//!    1,000-row partition and in a 1,000,000-row one (4 connections x 8 in flight), each phase
+//!    for the phase time; the wide partition's rate as a fraction of the narrow one's (1.0: no
+//!    work proportional to the partition). The row count of each answer is checked.
 //!
 //! `--quick` runs every phase briefly on a small table (for scripts/test: it keeps the benchmark
 //! working, its figures mean little).
 //!
-//! For profiling one phase: `BENCH_ONLY=ringgate-write|ringgate-read|canned-read|...|scan` runs
+//! For profiling one phase: `BENCH_ONLY=ringgate-write|ringgate-read|canned-read|...|scan|wide` runs
 //! only that phase (a comma-separated list: those; point phases in the first shape), `BENCH_PHASE_SECS` sets the phase time and
 //! `BENCH_READ_KEYS=N` lets reads take keys below N written by an earlier run;
 //! `BENCH_VALUE_BYTES` sets the value size (default 100).
@@ -35,10 +39,15 @@ const SCAN_PARALLEL: usize = 16;
 const SCAN_PAGE_ROWS: i32 = 5_000;
 const LOAD_BATCH_ROWS: u64 = 50;
 const LOAD_IN_FLIGHT: u64 = 64;
+const NARROW_ROWS: u64 = 1_000;
+const SLICE_ROWS: u64 = 100;
+const WIDE_SHAPE: (usize, usize) = (4, 8);
 
 struct Settings {
     phase: Duration,
     scan_rows: u64,
+    /// Rows of the wide partition.
+    wide_rows: u64,
     /// `BENCH_ONLY`: run only this phase.
     only: Option<String>,
     /// `BENCH_READ_KEYS`: keys already stored (reads take keys below it).
@@ -179,6 +188,14 @@ async fn point_phase(
             hist
         }));
     }
+    rate_of(handles, start).await
+}
+
+/// The tasks' merged latencies and their requests per second since `start`.
+async fn rate_of(
+    handles: Vec<tokio::task::JoinHandle<Histogram>>,
+    start: Instant,
+) -> (f64, Histogram) {
     let mut hist = Histogram::new();
     for h in handles {
         hist.merge(&h.await.expect("task"));
@@ -238,24 +255,25 @@ async fn point_shape(ringgate: &str, canned: &str, (conns, depth): (usize, usize
     }
 }
 
-async fn load_scan_table(session: &Arc<Session>, rows: u64) {
-    ddl(
-        session,
-        "CREATE TABLE IF NOT EXISTS bench.scan (k bigint PRIMARY KEY, v int)",
-    )
-    .await;
-    let insert = session
-        .prepare("INSERT INTO bench.scan (k, v) VALUES (?, ?)")
-        .await
-        .expect("prepare scan insert");
+/// Rows `0..rows` through `insert`, in batches of `LOAD_BATCH_ROWS` with `in_flight` batches at
+/// once; `row(i)` gives row i's values (batches past the end repeat the last row: an overwrite).
+async fn load_rows<V>(
+    session: &Arc<Session>,
+    insert: &str,
+    rows: u64,
+    in_flight: u64,
+    row: fn(u64) -> V,
+) where
+    V: scylla::serialize::row::SerializeRow + Send + Sync + 'static,
+{
+    let insert = session.prepare(insert).await.expect("prepare load insert");
     let mut batch = Batch::new(BatchType::Unlogged);
     for _ in 0..LOAD_BATCH_ROWS {
         batch.append_statement(insert.clone());
     }
-    let batch = Arc::new(batch);
-    let next = Arc::new(AtomicU64::new(0));
+    let (batch, next) = (Arc::new(batch), Arc::new(AtomicU64::new(0)));
     let mut handles = Vec::new();
-    for _ in 0..LOAD_IN_FLIGHT {
+    for _ in 0..in_flight {
         let (session, batch, next) = (Arc::clone(session), Arc::clone(&batch), Arc::clone(&next));
         handles.push(tokio::spawn(async move {
             loop {
@@ -263,12 +281,8 @@ async fn load_scan_table(session: &Arc<Session>, rows: u64) {
                 if first >= rows {
                     break;
                 }
-                // Rows past the end repeat the last key (an overwrite).
-                let values: Vec<(i64, i32)> = (first..first + LOAD_BATCH_ROWS)
-                    .map(|k| {
-                        let k = k.min(rows - 1);
-                        (k as i64, k as i32)
-                    })
+                let values: Vec<V> = (first..first + LOAD_BATCH_ROWS)
+                    .map(|i| row(i.min(rows - 1)))
                     .collect();
                 session.batch(&batch, values).await.expect("load batch");
             }
@@ -277,6 +291,19 @@ async fn load_scan_table(session: &Arc<Session>, rows: u64) {
     for h in handles {
         h.await.expect("load task");
     }
+}
+
+async fn load_scan_table(session: &Arc<Session>, rows: u64) {
+    ddl(
+        session,
+        "CREATE TABLE IF NOT EXISTS bench.scan (k bigint PRIMARY KEY, v int)",
+    )
+    .await;
+    let insert = "INSERT INTO bench.scan (k, v) VALUES (?, ?)";
+    load_rows(session, insert, rows, LOAD_IN_FLIGHT, |k| {
+        (k as i64, k as i32)
+    })
+    .await;
 }
 
 /// The `i`th of `SCAN_RANGES` equal token ranges (start, end].
@@ -361,14 +388,15 @@ async fn main() {
         eprintln!("usage: bench [--quick] RINGGATE_ADDR CANNED_ADDR");
         std::process::exit(2);
     };
-    let (phase_ms, scan_rows) = if quick {
-        (300, 20_000)
+    let (phase_ms, scan_rows, wide_rows) = if quick {
+        (300, 20_000, 20_000)
     } else {
-        (5_000, 1_000_000)
+        (5_000, 1_000_000, 1_000_000)
     };
     let settings = Settings {
         phase: Duration::from_millis(env_u64("BENCH_PHASE_SECS").map_or(phase_ms, |s| s * 1000)),
         scan_rows,
+        wide_rows,
         only: std::env::var("BENCH_ONLY").ok(),
         read_keys: env_u64("BENCH_READ_KEYS").unwrap_or(0),
         value_bytes: env_u64("BENCH_VALUE_BYTES").unwrap_or(100) as usize,
@@ -395,11 +423,96 @@ async fn main() {
         &SHAPES[..]
     };
     for &shape in shapes {
-        if settings.only.as_deref() != Some("scan") {
+        if !matches!(settings.only.as_deref(), Some("scan" | "wide")) {
             point_shape(ringgate, canned, shape, &settings).await;
         }
     }
     if settings.runs("scan") {
         scan(ringgate, &settings).await;
+    }
+    if settings.runs("wide") {
+        wide(ringgate, &settings).await;
+    }
+}
+
+/// Slice reads of `SLICE_ROWS` rows at random places of partition `k` (`rows` rows).
+async fn slice_phase(
+    session: &Arc<Session>,
+    stmt: &PreparedStatement,
+    k: i64,
+    rows: u64,
+    s: &Settings,
+) -> (f64, Histogram) {
+    let start = Instant::now();
+    let deadline = start + s.phase;
+    let mut handles = Vec::new();
+    for t in 0..WIDE_SHAPE.0 * WIDE_SHAPE.1 {
+        let (session, stmt) = (Arc::clone(session), stmt.clone());
+        handles.push(tokio::spawn(async move {
+            let mut hist = Histogram::new();
+            let mut i = t as u64;
+            while Instant::now() < deadline {
+                i = (i + 7919) % (rows - SLICE_ROWS + 1);
+                let t0 = Instant::now();
+                let (lo, hi) = (i as i64, (i + SLICE_ROWS) as i64);
+                let res = session
+                    .execute_unpaged(&stmt, (k, lo, hi))
+                    .await
+                    .unwrap_or_else(|e| panic!("slice read: {e}"));
+                let n = res.into_rows_result().expect("rows").rows_num();
+                assert_eq!(n as u64, SLICE_ROWS, "slice of partition {k} at {lo}");
+                hist.record(t0.elapsed());
+            }
+            hist
+        }));
+    }
+    rate_of(handles, start).await
+}
+
+async fn wide(ringgate: &str, s: &Settings) {
+    let session = connect(ringgate, WIDE_SHAPE.0).await;
+    ddl(
+        &session,
+        "CREATE TABLE IF NOT EXISTS bench.wide (k bigint, c bigint, v int, PRIMARY KEY (k, c))",
+    )
+    .await;
+    let load = Instant::now();
+    // Single-partition batches: the server applies them one at a time per partition.
+    let insert = "INSERT INTO bench.wide (k, c, v) VALUES (?, ?, ?)";
+    load_rows(&session, insert, NARROW_ROWS, 8, |c| {
+        (1i64, c as i64, c as i32)
+    })
+    .await;
+    load_rows(&session, insert, s.wide_rows, 8, |c| {
+        (2i64, c as i64, c as i32)
+    })
+    .await;
+    println!(
+        "wide partitions: {SLICE_ROWS}-row slices, {} x {} in flight (loaded in {:.1} s)",
+        WIDE_SHAPE.0,
+        WIDE_SHAPE.1,
+        load.elapsed().as_secs_f64()
+    );
+    println!("| partition rows | ops/s | p50 ms | p99 ms | p999 ms | fraction |");
+    println!("|---|---|---|---|---|---|");
+    let stmt = session
+        .prepare("SELECT c, v FROM bench.wide WHERE k = ? AND c >= ? AND c < ?")
+        .await
+        .expect("prepare slice");
+    let mut narrow_rate = 0.0;
+    for (k, rows) in [(1, NARROW_ROWS), (2, s.wide_rows)] {
+        let (rate, h) = slice_phase(&session, &stmt, k, rows, s).await;
+        let fraction = if k == 1 {
+            narrow_rate = rate;
+            String::new()
+        } else {
+            format!("{:.2}", rate / narrow_rate)
+        };
+        println!(
+            "| {rows} | {rate:.0} | {} | {} | {} | {fraction} |",
+            ms(h.percentile(0.50)),
+            ms(h.percentile(0.99)),
+            ms(h.percentile(0.999)),
+        );
     }
 }

@@ -15,16 +15,16 @@
 
 use super::handles::Handles;
 use super::map::{PartitionMaps, PhysicalPartition};
-use super::sizes::{scan_range, scan_range_after, size_key};
-use super::split_watch::CHUNK_RECORDS;
+use super::sizes::scan_range;
+use super::split_watch::{count_chunks, Counted};
 use crate::storage::StorageError;
 use crate::tokens::Token;
-use parking_lot::RwLockWriteGuard;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{channel, Sender};
 use std::sync::Arc;
 
 /// Queues storage-driven splits for the background splitter thread.
+#[derive(Clone)]
 pub struct Splitter {
     tx: Sender<(u64, u64)>,
     split_bytes: u64,
@@ -107,6 +107,7 @@ pub fn split_one(
         parent.stats.split_queued.store(false, Ordering::SeqCst);
         return Ok(None);
     }
+    wait_counted(&parent)?;
     if let Some(th) = threshold {
         if parent.stats.bytes.load(Ordering::SeqCst).max(0) as u64 <= th {
             parent.stats.split_queued.store(false, Ordering::SeqCst);
@@ -141,8 +142,9 @@ pub fn split_one(
         // One logical partition: it cannot be divided (it is bounded by the logical limit).
         return Ok(None);
     };
-    let (guard, locked_us) = match count_left(&**handle, sid, &parent, boundary) {
-        Ok(Some(x)) => x,
+    let mut unbounded = usize::MAX;
+    let (guard, locked_us) = match count_chunks(&**handle, sid, &parent, boundary, &mut unbounded) {
+        Ok(Counted::Done(guard, us)) => (guard, us),
         other => {
             parent.stats.split_watch.stop();
             return other.map(|_| None);
@@ -189,49 +191,30 @@ pub fn split_one(
     Ok(res)
 }
 
-/// Counts the left child's size records (into the parent's `split_watch`) in chunks, each
-/// under the parent's exclusive lock (see `split_watch.rs`). Returns the lock, held, once all
-/// are counted, with the longest time it was held in one go (µs); None if the parent was
-/// split meanwhile.
-fn count_left<'a>(
-    handle: &dyn crate::storage::PartitionHandle,
-    sid: u64,
-    parent: &'a PhysicalPartition,
-    boundary: Token,
-) -> Result<Option<(RwLockWriteGuard<'a, ()>, u64)>, StorageError> {
-    let watch = &parent.stats.split_watch;
-    let mut longest_us = 0u64;
-    let mut first = true;
-    loop {
-        let guard = parent.stats.lock.write();
-        let held = std::time::Instant::now();
-        if parent.stats.retired.load(Ordering::SeqCst) {
-            return Ok(None);
+/// Longest a split waits for the startup recount of its partition's counters.
+const COUNTED_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Waits until the partition's counters are exact (`sizes::rebuild` counts them in the
+/// background after a start): a split divides them between its children.
+fn wait_counted(p: &PhysicalPartition) -> Result<(), StorageError> {
+    wait_counted_for(p, COUNTED_WAIT)
+}
+
+fn wait_counted_for(
+    p: &PhysicalPartition,
+    longest: std::time::Duration,
+) -> Result<(), StorageError> {
+    let since = std::time::Instant::now();
+    while p.stats.counting.load(Ordering::SeqCst) {
+        if since.elapsed() >= longest {
+            return Err(StorageError::Unavailable(format!(
+                "the sizes of physical partition {} are still being counted since startup",
+                p.id
+            )));
         }
-        if first {
-            watch.start(boundary);
-            first = false;
-        }
-        let (after, _) = watch.position();
-        let (mut bytes, mut logical, mut last) = (0i64, 0i64, None);
-        for r in scan_range_after(handle, sid, parent.start, boundary, after.as_deref())
-            .take(CHUNK_RECORDS)
-        {
-            let r = r?;
-            bytes += r.bytes;
-            logical += 1;
-            last = Some(size_key(sid, r.token, &r.pk));
-        }
-        let done = logical < CHUNK_RECORDS as i64;
-        if let Some(key) = last {
-            watch.counted(key, bytes, logical);
-        }
-        longest_us = longest_us.max(held.elapsed().as_micros() as u64);
-        if done {
-            return Ok(Some((guard, longest_us)));
-        }
-        drop(guard);
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    Ok(())
 }
 
 /// Splits a table's partitions until it has at least `n` (throughput-driven).
@@ -270,6 +253,7 @@ pub fn ensure_partitions(
 mod tests {
     use super::*;
     use crate::partition::sizes::{Accounting, PartitionLimits};
+    use crate::partition::split_watch::CHUNK_RECORDS;
     use crate::storage::{EmbeddedStore, Store, SyncMode, WriteBatch};
     use crate::tokens::MIN_TOKEN;
     use bytes::Bytes;
@@ -296,16 +280,23 @@ mod tests {
         acc.commit(maps, commit).unwrap();
     }
 
-    /// Writes keep landing (on both sides of the boundary, on records the split has and has not
-    /// counted yet) while the split counts in chunks: the children still start exact.
-    #[test]
-    fn a_split_counts_exactly_while_writes_continue_between_its_chunks() {
+    /// A store with table `sid` in one partition holding a bit more than 3 chunks of logical
+    /// partitions of 100 bytes each (keys 0..n).
+    #[allow(clippy::type_complexity)]
+    fn table_of_chunks(
+        sid: u64,
+    ) -> (
+        tempfile::TempDir,
+        Arc<PartitionMaps>,
+        Arc<Handles>,
+        Arc<crate::partition::map::PartitionMap>,
+        u64,
+    ) {
         let dir = tempfile::tempdir().unwrap();
         let store: Arc<dyn Store> =
             Arc::new(EmbeddedStore::open(dir.path(), SyncMode::None).unwrap());
         let maps = Arc::new(PartitionMaps::open(Arc::clone(&store)).unwrap());
         let handles = Arc::new(Handles::start(Arc::clone(&store)).unwrap());
-        let sid = 7;
         let mut batch = WriteBatch::default();
         let map = maps.initial_layout(sid, None, &mut batch);
         store.commit(batch).unwrap();
@@ -314,6 +305,15 @@ mod tests {
         for i in 0..n {
             write(&maps, &handles, sid, i, 0, 100);
         }
+        (dir, maps, handles, map, n)
+    }
+
+    /// Writes keep landing (on both sides of the boundary, on records the split has and has not
+    /// counted yet) while the split counts in chunks: the children still start exact.
+    #[test]
+    fn a_split_counts_exactly_while_writes_continue_between_its_chunks() {
+        let sid = 7;
+        let (_dir, maps, handles, map, n) = table_of_chunks(sid);
         let stop = Arc::new(AtomicBool::new(false));
         let writer = std::thread::spawn({
             let (maps, handles, stop) =
@@ -351,5 +351,44 @@ mod tests {
                 "{child:?}"
             );
         }
+    }
+
+    /// The startup recount (`sizes::recount`) in steps of one chunk, with writes between the
+    /// steps on records counted and not yet counted: it ends exact, and a split waits for it.
+    #[test]
+    fn a_recount_in_steps_ends_exact_while_writes_continue() {
+        let sid = 9;
+        let (_dir, maps, handles, map, n) = table_of_chunks(sid);
+        let p = Arc::clone(&map.parts[0]);
+        // As after a restart: counters lost.
+        p.stats.bytes.store(0, Ordering::SeqCst);
+        p.stats.logical.store(0, Ordering::SeqCst);
+        let handle = Arc::clone(handles.read(sid, &p).unwrap());
+        let mut steps = 0u64;
+        loop {
+            let mut budget = 1;
+            if crate::partition::sizes::recount(&*handle, sid, &p, &mut budget).unwrap() {
+                break;
+            }
+            assert!(p.stats.counting.load(Ordering::SeqCst));
+            // A split cannot divide counters that are not exact yet.
+            assert!(wait_counted_for(&p, std::time::Duration::ZERO).is_err());
+            write(&maps, &handles, sid, (steps * 7919) % n, 0, 10);
+            if steps < n / 2 {
+                write(&maps, &handles, sid, steps * 2 + 1, 100, 0);
+            }
+            write(&maps, &handles, sid, n + steps, 0, 30);
+            steps += 1;
+        }
+        assert!(steps >= 3, "counted in {steps} steps");
+        assert!(!p.stats.counting.load(Ordering::SeqCst));
+        let (mut bytes, mut logical) = (0i64, 0i64);
+        for r in scan_range(&*handle, sid, p.start, p.end) {
+            bytes += r.unwrap().bytes;
+            logical += 1;
+        }
+        assert_eq!(p.stats.bytes.load(Ordering::SeqCst), bytes);
+        assert_eq!(p.stats.logical.load(Ordering::SeqCst), logical);
+        assert!(wait_counted_for(&p, std::time::Duration::ZERO).is_ok());
     }
 }

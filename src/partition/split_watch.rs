@@ -9,9 +9,15 @@
 //! already counted (key <= cursor, token <= boundary) adds its change to the watch, and one it
 //! has not yet reached is simply read by a later chunk (scans read the latest data, and no
 //! write runs during a chunk). After the last chunk, still under the lock, the counts are exact.
+//!
+//! The startup recount of a partition's counters (`sizes::recount`) is the same count with the
+//! partition's end as the boundary, so the server can answer while it runs (see `sizes.rs`).
 
+use super::map::PhysicalPartition;
+use super::sizes::{scan_range_after, size_key};
+use crate::storage::{PartitionHandle, StorageError};
 use crate::tokens::Token;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLockWriteGuard};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Size records counted per hold of the parent's exclusive lock.
@@ -41,6 +47,10 @@ impl SplitWatch {
             ..Watch::default()
         };
         self.active.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_active(&self) -> bool {
+        self.active.load(Ordering::SeqCst)
     }
 
     pub fn stop(&self) {
@@ -86,4 +96,60 @@ impl SplitWatch {
             w.logical += logical;
         }
     }
+}
+
+/// How far [`count_chunks`] got.
+pub enum Counted<'a> {
+    /// Every record up to the boundary is counted: the partition's exclusive lock, held, and
+    /// the longest time it was held in one go (µs).
+    Done(RwLockWriteGuard<'a, ()>, u64),
+    /// The chunk budget ran out; the watch keeps its place for the next call.
+    Paused,
+    /// The partition was split (retired) meanwhile.
+    Retired,
+}
+
+/// Counts the size records of `part` with tokens up to `boundary` into its watch, one chunk
+/// per hold of its exclusive lock, at most `budget` chunks (decremented); starts the watch
+/// unless a previous call left it counting.
+pub fn count_chunks<'a>(
+    handle: &dyn PartitionHandle,
+    sid: u64,
+    part: &'a PhysicalPartition,
+    boundary: Token,
+    budget: &mut usize,
+) -> Result<Counted<'a>, StorageError> {
+    let watch = &part.stats.split_watch;
+    let mut longest_us = 0u64;
+    while *budget > 0 {
+        *budget -= 1;
+        let guard = part.stats.lock.write();
+        let held = std::time::Instant::now();
+        if part.stats.retired.load(Ordering::SeqCst) {
+            return Ok(Counted::Retired);
+        }
+        if !watch.is_active() {
+            watch.start(boundary);
+        }
+        let (after, _) = watch.position();
+        let (mut bytes, mut logical, mut last) = (0i64, 0i64, None);
+        for r in scan_range_after(handle, sid, part.start, boundary, after.as_deref())
+            .take(CHUNK_RECORDS)
+        {
+            let r = r?;
+            bytes += r.bytes;
+            logical += 1;
+            last = Some(size_key(sid, r.token, &r.pk));
+        }
+        let done = logical < CHUNK_RECORDS as i64;
+        if let Some(key) = last {
+            watch.counted(key, bytes, logical);
+        }
+        longest_us = longest_us.max(held.elapsed().as_micros() as u64);
+        if done {
+            return Ok(Counted::Done(guard, longest_us));
+        }
+        drop(guard);
+    }
+    Ok(Counted::Paused)
 }

@@ -459,9 +459,14 @@ impl Engine {
                 tracing::info!("replayed {replayed} batch log entries");
             }
         }
-        crate::partition::sizes::rebuild(&engine.handles, &engine.maps)
+        // A cluster node counts each partition when it takes it over (`partition::ownership`).
+        if engine.node.cluster.is_none() {
+            let splitter = engine.splitter.clone();
+            crate::partition::sizes::rebuild(&engine.handles, &engine.maps, move |sid, p| {
+                splitter.check(sid, p)
+            })
             .map_err(|e| e.to_string())?;
-        engine.splitter.check_all(&engine.maps);
+        }
         if let Some(node) = &engine.node.cluster {
             crate::partition::ownership::start(node, &engine.maps, &engine.handles);
         }

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-ROUNDS = 3
-WRITES_PER_ROUND = 25
+ROUNDS = 2
+WRITES_PER_ROUND = 100
 
 
 def writes_per_second(session, stmt, value):

@@ -163,6 +163,14 @@ pub fn execute(
             .fold((0, 0), |(r, b), (_, r2, b2)| (r + r2, b + b2));
         opts.ctx
             .add_charge(crate::partition::ru::read_cost(rows, bytes));
+        // What the read cost in storage: a clustering slice reads only its rows (tests check
+        // a slice of a wide partition reads no more than of a narrow one).
+        opts.ctx.trace(|| {
+            format!(
+                "Read {rows} stored rows ({bytes} bytes) from {} physical partition(s)",
+                out.meter.len()
+            )
+        });
         if opts.serial {
             // A SERIAL read is a Paxos round: charged a read plus a (minimal) write.
             let extra = crate::partition::ru::write_key_cost(0, 0);
