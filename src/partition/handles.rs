@@ -39,7 +39,8 @@ pub enum Placement {
 }
 
 /// Test hook for forwarding (`RINGGATE_TEST_PLACEMENT_OWNER=<node name>`): on every node of
-/// another name, every partition is `Remote(<node name>)`. Set once at startup
+/// another name, every partition is `Remote(<node name>)`, and the ownership loop assigns
+/// every partition to that node (`ownership.rs`). Set once at startup
 /// ([`set_test_placement_owner`]); unset, placement is the real one.
 static TEST_OWNER: OnceLock<String> = OnceLock::new();
 

@@ -201,3 +201,10 @@ pub fn until(limit: Duration, mut f: impl FnMut() -> bool) -> Option<Duration> {
     }
     None
 }
+
+/// A read of key `k` that any node answers from the shared store: a token range, which
+/// runs where it arrives (a single-partition SELECT runs on the partition's owner and is
+/// `NotOwner` elsewhere, forwarded by the server, which these in-process engines lack).
+pub fn read_anywhere(k: impl std::fmt::Display) -> String {
+    format!("SELECT v FROM ks.t WHERE token(k) >= token({k}) AND token(k) <= token({k})")
+}

@@ -135,6 +135,8 @@ fn create_table(engine: &Engine, keyspace: Option<&str>, ct: &CreateTable) -> Re
     })?;
     if let Some((sid, map)) = new_map {
         engine.maps.install(sid, map);
+        // Cluster mode: its partitions are taken now, not at the next ownership round.
+        engine.handles.ownership_wake().notify_one();
     }
     Ok(outcome(res.map(|r| r.0)))
 }
@@ -215,6 +217,7 @@ fn truncate(engine: &Engine, keyspace: Option<&str>, name: &QualifiedName) -> Re
     })?;
     if let Some((old, new, map)) = swap {
         engine.maps.install(new, map);
+        engine.handles.ownership_wake().notify_one();
         for id in old {
             spawn_drop_data(engine, id);
         }
