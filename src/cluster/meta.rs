@@ -216,6 +216,23 @@ impl MetaStore for EtcdMetaStore {
     fn meta_commit(&self, writes: Vec<(Bytes, Option<Bytes>)>) -> Result<()> {
         self.commit(Vec::new(), writes).map(|_| ())
     }
+
+    fn is_shared(&self) -> bool {
+        true
+    }
+
+    fn meta_get_versioned(&self, key: &[u8]) -> Result<Option<(Bytes, i64)>> {
+        EtcdMetaStore::meta_get_versioned(self, key)
+    }
+
+    fn meta_commit_if(
+        &self,
+        key: &[u8],
+        revision: i64,
+        writes: Vec<(Bytes, Option<Bytes>)>,
+    ) -> Result<()> {
+        EtcdMetaStore::meta_commit_if(self, key, revision, writes)
+    }
 }
 
 impl Drop for EtcdMetaStore {

@@ -24,6 +24,7 @@ pub mod members;
 pub mod meta;
 pub mod node;
 pub mod ownership;
+pub mod schema_versions;
 pub mod store;
 
 use crate::etcd::{EtcdClient, EtcdError};

@@ -186,12 +186,26 @@ class Node:
         return cmd
 
     def start(self):
+        """Starts the node and waits until it serves. A node restarted within its old
+        lease finds its name still registered and exits: it is started again until the old
+        lease has expired (bounded)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.proc = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL,
-                                     stderr=open(self.log_path, "a"),
-                                     **_spawn_opts(self.cluster.detach))
-        wait_port(self.port, self.proc, what=f"node {self.name}", log=self.log_path)
-        return self
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while True:
+            logged = self.log_path.stat().st_size if self.log_path.exists() else 0
+            self.proc = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL,
+                                         stderr=open(self.log_path, "a"),
+                                         **_spawn_opts(self.cluster.detach))
+            try:
+                wait_port(self.port, self.proc, what=f"node {self.name}", log=self.log_path)
+                return self
+            except RuntimeError:
+                with open(self.log_path, errors="replace") as f:
+                    f.seek(logged)
+                    taken = "already registered" in f.read()
+                if not taken or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.3)
 
     def running(self):
         return self.proc is not None and self.proc.poll() is None
