@@ -102,6 +102,9 @@ fn map_key(storage_id: u64) -> Vec<u8> {
 }
 
 const NEXT_ID_KEY: &[u8] = b"pmap-next-id";
+/// Shared metadata: rewritten with every split's map, so other nodes notice the split by one
+/// small read ([`PartitionMaps::follow`]) instead of scanning every map.
+const MAPS_CHANGED_KEY: &[u8] = b"pmap-changed";
 /// The first partition id of a table whose ids are its own (shared metadata).
 const FIRST_TABLE_ID: u64 = 1;
 /// Attempts of a split's compare-and-swap on its table's map against other nodes' splits.
@@ -111,6 +114,8 @@ const MAX_MAP_ATTEMPTS: usize = 32;
 pub struct PartitionMaps {
     maps: ArcSwap<HashMap<u64, Arc<PartitionMap>>>,
     next_id: AtomicU64,
+    /// The revision of [`MAPS_CHANGED_KEY`] last followed (shared metadata).
+    followed: std::sync::atomic::AtomicI64,
     store: Arc<dyn Store>,
     /// Keyspaces' shared throughput pools, by keyspace name (at most one per keyspace).
     pools: ArcSwap<HashMap<String, Arc<SharedPool>>>,
@@ -136,6 +141,7 @@ impl PartitionMaps {
             replacing: parking_lot::Mutex::new(()),
             maps: ArcSwap::from_pointee(maps),
             next_id: AtomicU64::new(next_id),
+            followed: Default::default(),
             store,
             pools: ArcSwap::from_pointee(HashMap::new()),
         })
@@ -319,6 +325,11 @@ impl PartitionMaps {
             };
             let mut batch = WriteBatch::default();
             batch.put(Space::Meta, key.clone(), encode_arcs(&new_map.parts));
+            batch.put(
+                Space::Meta,
+                MAPS_CHANGED_KEY,
+                storage_id.to_be_bytes().to_vec(),
+            );
             match crate::storage::commit_meta_if(meta, &key, revision, batch) {
                 Ok(()) => {
                     self.install(storage_id, Arc::new(new_map));
@@ -332,6 +343,25 @@ impl PartitionMaps {
             "the partition map of table {storage_id} changed concurrently \
              {MAX_MAP_ATTEMPTS} times"
         )))
+    }
+
+    /// Shared metadata: reloads the maps when a split (on any node) rewrote one since the
+    /// last call; true if it did. New and dropped tables' maps come with their schema change
+    /// (`Catalog::refresh`).
+    pub fn follow(&self) -> Result<bool, StorageError> {
+        let meta = self.store.metadata();
+        if !meta.is_shared() {
+            return Ok(false);
+        }
+        let revision = meta
+            .meta_get_versioned(MAPS_CHANGED_KEY)?
+            .map_or(0, |(_, r)| r);
+        if revision == self.followed.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        self.reload()?;
+        self.followed.store(revision, Ordering::Release);
+        Ok(true)
     }
 
     /// Shared metadata: loads the maps other nodes wrote (new tables', split tables') and

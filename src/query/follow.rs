@@ -8,8 +8,8 @@
 //! small read per interval per node is bounded and needs no reconnect logic; a change is
 //! seen within the interval, well before a driver's schema-agreement wait gives up (10 s).
 //!
-//! Not yet followed: a split made by another node (the map changes, the schema does not);
-//! this node sees it at the next schema change or restart.
+//! A split made by another node changes a map, not the schema: `PartitionMaps::follow` reads
+//! one small key the split rewrites and reloads the maps when it moved.
 
 use super::Engine;
 use std::sync::{Arc, Weak};
@@ -46,11 +46,8 @@ fn follow(engine: Weak<Engine>) {
         drop(e);
         std::thread::sleep(Duration::from_millis(POLL_MS));
         let Some(e) = engine.upgrade() else { return };
-        match e.catalog.refresh() {
-            Ok(changed) => {
-                if changed {
-                    tracing::debug!("adopted a schema written by another node");
-                }
+        match e.catalog.refresh().and_then(|_| follow_maps(&e)) {
+            Ok(()) => {
                 if failing {
                     tracing::info!("reading the cluster schema works again");
                 }
@@ -78,4 +75,12 @@ fn publish_version(e: &Engine, published: &mut Option<(uuid::Uuid, u64)>) {
         Ok(()) => *published = Some(now),
         Err(err) => tracing::warn!(error = %err, "cannot publish this node's schema version"),
     }
+}
+
+/// Reloads the partition maps when another node split a partition.
+fn follow_maps(e: &Engine) -> Result<(), crate::error::ClientError> {
+    e.maps
+        .follow()
+        .map(|_| ())
+        .map_err(|err| crate::error::ClientError::Server(err.to_string()))
 }

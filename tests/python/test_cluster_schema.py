@@ -16,7 +16,9 @@ clusterlib.require_or_skip(pytest)
 
 @pytest.fixture(scope="module")
 def cl():
-    c = clusterlib.LocalCluster(nodes=3).start()
+    # Small physical partitions, so a split by size (no schema change) is quick to cause.
+    c = clusterlib.LocalCluster(nodes=3, settings={"partitions.physical_split_bytes": "256KiB"})
+    c.start()
     yield c
     c.stop()
 
@@ -185,3 +187,34 @@ def test_schema_agreement_and_one_version_everywhere(cl, drivers):
         peers = list(on(sa, a, n, "SELECT peer_port, schema_version FROM system.peers_v2"))
         assert sorted(p.peer_port for p in peers) == sorted(m.port for m in cl.nodes if m is not n)
         assert {p.schema_version for p in peers} == versions
+
+
+def test_split_on_one_node_is_followed_by_the_others(cl, drivers):
+    """Data written through n3 (the writer until ownership exists) splits the table's
+    physical partition by size there, with no schema change; the others load the new map
+    (the split rewrites a key they follow), with the same ids and ranges."""
+    (a, sa), _ = drivers
+    ks = fresh("ks")
+    create_ks(sa, a, cl.node("n3"), ks)
+    on(sa, a, cl.node("n3"), f"CREATE TABLE {ks}.t (pk int PRIMARY KEY, v text)")
+
+    def parts(node):
+        rows = on(sa, a, node, "SELECT partition_id, token_start, token_end FROM "
+                               "system_views.physical_partitions WHERE keyspace_name = %s "
+                               "AND table_name = 't'", (ks,))
+        return sorted((r.partition_id, r.token_start, r.token_end) for r in rows)
+
+    before = parts(cl.node("n1"))
+    assert len(before) == 1
+    version = on(sa, a, cl.node("n1"), "SELECT schema_version FROM system.local").one()
+    host = host_of(a, cl.node("n3"))
+    insert = sa.prepare(f"INSERT INTO {ks}.t (pk, v) VALUES (?, ?)")
+    for i in range(200):
+        sa.execute(insert, (i, "x" * 4000), host=host)
+    wait_until(lambda: len(parts(cl.node("n3"))) > 1, timeout=30, message="a split on n3")
+    at_owner = parts(cl.node("n3"))
+    for n in ("n1", "n2"):
+        wait_until(lambda: parts(cl.node(n)) == at_owner, timeout=20,
+                   message=f"{n} to follow the split")
+    # It came without a schema change.
+    assert on(sa, a, cl.node("n1"), "SELECT schema_version FROM system.local").one() == version
