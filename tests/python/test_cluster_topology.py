@@ -48,6 +48,13 @@ class Recorder(HostStateListener):
         with self.lock:
             return (what, port) in self.events
 
+    def seen_after(self, what, port, earlier):
+        """(what, port) recorded after the first (earlier, port)."""
+        with self.lock:
+            if (earlier, port) not in self.events:
+                return False
+            return (what, port) in self.events[self.events.index((earlier, port)):]
+
 
 def local_host_id(cluster, session, node):
     host = next(h for h in cluster.metadata.all_hosts() if h.endpoint.port == node.port)
@@ -165,3 +172,34 @@ def test_register_for_topology_and_status_gets_only_those_events(cl):
                                 ("TOPOLOGY_CHANGE", "NEW_NODE", "127.0.0.1", new.port)]
     finally:
         sock.close()
+
+
+def test_paused_node_is_removed_and_announced_again_when_it_rejoins(cl):
+    """SIGSTOP past the lease: the others drop the node (REMOVED_NODE); after SIGCONT it
+    finds its lease gone, joins again on a new one, and is announced (NEW_NODE) and served."""
+    c = cl.connect(cl.node("n1"))
+    rec = Recorder()
+    c.register_listener(rec)
+    s = c.connect()
+    try:
+        wait_until(lambda: len(c.metadata.all_hosts()) == 3, timeout=30,
+                   message="the driver to know three hosts")
+        paused = cl.node("n2")
+        paused.pause()
+        try:
+            wait_until(lambda: rec.seen("remove", paused.port), timeout=30,
+                       message="the paused node to be removed")
+        finally:
+            paused.resume()
+        wait_until(lambda: rec.seen_after("add", paused.port, "remove"), timeout=40,
+                   message="the resumed node to be added again")
+
+        def served():
+            try:
+                return local_host_id(c, s, paused)
+            except Exception:  # noqa: BLE001 - the pool to it may still be opening
+                return None
+        host = next(h for h in c.metadata.all_hosts() if h.endpoint.port == paused.port)
+        assert wait_until(served, timeout=30, message="a query on it") == host.host_id
+    finally:
+        c.shutdown()
