@@ -353,9 +353,7 @@ impl PartitionMaps {
         if !meta.is_shared() {
             return Ok(false);
         }
-        let revision = meta
-            .meta_get_versioned(MAPS_CHANGED_KEY)?
-            .map_or(0, |(_, r)| r);
+        let revision = meta.meta_revision(MAPS_CHANGED_KEY)?;
         if revision == self.followed.load(Ordering::Acquire) {
             return Ok(false);
         }

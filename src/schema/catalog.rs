@@ -117,9 +117,15 @@ impl Catalog {
 
     /// Adopts the stored schema if another node changed it; true if it did.
     pub fn refresh(&self) -> Result<bool, SchemaError> {
-        let _guard = self.ddl.lock();
+        let meta = self.store.metadata();
+        // The revision alone first: the document is read only when it moved.
+        let stored = meta.meta_revision(SCHEMA_KEY).map_err(server_error)?;
         let before = self.revision.load(Ordering::Acquire);
-        Ok(self.adopt_stored(self.store.metadata())? != before)
+        if !meta.is_shared() || stored == before {
+            return Ok(false);
+        }
+        let _guard = self.ddl.lock();
+        Ok(self.adopt_stored(meta)? != before)
     }
 
     /// With a shared store: reads the stored document and, if it is not the one in memory,

@@ -288,6 +288,12 @@ pub trait MetaStore: Send + Sync {
         Ok(self.meta_get(key)?.map(|v| (v, 0)))
     }
 
+    /// The revision [`meta_get_versioned`](Self::meta_get_versioned) would give, without
+    /// the value (0: absent, or a store without revisions).
+    fn meta_revision(&self, key: &[u8]) -> Result<i64> {
+        Ok(self.meta_get_versioned(key)?.map_or(0, |(_, r)| r))
+    }
+
     /// Applies `writes` atomically if `key` is still at `revision` (0: absent), else
     /// `StorageError::Conflict` with nothing written. A store only this process writes
     /// commits unconditionally.
