@@ -7,7 +7,7 @@
 pub mod catalog;
 pub mod ddl;
 pub mod describe;
-mod diff;
+pub mod diff;
 mod peers;
 pub mod system;
 

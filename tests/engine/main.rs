@@ -6,6 +6,7 @@
 
 mod gc_grace;
 mod index_build;
+mod schema_diff;
 #[path = "../shared/mod.rs"]
 mod shared;
 mod stored_types;
