@@ -10,6 +10,8 @@
 //!   no lease: it outlives owners, so epochs never go backwards); taking ownership is one
 //!   transaction that checks the owner key absent and the epoch key unchanged.
 //! - `meta.rs`: `storage::MetaStore` on etcd under `meta/`, plus a compare-and-swap commit.
+//! - `schema_versions.rs`: `schema-version/<node name>` = the schema version the node serves,
+//!   on its lease (system.peers shows it; drivers wait for agreement on it).
 //!
 //! Every key is under the `Control`'s root prefix (e.g. `ringgate/<cluster name>/`), so several
 //! clusters (and tests) can share one etcd.
