@@ -366,18 +366,31 @@ impl PartitionMaps {
     /// forgets those no longer stored (dropped tables); partitions unchanged stay as they are.
     pub fn reload(&self) -> Result<(), StorageError> {
         let _replacing = self.replacing.lock();
-        let mut next = HashMap::new();
-        let current = self.maps.load_full();
+        let at_scan = self.maps.load_full();
+        let mut stored = Vec::new();
         for item in scan_maps(&*self.store) {
-            let (sid, stored) = decode_entry(item?)?;
-            let cur = current.get(&sid);
-            let map = match merge_stored(cur.map(|c| &**c), stored) {
-                Some(m) => Arc::new(m),
-                None => Arc::clone(cur.expect("unchanged means present")),
-            };
-            next.insert(sid, map);
+            stored.push(decode_entry(item?)?);
         }
-        self.maps.store(Arc::new(next));
+        let stored: Vec<(u64, Arc<PartitionMap>)> = (stored.into_iter())
+            .map(|(sid, m)| (sid, Arc::new(m)))
+            .collect();
+        // A map a local DDL installed during the scan (its table created after the scan
+        // read) is kept, not lost to the older listing.
+        self.maps.rcu(|now| {
+            let mut next: HashMap<u64, Arc<PartitionMap>> = (now.iter())
+                .filter(|(sid, _)| !at_scan.contains_key(*sid))
+                .map(|(sid, m)| (*sid, Arc::clone(m)))
+                .collect();
+            for (sid, map) in &stored {
+                let cur = now.get(sid);
+                let merged = match merge_stored(cur.map(|c| &**c), clone_map(map)) {
+                    Some(m) => Arc::new(m),
+                    None => Arc::clone(cur.expect("unchanged means present")),
+                };
+                next.insert(*sid, merged);
+            }
+            next
+        });
         Ok(())
     }
 
@@ -431,6 +444,13 @@ fn split_map(
     parts.splice(pos..=pos, [Arc::clone(&l), Arc::clone(&r)]);
     let new_map = PartitionMap { parts };
     new_map.check().then_some((new_map, [l, r]))
+}
+
+/// A map sharing `map`'s partitions (the stored listing may be merged more than once).
+fn clone_map(map: &PartitionMap) -> PartitionMap {
+    PartitionMap {
+        parts: map.parts.clone(),
+    }
 }
 
 fn scan_maps(store: &dyn Store) -> crate::storage::ScanIter {
@@ -556,6 +576,51 @@ mod tests {
                 "table {sid} on disk"
             );
         }
+    }
+
+    /// A second process's view (another node): it loads a split and a drop another writer
+    /// committed, keeps its unchanged partitions (their live accounting) as they were, and
+    /// keeps a map installed after its listing was read.
+    #[test]
+    fn reload_follows_another_writer_and_keeps_what_did_not_change() {
+        use crate::storage::{EmbeddedStore, SyncMode};
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> =
+            Arc::new(EmbeddedStore::open(dir.path(), SyncMode::None).unwrap());
+        let writer = PartitionMaps::open(Arc::clone(&store)).unwrap();
+        for sid in [100, 101] {
+            let mut batch = WriteBatch::default();
+            let map = writer.initial_layout(sid, Some(20_000), &mut batch);
+            store.commit(batch).unwrap();
+            writer.install(sid, map);
+        }
+        let follower = PartitionMaps::open(Arc::clone(&store)).unwrap();
+        let kept = Arc::clone(&follower.get(100).unwrap().parts[1]);
+        kept.stats.bytes.store(77, Ordering::SeqCst);
+        let parent = Arc::clone(&writer.get(100).unwrap().parts[0]);
+        let mid = ((parent.start as i128 + parent.end as i128) / 2) as Token;
+        writer
+            .replace_with_children(100, &parent, mid, (0, 0), (0, 0))
+            .unwrap()
+            .unwrap();
+        let mut batch = WriteBatch::default();
+        writer.remove(101, &mut batch);
+        store.commit(batch).unwrap();
+        follower.reload().unwrap();
+        let now = follower.get(100).unwrap();
+        assert_eq!(now.parts.len(), 3);
+        assert!(now.check());
+        assert!(
+            Arc::ptr_eq(&now.parts[2], &kept),
+            "unchanged partition replaced"
+        );
+        assert_eq!(now.parts[2].stats.bytes.load(Ordering::SeqCst), 77);
+        assert!(follower.get(101).is_none(), "dropped table's map kept");
+        follower.reload().unwrap();
+        assert!(
+            Arc::ptr_eq(&follower.get(100).unwrap(), &now),
+            "no-op reload swapped"
+        );
     }
 
     fn map(n: u64) -> PartitionMap {
