@@ -102,6 +102,15 @@ impl EtcdMetaStore {
         Ok(kv.map(|kv| (Bytes::from(kv.value), kv.mod_revision)))
     }
 
+    /// The key's mod revision (0: absent), without reading its value.
+    pub fn meta_revision(&self, key: &[u8]) -> Result<i64> {
+        let (client, key) = (self.client.clone(), self.full_key(key));
+        let r = self
+            .block(async move { client.mod_revision(&key).await })?
+            .map_err(storage_error)?;
+        Ok(r.unwrap_or(0))
+    }
+
     /// Applies `writes` atomically if `key` is still at `revision` (0: still absent);
     /// `Conflict` otherwise, with nothing written.
     pub fn meta_commit_if(
@@ -215,6 +224,27 @@ impl MetaStore for EtcdMetaStore {
 
     fn meta_commit(&self, writes: Vec<(Bytes, Option<Bytes>)>) -> Result<()> {
         self.commit(Vec::new(), writes).map(|_| ())
+    }
+
+    fn is_shared(&self) -> bool {
+        true
+    }
+
+    fn meta_get_versioned(&self, key: &[u8]) -> Result<Option<(Bytes, i64)>> {
+        EtcdMetaStore::meta_get_versioned(self, key)
+    }
+
+    fn meta_revision(&self, key: &[u8]) -> Result<i64> {
+        EtcdMetaStore::meta_revision(self, key)
+    }
+
+    fn meta_commit_if(
+        &self,
+        key: &[u8],
+        revision: i64,
+        writes: Vec<(Bytes, Option<Bytes>)>,
+    ) -> Result<()> {
+        EtcdMetaStore::meta_commit_if(self, key, revision, writes)
     }
 }
 

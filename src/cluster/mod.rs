@@ -12,6 +12,8 @@
 //! - `assignment.rs`: who should own each partition (by end token), computed alike by every
 //!   node from the live members: balanced, stable under joins and leaves.
 //! - `meta.rs`: `storage::MetaStore` on etcd under `meta/`, plus a compare-and-swap commit.
+//! - `schema_versions.rs`: `schema-version/<node name>` = the schema version the node serves,
+//!   on its lease (system.peers shows it; drivers wait for agreement on it).
 //!
 //! Every key is under the `Control`'s root prefix (e.g. `ringgate/<cluster name>/`), so several
 //! clusters (and tests) can share one etcd.
@@ -27,6 +29,7 @@ pub mod members;
 pub mod meta;
 pub mod node;
 pub mod ownership;
+pub mod schema_versions;
 pub mod store;
 
 use crate::etcd::{EtcdClient, EtcdError};

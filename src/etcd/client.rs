@@ -218,6 +218,13 @@ impl EtcdClient {
         RangeResponse::from_json(&self.call("/v3/kv/range", &req).await?)
     }
 
+    /// The mod revision of `key` without its value (None: absent): a cheap "did it change".
+    pub async fn mod_revision(&self, key: &[u8]) -> Result<Option<i64>, EtcdError> {
+        let req = with_range(json!({"limit": "1", "keys_only": true}), key, None);
+        let r = RangeResponse::from_json(&self.call("/v3/kv/range", &req).await?)?;
+        Ok(r.kvs.first().map(|kv| kv.mod_revision))
+    }
+
     pub async fn get(&self, key: &[u8]) -> Result<Option<super::KeyValue>, EtcdError> {
         Ok(self.range(key, None, 1).await?.kvs.into_iter().next())
     }

@@ -93,18 +93,29 @@ struct StoredMap {
     parts: Vec<PhysicalPartition>,
 }
 
+const MAP_PREFIX: &[u8] = b"pmap/";
+
 fn map_key(storage_id: u64) -> Vec<u8> {
-    let mut k = b"pmap/".to_vec();
+    let mut k = MAP_PREFIX.to_vec();
     k.extend_from_slice(&storage_id.to_be_bytes());
     k
 }
 
 const NEXT_ID_KEY: &[u8] = b"pmap-next-id";
+/// Shared metadata: rewritten with every split's map, so other nodes notice the split by one
+/// small read ([`PartitionMaps::follow`]) instead of scanning every map.
+const MAPS_CHANGED_KEY: &[u8] = b"pmap-changed";
+/// The first partition id of a table whose ids are its own (shared metadata).
+const FIRST_TABLE_ID: u64 = 1;
+/// Attempts of a split's compare-and-swap on its table's map against other nodes' splits.
+const MAX_MAP_ATTEMPTS: usize = 32;
 
 /// All tables' partition maps.
 pub struct PartitionMaps {
     maps: ArcSwap<HashMap<u64, Arc<PartitionMap>>>,
     next_id: AtomicU64,
+    /// The revision of [`MAPS_CHANGED_KEY`] last followed (shared metadata).
+    followed: std::sync::atomic::AtomicI64,
     store: Arc<dyn Store>,
     /// Keyspaces' shared throughput pools, by keyspace name (at most one per keyspace).
     pools: ArcSwap<HashMap<String, Arc<SharedPool>>>,
@@ -121,28 +132,9 @@ impl PartitionMaps {
     /// Loads every stored map.
     pub fn open(store: Arc<dyn Store>) -> Result<PartitionMaps, StorageError> {
         let mut maps = HashMap::new();
-        let prefix = b"pmap/";
-        let end = crate::storage::prefix_successor(prefix).expect("prefix has a successor");
-        for item in store.metadata().meta_scan(
-            std::ops::Bound::Included(&prefix[..]),
-            std::ops::Bound::Excluded(&end[..]),
-        ) {
-            let (k, v) = item?;
-            let id_bytes: [u8; 8] = k[prefix.len()..]
-                .try_into()
-                .map_err(|_| StorageError::Corrupt("bad partition map key".into()))?;
-            let stored: StoredMap = serde_json::from_slice(&v)
-                .map_err(|e| StorageError::Corrupt(format!("bad partition map: {e}")))?;
-            let map = PartitionMap {
-                parts: stored.parts.into_iter().map(Arc::new).collect(),
-            };
-            if !map.check() {
-                return Err(StorageError::Corrupt(format!(
-                    "partition map of table {} does not cover the ring",
-                    u64::from_be_bytes(id_bytes)
-                )));
-            }
-            maps.insert(u64::from_be_bytes(id_bytes), Arc::new(map));
+        for item in scan_maps(&*store) {
+            let (sid, map) = decode_entry(item?)?;
+            maps.insert(sid, Arc::new(map));
         }
         let next_id = match store.metadata().meta_get(NEXT_ID_KEY)? {
             Some(v) if v.len() == 8 => u64::from_be_bytes(v[..].try_into().expect("8 bytes")),
@@ -152,6 +144,7 @@ impl PartitionMaps {
             replacing: parking_lot::Mutex::new(()),
             maps: ArcSwap::from_pointee(maps),
             next_id: AtomicU64::new(next_id),
+            followed: Default::default(),
             store,
             pools: ArcSwap::from_pointee(HashMap::new()),
             min_initial: AtomicU64::new(1),
@@ -179,14 +172,17 @@ impl PartitionMaps {
     ) -> Arc<PartitionMap> {
         let n = partitions_for_throughput(throughput).max(self.min_initial.load(Ordering::Relaxed));
         let ranges = equal_ranges(n);
-        let first = self
-            .next_id
-            .fetch_add(ranges.len() as u64, Ordering::SeqCst);
-        batch.put(
-            Space::Meta,
-            NEXT_ID_KEY,
-            (first + ranges.len() as u64).to_be_bytes().to_vec(),
-        );
+        // Shared metadata (cluster mode): ids are per table (see the module doc), and a new
+        // storage id (unique through the schema's compare-and-swap) has none yet.
+        let first = match self.store.metadata().is_shared() {
+            true => FIRST_TABLE_ID,
+            false => {
+                let first = (self.next_id).fetch_add(ranges.len() as u64, Ordering::SeqCst);
+                let next = (first + ranges.len() as u64).to_be_bytes().to_vec();
+                batch.put(Space::Meta, NEXT_ID_KEY, next);
+                first
+            }
+        };
         let parts: Vec<PhysicalPartition> = ranges
             .into_iter()
             .enumerate()
@@ -272,6 +268,8 @@ impl PartitionMaps {
     /// new map is committed in one batch (a crash leaves the old or the new map) and then
     /// installed. The caller holds the parent's write lock, so no write to its range is in
     /// flight. Returns the children, or None if the parent is no longer in the map.
+    /// Shared metadata: a compare-and-swap on the table's stored map (other nodes split
+    /// other partitions of it), the children numbered after the largest id in it.
     pub fn replace_with_children(
         &self,
         storage_id: u64,
@@ -281,35 +279,23 @@ impl PartitionMaps {
         right: (i64, i64),
     ) -> Result<Option<[Arc<PhysicalPartition>; 2]>, StorageError> {
         let _replacing = self.replacing.lock();
+        let at = SplitAt {
+            parent,
+            boundary,
+            left,
+            right,
+        };
+        let meta = self.store.metadata();
+        if meta.is_shared() {
+            return self.replace_shared(storage_id, &at);
+        }
         let Some(map) = self.get(storage_id) else {
             return Ok(None);
         };
-        let Some(pos) = map.parts.iter().position(|p| p.id == parent.id) else {
-            return Ok(None);
-        };
-        if boundary <= parent.start || boundary >= parent.end {
-            return Ok(None);
-        }
         let first = self.next_id.fetch_add(2, Ordering::SeqCst);
-        let child = |id: u64, start: Token, end: Token, (bytes, logical): (i64, i64)| {
-            let p = PhysicalPartition {
-                id,
-                start,
-                end,
-                stats: PartStats::default(),
-            };
-            p.stats.bytes.store(bytes, Ordering::SeqCst);
-            p.stats.logical.store(logical, Ordering::SeqCst);
-            Arc::new(p)
-        };
-        let l = child(first, parent.start, boundary, left);
-        let r = child(first + 1, boundary, parent.end, right);
-        let mut parts = map.parts.clone();
-        parts.splice(pos..=pos, [Arc::clone(&l), Arc::clone(&r)]);
-        let new_map = PartitionMap { parts };
-        if !new_map.check() {
+        let Some((new_map, children)) = split_map(&map, &at, first) else {
             return Ok(None);
-        }
+        };
         let mut batch = WriteBatch::default();
         batch.put(
             Space::Meta,
@@ -321,9 +307,101 @@ impl PartitionMaps {
             map_key(storage_id),
             encode_arcs(&new_map.parts),
         );
-        crate::storage::commit_meta(self.store.metadata(), batch)?;
+        crate::storage::commit_meta(meta, batch)?;
         self.install(storage_id, Arc::new(new_map));
-        Ok(Some([l, r]))
+        Ok(Some(children))
+    }
+
+    fn replace_shared(
+        &self,
+        storage_id: u64,
+        at: &SplitAt,
+    ) -> Result<Option<[Arc<PhysicalPartition>; 2]>, StorageError> {
+        let meta = self.store.metadata();
+        let key = map_key(storage_id);
+        for _ in 0..MAX_MAP_ATTEMPTS {
+            let Some((doc, revision)) = meta.meta_get_versioned(&key)? else {
+                return Ok(None);
+            };
+            let current = self.get(storage_id);
+            let stored = decode_map(storage_id, &doc)?;
+            let map = match merge_stored(current.as_deref(), stored) {
+                Some(m) => Arc::new(m),
+                None => current.expect("unchanged means present"),
+            };
+            let first = map.parts.iter().map(|p| p.id).max().unwrap_or(0) + 1;
+            let Some((new_map, children)) = split_map(&map, at, first) else {
+                return Ok(None);
+            };
+            let mut batch = WriteBatch::default();
+            batch.put(Space::Meta, key.clone(), encode_arcs(&new_map.parts));
+            batch.put(
+                Space::Meta,
+                MAPS_CHANGED_KEY,
+                storage_id.to_be_bytes().to_vec(),
+            );
+            match crate::storage::commit_meta_if(meta, &key, revision, batch) {
+                Ok(()) => {
+                    self.install(storage_id, Arc::new(new_map));
+                    return Ok(Some(children));
+                }
+                Err(StorageError::Conflict { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(StorageError::Unavailable(format!(
+            "the partition map of table {storage_id} changed concurrently \
+             {MAX_MAP_ATTEMPTS} times"
+        )))
+    }
+
+    /// Shared metadata: reloads the maps when a split (on any node) rewrote one since the
+    /// last call; true if it did. New and dropped tables' maps come with their schema change
+    /// (`Catalog::refresh`).
+    pub fn follow(&self) -> Result<bool, StorageError> {
+        let meta = self.store.metadata();
+        if !meta.is_shared() {
+            return Ok(false);
+        }
+        let revision = meta.meta_revision(MAPS_CHANGED_KEY)?;
+        if revision == self.followed.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        self.reload()?;
+        self.followed.store(revision, Ordering::Release);
+        Ok(true)
+    }
+
+    /// Shared metadata: loads the maps other nodes wrote (new tables', split tables') and
+    /// forgets those no longer stored (dropped tables); partitions unchanged stay as they are.
+    pub fn reload(&self) -> Result<(), StorageError> {
+        let _replacing = self.replacing.lock();
+        let at_scan = self.maps.load_full();
+        let mut stored = Vec::new();
+        for item in scan_maps(&*self.store) {
+            stored.push(decode_entry(item?)?);
+        }
+        let stored: Vec<(u64, Arc<PartitionMap>)> = (stored.into_iter())
+            .map(|(sid, m)| (sid, Arc::new(m)))
+            .collect();
+        // A map a local DDL installed during the scan (its table created after the scan
+        // read) is kept, not lost to the older listing.
+        self.maps.rcu(|now| {
+            let mut next: HashMap<u64, Arc<PartitionMap>> = (now.iter())
+                .filter(|(sid, _)| !at_scan.contains_key(*sid))
+                .map(|(sid, m)| (*sid, Arc::clone(m)))
+                .collect();
+            for (sid, map) in &stored {
+                let cur = now.get(sid);
+                let merged = match merge_stored(cur.map(|c| &**c), clone_map(map)) {
+                    Some(m) => Arc::new(m),
+                    None => Arc::clone(cur.expect("unchanged means present")),
+                };
+                next.insert(*sid, merged);
+            }
+            next
+        });
+        Ok(())
     }
 
     /// Every table's current map.
@@ -334,6 +412,107 @@ impl PartitionMaps {
             .map(|(k, v)| (*k, Arc::clone(v)))
             .collect()
     }
+}
+
+/// A split: the partition, where, and the children's accounting (bytes, logical partitions).
+struct SplitAt<'a> {
+    parent: &'a PhysicalPartition,
+    boundary: Token,
+    left: (i64, i64),
+    right: (i64, i64),
+}
+
+/// `map` with the parent replaced by two children numbered `first`, `first + 1`; None if the
+/// parent (same id and range) is not in it or the boundary is outside it.
+fn split_map(
+    map: &PartitionMap,
+    at: &SplitAt,
+    first: u64,
+) -> Option<(PartitionMap, [Arc<PhysicalPartition>; 2])> {
+    let (parent, boundary) = (at.parent, at.boundary);
+    let pos = map
+        .parts
+        .iter()
+        .position(|p| p.id == parent.id && p.start == parent.start && p.end == parent.end)?;
+    if boundary <= parent.start || boundary >= parent.end {
+        return None;
+    }
+    let child = |id: u64, start: Token, end: Token, (bytes, logical): (i64, i64)| {
+        let p = PhysicalPartition {
+            id,
+            start,
+            end,
+            stats: PartStats::default(),
+        };
+        p.stats.bytes.store(bytes, Ordering::SeqCst);
+        p.stats.logical.store(logical, Ordering::SeqCst);
+        Arc::new(p)
+    };
+    let l = child(first, parent.start, boundary, at.left);
+    let r = child(first + 1, boundary, parent.end, at.right);
+    let mut parts = map.parts.clone();
+    parts.splice(pos..=pos, [Arc::clone(&l), Arc::clone(&r)]);
+    let new_map = PartitionMap { parts };
+    new_map.check().then_some((new_map, [l, r]))
+}
+
+/// A map sharing `map`'s partitions (the stored listing may be merged more than once).
+fn clone_map(map: &PartitionMap) -> PartitionMap {
+    PartitionMap {
+        parts: map.parts.clone(),
+    }
+}
+
+fn scan_maps(store: &dyn Store) -> crate::storage::ScanIter {
+    let prefix = MAP_PREFIX;
+    let end = crate::storage::prefix_successor(prefix).expect("prefix has a successor");
+    store.metadata().meta_scan(
+        std::ops::Bound::Included(prefix),
+        std::ops::Bound::Excluded(&end[..]),
+    )
+}
+
+/// A stored map entry: (storage id, map), checked to cover the ring.
+fn decode_entry((k, v): (bytes::Bytes, bytes::Bytes)) -> Result<(u64, PartitionMap), StorageError> {
+    let id_bytes: [u8; 8] = k[MAP_PREFIX.len()..]
+        .try_into()
+        .map_err(|_| StorageError::Corrupt("bad partition map key".into()))?;
+    let sid = u64::from_be_bytes(id_bytes);
+    Ok((sid, decode_map(sid, &v)?))
+}
+
+fn decode_map(sid: u64, v: &[u8]) -> Result<PartitionMap, StorageError> {
+    let stored: StoredMap = serde_json::from_slice(v)
+        .map_err(|e| StorageError::Corrupt(format!("bad partition map: {e}")))?;
+    let map = PartitionMap {
+        parts: stored.parts.into_iter().map(Arc::new).collect(),
+    };
+    if !map.check() {
+        return Err(StorageError::Corrupt(format!(
+            "partition map of table {sid} does not cover the ring"
+        )));
+    }
+    Ok(map)
+}
+
+/// `stored` with the partitions `current` already has (same id and range) kept as they
+/// are, so their live accounting survives a reload; None when nothing differs.
+fn merge_stored(current: Option<&PartitionMap>, stored: PartitionMap) -> Option<PartitionMap> {
+    let same = |a: &PhysicalPartition, b: &PhysicalPartition| {
+        a.id == b.id && a.start == b.start && a.end == b.end
+    };
+    let known = |p: &Arc<PhysicalPartition>| {
+        current.and_then(|c| c.parts.iter().find(|q| same(q, p)).cloned())
+    };
+    let parts: Vec<_> = stored
+        .parts
+        .iter()
+        .map(|p| known(p).unwrap_or_else(|| Arc::clone(p)))
+        .collect();
+    let unchanged = current.is_some_and(|c| {
+        c.parts.len() == parts.len() && c.parts.iter().zip(&parts).all(|(a, b)| Arc::ptr_eq(a, b))
+    });
+    (!unchanged).then_some(PartitionMap { parts })
 }
 
 fn encode_arcs(parts: &[Arc<PhysicalPartition>]) -> Vec<u8> {
@@ -407,6 +586,51 @@ mod tests {
                 "table {sid} on disk"
             );
         }
+    }
+
+    /// A second process's view (another node): it loads a split and a drop another writer
+    /// committed, keeps its unchanged partitions (their live accounting) as they were, and
+    /// keeps a map installed after its listing was read.
+    #[test]
+    fn reload_follows_another_writer_and_keeps_what_did_not_change() {
+        use crate::storage::{EmbeddedStore, SyncMode};
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> =
+            Arc::new(EmbeddedStore::open(dir.path(), SyncMode::None).unwrap());
+        let writer = PartitionMaps::open(Arc::clone(&store)).unwrap();
+        for sid in [100, 101] {
+            let mut batch = WriteBatch::default();
+            let map = writer.initial_layout(sid, Some(20_000), &mut batch);
+            store.commit(batch).unwrap();
+            writer.install(sid, map);
+        }
+        let follower = PartitionMaps::open(Arc::clone(&store)).unwrap();
+        let kept = Arc::clone(&follower.get(100).unwrap().parts[1]);
+        kept.stats.bytes.store(77, Ordering::SeqCst);
+        let parent = Arc::clone(&writer.get(100).unwrap().parts[0]);
+        let mid = ((parent.start as i128 + parent.end as i128) / 2) as Token;
+        writer
+            .replace_with_children(100, &parent, mid, (0, 0), (0, 0))
+            .unwrap()
+            .unwrap();
+        let mut batch = WriteBatch::default();
+        writer.remove(101, &mut batch);
+        store.commit(batch).unwrap();
+        follower.reload().unwrap();
+        let now = follower.get(100).unwrap();
+        assert_eq!(now.parts.len(), 3);
+        assert!(now.check());
+        assert!(
+            Arc::ptr_eq(&now.parts[2], &kept),
+            "unchanged partition replaced"
+        );
+        assert_eq!(now.parts[2].stats.bytes.load(Ordering::SeqCst), 77);
+        assert!(follower.get(101).is_none(), "dropped table's map kept");
+        follower.reload().unwrap();
+        assert!(
+            Arc::ptr_eq(&follower.get(100).unwrap(), &now),
+            "no-op reload swapped"
+        );
     }
 
     fn map(n: u64) -> PartitionMap {

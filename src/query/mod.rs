@@ -8,6 +8,7 @@ pub mod changefeed;
 pub mod clustering;
 pub mod complex;
 pub mod eval;
+pub mod follow;
 pub mod functions;
 pub mod index;
 pub mod long;

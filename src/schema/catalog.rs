@@ -1,50 +1,71 @@
 //! The catalog: the current schema snapshot, its persistence and serialized DDL.
+//!
+//! Cluster mode (the metadata store is shared: etcd): DDL is a compare-and-swap on the
+//! schema document's revision. It reads the stored document (adopting it first when another
+//! node changed it), runs the change, and commits only if the document is still at that
+//! revision; on `Conflict` it reads again and re-runs the change (so the DDL closure must be
+//! re-runnable), at most [`MAX_DDL_ATTEMPTS`] times. Two nodes creating one table: the loser
+//! re-runs on the winner's schema and answers AlreadyExists (nothing with IF NOT EXISTS).
+//! [`Catalog::refresh`] (called by the node's follower, `query/follow.rs`) adopts a document
+//! another node wrote: the `before_adopt` hook loads the new partition maps first (a table
+//! is never visible without its map), then the schema becomes current and the changes
+//! (diffed, `diff.rs`) go to [`Catalog::subscribe`]rs, which push SCHEMA_CHANGE events.
 
 use super::{ColumnDef, ColumnKind, KeyspaceDef, Schema, SchemaError, TableOptions};
 use crate::cql::types::{CqlType, UdtDef};
-use crate::storage::{Space, Store, WriteBatch};
+use crate::storage::{MetaStore, Space, StorageError, Store, WriteBatch};
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, OnceLock};
 use uuid::Uuid;
 
 /// Key of the schema document in the metadata space.
 const SCHEMA_KEY: &[u8] = b"schema";
 /// Storage ids below this are reserved.
 const FIRST_STORAGE_ID: u64 = 16;
+/// DDL attempts against concurrent changes from other nodes before giving up (each lost
+/// attempt means another node's DDL committed, so this bounds only a storm of DDL).
+pub const MAX_DDL_ATTEMPTS: usize = 32;
+/// Schema changes queued for subscribers that lag (they miss older ones).
+const CHANGES_QUEUED: usize = 1024;
+
+/// Runs before a schema written by another node becomes current (loads its partition maps).
+pub type BeforeAdopt = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 pub struct Catalog {
     current: ArcSwap<Schema>,
-    /// Serializes DDL (schema changes are rare; reads never take it).
+    /// Serializes DDL and adoption (schema changes are rare; reads never take it).
     ddl: Mutex<()>,
     store: Arc<dyn Store>,
+    /// The metadata store's revision of the current document (0 for a store only this
+    /// process writes).
+    revision: AtomicI64,
+    before_adopt: OnceLock<BeforeAdopt>,
+    changes: tokio::sync::broadcast::Sender<super::ddl::SchemaChange>,
 }
 
 impl Catalog {
     /// Loads the persisted schema (or starts empty) and adds the built-in system keyspaces.
     pub fn open(store: Arc<dyn Store>) -> Result<Catalog, SchemaError> {
-        let mut schema = match store
+        let stored = store
             .metadata()
-            .meta_get(SCHEMA_KEY)
-            .map_err(|e| SchemaError::Server(e.to_string()))?
-        {
-            Some(doc) => decode(&doc)?,
-            None => Schema {
-                keyspaces: BTreeMap::new(),
-                version: Uuid::new_v4(),
-                next_storage_id: FIRST_STORAGE_ID,
-            },
+            .meta_get_versioned(SCHEMA_KEY)
+            .map_err(server_error)?;
+        let (schema, revision) = match stored {
+            Some((doc, revision)) => (with_system(decode(&doc)?), revision),
+            None => (with_system(empty()), 0),
         };
         warn_oversized_types(&schema);
-        for ks in super::system::keyspaces() {
-            schema.keyspaces.insert(ks.name.clone(), Arc::new(ks));
-        }
         Ok(Catalog {
             current: ArcSwap::from_pointee(schema),
             ddl: Mutex::new(()),
             store,
+            revision: AtomicI64::new(revision),
+            before_adopt: OnceLock::new(),
+            changes: tokio::sync::broadcast::channel(CHANGES_QUEUED).0,
         })
     }
 
@@ -53,24 +74,109 @@ impl Catalog {
         self.current.load_full()
     }
 
+    /// Sets what runs before a schema another node wrote becomes current (once).
+    pub fn set_before_adopt(&self, hook: BeforeAdopt) {
+        let _ = self.before_adopt.set(hook);
+    }
+
+    /// Schema changes made by other nodes, as this node adopts them.
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<super::ddl::SchemaChange> {
+        self.changes.subscribe()
+    }
+
     /// Applies a schema change: `f` edits a copy of the schema and returns its result; the new
     /// schema gets a new version, is persisted atomically, then becomes current. `extra` ops are
-    /// committed in the same atomic batch (e.g. a new table's physical partition map).
+    /// committed in the same atomic batch (e.g. a new table's physical partition map). With a
+    /// shared metadata store `f` may run more than once (see the module doc).
     pub fn update<T>(
         &self,
-        f: impl FnOnce(&mut Schema, &mut WriteBatch) -> Result<T, SchemaError>,
+        mut f: impl FnMut(&mut Schema, &mut WriteBatch) -> Result<T, SchemaError>,
     ) -> Result<T, SchemaError> {
         let _guard = self.ddl.lock();
-        let mut next = (*self.current.load_full()).clone();
-        let mut batch = WriteBatch::default();
-        let out = f(&mut next, &mut batch)?;
-        next.version = Uuid::new_v4();
-        batch.put(Space::Meta, SCHEMA_KEY, encode(&next)?);
-        crate::storage::commit_meta(self.store.metadata(), batch)
-            .map_err(|e| SchemaError::Server(e.to_string()))?;
-        self.current.store(Arc::new(next));
-        Ok(out)
+        let meta = self.store.metadata();
+        for _ in 0..MAX_DDL_ATTEMPTS {
+            let revision = self.adopt_stored(meta)?;
+            let mut next = (*self.current.load_full()).clone();
+            let mut batch = WriteBatch::default();
+            let out = f(&mut next, &mut batch)?;
+            next.version = Uuid::new_v4();
+            batch.put(Space::Meta, SCHEMA_KEY, encode(&next)?);
+            match crate::storage::commit_meta_if(meta, SCHEMA_KEY, revision, batch) {
+                Ok(()) => {
+                    self.current.store(Arc::new(next));
+                    return Ok(out);
+                }
+                Err(StorageError::Conflict { .. }) => continue,
+                Err(e) => return Err(server_error(e)),
+            }
+        }
+        Err(SchemaError::Server(format!(
+            "the schema changed concurrently {MAX_DDL_ATTEMPTS} times: try the statement again"
+        )))
     }
+
+    /// Adopts the stored schema if another node changed it; true if it did.
+    pub fn refresh(&self) -> Result<bool, SchemaError> {
+        let meta = self.store.metadata();
+        // The revision alone first: the document is read only when it moved.
+        let stored = meta.meta_revision(SCHEMA_KEY).map_err(server_error)?;
+        let before = self.revision.load(Ordering::Acquire);
+        if !meta.is_shared() || stored == before {
+            return Ok(false);
+        }
+        let _guard = self.ddl.lock();
+        Ok(self.adopt_stored(meta)? != before)
+    }
+
+    /// With a shared store: reads the stored document and, if it is not the one in memory,
+    /// makes it current (maps first, then the schema, then the change events). Returns the
+    /// revision the next commit must compare. The caller holds `ddl`.
+    fn adopt_stored(&self, meta: &dyn MetaStore) -> Result<i64, SchemaError> {
+        if !meta.is_shared() {
+            return Ok(0);
+        }
+        let Some((doc, revision)) = meta.meta_get_versioned(SCHEMA_KEY).map_err(server_error)?
+        else {
+            return Ok(0);
+        };
+        if revision == self.revision.load(Ordering::Acquire) {
+            return Ok(revision);
+        }
+        let next = with_system(decode(&doc)?);
+        let old = self.current.load_full();
+        if next.version != old.version {
+            if let Some(hook) = self.before_adopt.get() {
+                hook().map_err(SchemaError::Server)?;
+            }
+            let changes = super::diff::changes(&old, &next);
+            self.current.store(Arc::new(next));
+            for c in changes {
+                let _ = self.changes.send(c);
+            }
+        }
+        self.revision.store(revision, Ordering::Release);
+        Ok(revision)
+    }
+}
+
+fn server_error(e: StorageError) -> SchemaError {
+    SchemaError::Server(e.to_string())
+}
+
+fn empty() -> Schema {
+    Schema {
+        keyspaces: BTreeMap::new(),
+        version: Uuid::new_v4(),
+        next_storage_id: FIRST_STORAGE_ID,
+    }
+}
+
+/// Adds the built-in system keyspaces (never stored).
+fn with_system(mut schema: Schema) -> Schema {
+    for ks in super::system::keyspaces() {
+        schema.keyspaces.insert(ks.name.clone(), Arc::new(ks));
+    }
+    schema
 }
 
 #[derive(Serialize, Deserialize)]
@@ -139,45 +245,59 @@ fn encode(schema: &Schema) -> Result<Vec<u8>, SchemaError> {
                 cosmosdb_provisioned_throughput: k.cosmosdb_provisioned_throughput,
                 cosmosdb_autoscale_max_throughput: k.cosmosdb_autoscale_max_throughput,
                 types: types_in_dependency_order(&k.types)
-                    .into_iter()
-                    .map(|t| StoredType {
-                        name: t.name.clone(),
-                        fields: t
-                            .fields
-                            .iter()
-                            .map(|(n, ty)| (n.clone(), type_string(ty)))
-                            .collect(),
-                    })
+                    .iter()
+                    .map(|t| stored_type(t))
                     .collect(),
-                tables: k
-                    .tables
-                    .values()
-                    .map(|t| StoredTable {
-                        name: t.name.clone(),
-                        id: t.id,
-                        storage_id: t.storage_id,
-                        columns: t
-                            .columns
-                            .iter()
-                            .map(|c| StoredColumn {
-                                name: c.name.clone(),
-                                ty: type_string(&c.ty),
-                                kind: c.kind,
-                                position: c.position,
-                                desc: c.desc,
-                                id: c.id,
-                            })
-                            .collect(),
-                        options: t.options.clone(),
-                        next_column_id: t.next_column_id,
-                        dropped: t.dropped.clone(),
-                        indexes: t.indexes.clone(),
-                    })
-                    .collect(),
+                tables: k.tables.values().map(|t| stored_table(t)).collect(),
             })
             .collect(),
     };
     serde_json::to_vec(&stored).map_err(|e| SchemaError::Server(e.to_string()))
+}
+
+fn stored_type(t: &UdtDef) -> StoredType {
+    StoredType {
+        name: t.name.clone(),
+        fields: t
+            .fields
+            .iter()
+            .map(|(n, ty)| (n.clone(), type_string(ty)))
+            .collect(),
+    }
+}
+
+fn stored_table(t: &super::TableDef) -> StoredTable {
+    StoredTable {
+        name: t.name.clone(),
+        id: t.id,
+        storage_id: t.storage_id,
+        columns: t
+            .columns
+            .iter()
+            .map(|c| StoredColumn {
+                name: c.name.clone(),
+                ty: type_string(&c.ty),
+                kind: c.kind,
+                position: c.position,
+                desc: c.desc,
+                id: c.id,
+            })
+            .collect(),
+        options: t.options.clone(),
+        next_column_id: t.next_column_id,
+        dropped: t.dropped.clone(),
+        indexes: t.indexes.clone(),
+    }
+}
+
+/// A table's stored form, for comparing two versions of it (`diff.rs`).
+pub(super) fn table_fingerprint(t: &super::TableDef) -> Vec<u8> {
+    serde_json::to_vec(&stored_table(t)).unwrap_or_default()
+}
+
+/// A user type's stored form, for comparing two versions of it.
+pub(super) fn type_fingerprint(t: &UdtDef) -> Vec<u8> {
+    serde_json::to_vec(&stored_type(t)).unwrap_or_default()
 }
 
 /// Type strings in the stored schema: user types are written by (quoted) name and resolved

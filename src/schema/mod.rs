@@ -7,6 +7,8 @@
 pub mod catalog;
 pub mod ddl;
 pub mod describe;
+pub mod diff;
+mod peers;
 pub mod system;
 
 use crate::cql::types::{CqlType, UdtDef};

@@ -569,10 +569,10 @@ pub fn keyspaces() -> Vec<KeyspaceDef> {
 /// One row of a virtual table: a cell per column of the table, in column order.
 pub type VRow = Vec<Option<Bytes>>;
 
-fn text(s: &str) -> Option<Bytes> {
+pub(super) fn text(s: &str) -> Option<Bytes> {
     Some(Bytes::copy_from_slice(s.as_bytes()))
 }
-fn int(v: i32) -> Option<Bytes> {
+pub(super) fn int(v: i32) -> Option<Bytes> {
     Some(Bytes::copy_from_slice(&v.to_be_bytes()))
 }
 fn bigint(v: i64) -> Option<Bytes> {
@@ -584,10 +584,10 @@ fn boolean(v: bool) -> Option<Bytes> {
 fn double(v: f64) -> Option<Bytes> {
     Some(Bytes::copy_from_slice(&v.to_be_bytes()))
 }
-fn uuid(u: &Uuid) -> Option<Bytes> {
+pub(super) fn uuid(u: &Uuid) -> Option<Bytes> {
     Some(Bytes::copy_from_slice(u.as_bytes()))
 }
-fn inet(ip: IpAddr) -> Option<Bytes> {
+pub(super) fn inet(ip: IpAddr) -> Option<Bytes> {
     Some(match ip {
         IpAddr::V4(a) => Bytes::copy_from_slice(&a.octets()),
         IpAddr::V6(a) => Bytes::copy_from_slice(&a.octets()),
@@ -598,7 +598,7 @@ fn put_elem(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b);
 }
 /// list<text> or set<text> (the caller sorts sets).
-fn text_list<S: AsRef<str>>(items: &[S]) -> Option<Bytes> {
+pub(super) fn text_list<S: AsRef<str>>(items: &[S]) -> Option<Bytes> {
     let mut out = Vec::new();
     out.extend_from_slice(&(items.len() as i32).to_be_bytes());
     for i in items {
@@ -617,7 +617,7 @@ fn text_map(m: &BTreeMap<String, String>) -> Option<Bytes> {
 }
 
 /// Fills a row by column name; columns not named stay null.
-fn row(table: &TableDef, cells: &[(&str, Option<Bytes>)]) -> VRow {
+pub(super) fn row(table: &TableDef, cells: &[(&str, Option<Bytes>)]) -> VRow {
     let mut r = vec![None; table.columns.len()];
     for (name, v) in cells {
         if let Some(i) = table.column_index(name) {
@@ -632,7 +632,9 @@ pub fn virtual_rows(schema: &Schema, node: &NodeInfo, table: &TableDef) -> Optio
     let t = table;
     let rows = match (t.keyspace.as_str(), t.name.as_str()) {
         ("system", "local") => local_rows(schema, node, t),
-        ("system", "peers") | ("system", "peers_v2") | ("system", "size_estimates") => vec![],
+        ("system", "peers") => super::peers::peer_rows(node, t, false),
+        ("system", "peers_v2") => super::peers::peer_rows(node, t, true),
+        ("system", "size_estimates") => vec![],
         ("system", "IndexInfo") => index_info_rows(schema, t),
         ("system_schema", "keyspaces") => schema
             .keyspaces
@@ -691,8 +693,8 @@ pub fn virtual_rows(schema: &Schema, node: &NodeInfo, table: &TableDef) -> Optio
 
 /// system.local: this node.
 fn local_rows(schema: &Schema, node: &NodeInfo, t: &TableDef) -> Vec<VRow> {
-    let mut tokens: Vec<String> = node.tokens.iter().map(|t| t.to_string()).collect();
-    tokens.sort();
+    let tokens = super::peers::local_tokens(node);
+    let rpc = super::peers::local_rpc_address(node);
     vec![row(
         t,
         &[
@@ -714,8 +716,8 @@ fn local_rows(schema: &Schema, node: &NodeInfo, t: &TableDef) -> Vec<VRow> {
             ("partitioner", text(PARTITIONER)),
             ("rack", text(&node.rack)),
             ("release_version", text(RELEASE_VERSION)),
-            ("rpc_address", inet(node.listen.ip())),
-            ("rpc_port", int(node.listen.port() as i32)),
+            ("rpc_address", inet(rpc.ip())),
+            ("rpc_port", int(rpc.port() as i32)),
             ("schema_version", uuid(&schema.version)),
             ("tokens", text_list(&tokens)),
         ],

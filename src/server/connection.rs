@@ -38,8 +38,10 @@ struct State {
     authenticated: bool,
     /// v5 after READY/AUTHENTICATE: segment decoder for incoming bytes.
     segments: Option<SegmentDecoder>,
-    /// Pushes SCHEMA_CHANGE events after REGISTER; stopped when the connection ends.
+    /// Pushes the events the client REGISTERed for; stopped when the connection ends.
     forwarder: Option<tokio::task::JoinHandle<()>>,
+    /// The event types registered so far (a later REGISTER adds to them).
+    registered: Vec<&'static str>,
     session: Session,
     /// The keyspace set by USE, shared with the request tasks of this connection.
     keyspace: Arc<parking_lot::Mutex<Option<String>>>,
@@ -92,6 +94,7 @@ pub async fn serve<S>(
         authenticated: !shared.config.auth.enabled,
         segments: None,
         forwarder: None,
+        registered: Vec::new(),
         session: Session::default(),
         keyspace: Arc::new(parking_lot::Mutex::new(None)),
         in_flight: Arc::clone(&in_flight),
@@ -446,7 +449,8 @@ async fn auth_response(
     st.auth_failures < super::auth_guard::MAX_FAILURES_PER_CONNECTION
 }
 
-/// REGISTER: schema change events are forwarded (topology and status never change).
+/// REGISTER: the events of the registered types are forwarded (topology and status change
+/// only in cluster mode, `cluster_events.rs`).
 async fn register(
     shared: &Arc<Shared>,
     st: &mut State,
@@ -463,12 +467,21 @@ async fn register(
             .protocol_error(format!("Invalid value '{bad}' for Type"))
             .await;
     }
-    if st.forwarder.is_none() && events.iter().any(|e| e == "SCHEMA_CHANGE") {
+    for kind in ["TOPOLOGY_CHANGE", "STATUS_CHANGE", "SCHEMA_CHANGE"] {
+        if events.iter().any(|e| e == kind) && !st.registered.contains(&kind) {
+            st.registered.push(kind);
+        }
+    }
+    if let Some(old) = st.forwarder.take() {
+        old.abort();
+    }
+    if !st.registered.is_empty() {
         st.forwarder = Some(spawn_event_forwarder(
             shared,
             reply.tx.clone(),
             reply.version,
             st.compression,
+            st.registered.clone(),
         ));
     }
     reply
@@ -1010,11 +1023,13 @@ fn spawn_event_forwarder(
     tx: mpsc::Sender<Out>,
     version: u8,
     compression: Compression,
+    registered: Vec<&'static str>,
 ) -> tokio::task::JoinHandle<()> {
     let mut rx = shared.events.subscribe();
     tokio::spawn(async move {
         loop {
             match rx.recv().await {
+                Ok(ev) if !registered.contains(&ev.event_type()) => {}
                 Ok(ev) => {
                     let frame = encode(
                         version,

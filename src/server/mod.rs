@@ -2,6 +2,7 @@
 
 pub mod auth;
 mod auth_guard;
+mod cluster_events;
 mod connection;
 pub mod convert;
 mod forward;
@@ -28,7 +29,7 @@ use tokio::sync::{broadcast, watch, OwnedSemaphorePermit, Semaphore};
 pub struct Shared {
     pub engine: Arc<Engine>,
     pub config: Arc<Config>,
-    /// Schema changes, pushed to connections that REGISTERed for them.
+    /// Schema, topology and status changes, pushed to connections that REGISTERed for them.
     pub events: broadcast::Sender<Arc<Event>>,
     /// Slots for requests that may run long (scans), run on blocking threads; more wait for a
     /// slot without holding a thread (see `query::long`).
@@ -109,6 +110,7 @@ pub async fn run(
         unsent: out_budget::GlobalOut::new(config.limits.max_unsent_bytes.0 as usize),
         peers: peer::PeerPool::new(peer_login(&config)),
     });
+    cluster_events::start(&shared);
     let max_conns = config.limits.max_connections;
     let conns = Arc::new(Semaphore::new(max_conns));
     loop {

@@ -48,6 +48,7 @@ pub fn open(cfg: &Config, listen: SocketAddr, clock: Clock) -> Result<Opened, St
     let limits = engine_limits(cfg, &clock);
     let engine = Arc::new(Engine::with_clock(Arc::clone(&store), node, limits, clock)?);
     crate::query::purge::install(&engine);
+    crate::query::follow::install(&engine);
     crate::query::write::resume_drop_data(&engine).map_err(|e| e.to_string())?;
     Ok(Opened { store, engine })
 }

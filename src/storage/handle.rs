@@ -284,4 +284,36 @@ pub trait MetaStore: Send + Sync {
     fn meta_scan(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> ScanIter;
     /// Applies the writes atomically (a None value deletes).
     fn meta_commit(&self, writes: Vec<(Bytes, Option<Bytes>)>) -> Result<()>;
+
+    /// Whether other processes write this store too (cluster mode: etcd). Then changes built
+    /// on what was read go through [`meta_commit_if`](Self::meta_commit_if), since a copy in
+    /// memory may be stale.
+    fn is_shared(&self) -> bool {
+        false
+    }
+
+    /// The value with a revision token for [`meta_commit_if`](Self::meta_commit_if). A store
+    /// only this process writes has no revisions (always 0): its writers serialize in memory.
+    fn meta_get_versioned(&self, key: &[u8]) -> Result<Option<(Bytes, i64)>> {
+        Ok(self.meta_get(key)?.map(|v| (v, 0)))
+    }
+
+    /// The revision [`meta_get_versioned`](Self::meta_get_versioned) would give, without
+    /// the value (0: absent, or a store without revisions).
+    fn meta_revision(&self, key: &[u8]) -> Result<i64> {
+        Ok(self.meta_get_versioned(key)?.map_or(0, |(_, r)| r))
+    }
+
+    /// Applies `writes` atomically if `key` is still at `revision` (0: absent), else
+    /// `StorageError::Conflict` with nothing written. A store only this process writes
+    /// commits unconditionally.
+    fn meta_commit_if(
+        &self,
+        key: &[u8],
+        revision: i64,
+        writes: Vec<(Bytes, Option<Bytes>)>,
+    ) -> Result<()> {
+        let _ = (key, revision);
+        self.meta_commit(writes)
+    }
 }

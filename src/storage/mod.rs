@@ -285,6 +285,20 @@ pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
 /// Commits a batch of metadata writes through the metadata store (one atomic commit); a write
 /// to another key space is a caller's bug, refused whole.
 pub fn commit_meta(meta: &dyn handle::MetaStore, batch: WriteBatch) -> Result<()> {
+    meta.meta_commit(meta_writes(batch)?)
+}
+
+/// [`commit_meta`] if `key` is still at `revision` (`MetaStore::meta_commit_if`).
+pub fn commit_meta_if(
+    meta: &dyn handle::MetaStore,
+    key: &[u8],
+    revision: i64,
+    batch: WriteBatch,
+) -> Result<()> {
+    meta.meta_commit_if(key, revision, meta_writes(batch)?)
+}
+
+fn meta_writes(batch: WriteBatch) -> Result<Vec<(Bytes, Option<Bytes>)>> {
     let mut writes = Vec::with_capacity(batch.ops.len());
     for op in batch.ops {
         if op.space != Space::Meta {
@@ -295,7 +309,7 @@ pub fn commit_meta(meta: &dyn handle::MetaStore, batch: WriteBatch) -> Result<()
         }
         writes.push((op.key, op.value));
     }
-    meta.meta_commit(writes)
+    Ok(writes)
 }
 
 /// Deletes every key of `space` in `[lo, hi)`, in batches of at most 1,000 keys (each batch

@@ -69,6 +69,12 @@ async fn meta_store_reads_scans_and_commits() {
         assert_eq!(store.meta_get(b"pmap/000").unwrap(), None);
         assert_eq!(store.meta_get(b"pmap/001").unwrap(), Some(b("x")));
         assert_eq!(keys(&store, Bound::Unbounded, Bound::Unbounded).len(), 41);
+        // The revision alone (what the schema follower polls) moves with every write.
+        let (_, rev) = store.meta_get_versioned(b"pmap/001").unwrap().unwrap();
+        assert_eq!(store.meta_revision(b"pmap/001").unwrap(), rev);
+        assert_eq!(store.meta_revision(b"pmap/000").unwrap(), 0);
+        store.meta_commit(vec![put("pmap/001", "y")]).unwrap();
+        assert!(store.meta_revision(b"pmap/001").unwrap() > rev);
     })
     .await
     .unwrap();

@@ -1,0 +1,86 @@
+//! Cluster mode: following the schema and partition maps other nodes write to etcd.
+//!
+//! A thread per node reads the schema document's revision every [`POLL_MS`] and, when another
+//! node changed it, has the catalog adopt it (`Catalog::refresh`): the partition maps are
+//! reloaded first (the hook set in [`install`]), so a new table is never visible without
+//! its map, then the schema becomes current and its changes go out as SCHEMA_CHANGE events
+//! (`server` subscribes to `Catalog::subscribe`). Why polling and not an etcd watch: one
+//! small read per interval per node is bounded and needs no reconnect logic; a change is
+//! seen within the interval, well before a driver's schema-agreement wait gives up (10 s).
+//!
+//! A split made by another node changes a map, not the schema: `PartitionMaps::follow` reads
+//! one small key the split rewrites and reloads the maps when it moved.
+
+use super::Engine;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+/// How often the stored schema's revision is read.
+pub const POLL_MS: u64 = 200;
+
+/// Sets the catalog's map-reload hook (always) and, with a shared metadata store, starts the
+/// follower thread, which ends with the engine.
+pub fn install(engine: &Arc<Engine>) {
+    let maps = Arc::clone(&engine.maps);
+    engine
+        .catalog
+        .set_before_adopt(Box::new(move || maps.reload().map_err(|e| e.to_string())));
+    if !engine.store.metadata().is_shared() {
+        return;
+    }
+    let weak = Arc::downgrade(engine);
+    let spawned = std::thread::Builder::new()
+        .name("schema-follow".into())
+        .spawn(move || follow(weak));
+    if let Err(e) = spawned {
+        tracing::error!(error = %e, "cannot start the schema follower");
+    }
+}
+
+fn follow(engine: Weak<Engine>) {
+    let mut failing = false;
+    let mut published = None;
+    loop {
+        let Some(e) = engine.upgrade() else { return };
+        publish_version(&e, &mut published);
+        drop(e);
+        std::thread::sleep(Duration::from_millis(POLL_MS));
+        let Some(e) = engine.upgrade() else { return };
+        match e.catalog.refresh().and_then(|_| follow_maps(&e)) {
+            Ok(()) => {
+                if failing {
+                    tracing::info!("reading the cluster schema works again");
+                }
+                failing = false;
+            }
+            // Logged once per outage, not every interval.
+            Err(err) if !failing => {
+                tracing::warn!(error = %err, "cannot read the cluster schema");
+                failing = true;
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+/// Publishes the schema version this node serves (system.peers on the other nodes shows it)
+/// when it or the node's lease changed since the last time.
+fn publish_version(e: &Engine, published: &mut Option<(uuid::Uuid, u64)>) {
+    let Some(node) = &e.node.cluster else { return };
+    let now = (e.schema().version, node.lease_generation());
+    if *published == Some(now) {
+        return;
+    }
+    match crate::cluster::schema_versions::publish(node, &now.0.to_string()) {
+        Ok(()) => *published = Some(now),
+        Err(err) => tracing::warn!(error = %err, "cannot publish this node's schema version"),
+    }
+}
+
+/// Reloads the partition maps when another node split a partition.
+fn follow_maps(e: &Engine) -> Result<(), crate::error::ClientError> {
+    e.maps
+        .follow()
+        .map(|_| ())
+        .map_err(|err| crate::error::ClientError::Server(err.to_string()))
+}
