@@ -30,6 +30,9 @@ pub enum MemberEvent {
     /// The member's record changed (e.g. it restarted with a new lease).
     Changed(Member),
     Left(String),
+    /// The member's owned end tokens changed (published by ownership, `ClusterNode`): drivers
+    /// refresh their token maps on the TOPOLOGY_CHANGE MOVED_NODE it becomes.
+    Moved(String),
 }
 
 fn member_key(ctl: &Control, name: &str) -> Vec<u8> {

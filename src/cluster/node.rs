@@ -141,8 +141,16 @@ impl ClusterNode {
         self.tokens.load_full()
     }
 
+    /// Publishes each node's owned end tokens; a node whose tokens changed is announced as
+    /// `MemberEvent::Moved` (a new node's first tokens too).
     pub fn publish_tokens(&self, tokens: BTreeMap<String, Vec<i64>>) {
-        self.tokens.store(Arc::new(tokens));
+        let old = self.tokens.swap(Arc::new(tokens));
+        let new = self.tokens.load();
+        for (name, t) in new.iter() {
+            if old.get(name) != Some(t) {
+                let _ = self.events.send(MemberEvent::Moved(name.clone()));
+            }
+        }
     }
 
     /// Runs `f` on the node's runtime and waits for it (from any thread, also from a worker of

@@ -158,6 +158,12 @@ impl PartitionMaps {
     }
 
     /// New tables start with at least `n` partitions (equal token ranges).
+    /// The end tokens of a new table's partitions (the least layout it starts with).
+    pub fn initial_end_tokens(&self) -> Vec<i64> {
+        let n = self.min_initial.load(Ordering::Relaxed);
+        equal_ranges(n).into_iter().map(|(_, end)| end).collect()
+    }
+
     pub fn set_min_initial_partitions(&self, n: u64) {
         self.min_initial.store(n.max(1), Ordering::Relaxed);
     }

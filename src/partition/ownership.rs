@@ -149,8 +149,12 @@ impl Loop {
             .map_err(|e| e.to_string())?;
         let ready = self.ready(node, &lease).await?;
         let tables = maps.all();
+        // The initial layout's end tokens count even before a table uses them: every new
+        // table starts with those ranges, so their owners are known (and published to drivers)
+        // before the table exists, and drivers route its rows well from its first write.
         let ends: Vec<i64> = (tables.iter())
             .flat_map(|(_, m)| m.parts.iter().map(|p| p.end))
+            .chain(maps.initial_end_tokens())
             .collect();
         let test_owner = std::env::var("RINGGATE_TEST_PLACEMENT_OWNER").ok();
         let names: Vec<&str> = (members.keys())
@@ -188,7 +192,7 @@ impl Loop {
             }
         }
         self.take_all(node, handles, to_take).await;
-        self.publish(node, &tables, &owners);
+        self.publish(node, &tables, &owners, &want);
         Ok(())
     }
 
@@ -373,8 +377,16 @@ impl Loop {
         node: &ClusterNode,
         tables: &[(u64, Arc<super::map::PartitionMap>)],
         owners: &BTreeMap<(u64, u64), crate::cluster::Owner>,
+        want: &BTreeMap<i64, &str>,
     ) {
         let mut by_node: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+        // End tokens no partition has yet (the initial layout's) go to their assigned node.
+        let used: std::collections::BTreeSet<i64> = (tables.iter())
+            .flat_map(|(_, m)| m.parts.iter().map(|p| p.end))
+            .collect();
+        for (end, who) in want.iter().filter(|(end, _)| !used.contains(*end)) {
+            by_node.entry(who.to_string()).or_default().push(*end);
+        }
         for (sid, map) in tables {
             for p in &map.parts {
                 let key = (*sid, p.id);

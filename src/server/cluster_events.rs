@@ -5,7 +5,8 @@
 //! - cluster mode: TOPOLOGY_CHANGE NEW_NODE and STATUS_CHANGE UP when a node joins,
 //!   STATUS_CHANGE UP when one comes back (its record changed: a restart), STATUS_CHANGE DOWN
 //!   and TOPOLOGY_CHANGE REMOVED_NODE when one leaves (its lease ended: stopped or dead), from
-//!   `ClusterNode::subscribe`. The address is the node's `advertise` (its CQL address), the
+//!   `ClusterNode::subscribe`; TOPOLOGY_CHANGE MOVED_NODE when the end tokens a node owns
+//!   changed (drivers then read system.peers again and rebuild their token maps). The address is the node's `advertise` (its CQL address), the
 //!   one system.peers_v2 shows, so a driver finds the host the event is about.
 
 use super::Shared;
@@ -82,6 +83,10 @@ fn member_events(known: &mut HashMap<String, SocketAddr>, e: MemberEvent) -> Vec
             out.push(status(StatusChangeType::Up, addr));
             out
         }
+        MemberEvent::Moved(name) => match known.get(&name) {
+            Some(addr) => vec![topology(TopologyChangeType::MovedNode, *addr)],
+            None => Vec::new(),
+        },
         MemberEvent::Left(name) => match known.remove(&name) {
             Some(addr) => vec![
                 status(StatusChangeType::Down, addr),
