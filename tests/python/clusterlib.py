@@ -300,3 +300,27 @@ class LocalCluster:
         if self.pg:
             self.pg.remove()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def pinned_policy(port):
+    """A load balancing policy that sends every request to the node listening on `port`:
+    the nodes share 127.0.0.1, so WhiteListRoundRobinPolicy (by address) cannot tell them
+    apart once the driver discovers them through system.peers_v2."""
+    from cassandra.policies import HostDistance, RoundRobinPolicy
+
+    class Pinned(RoundRobinPolicy):
+        def populate(self, cluster, hosts):
+            super().populate(cluster, [h for h in hosts if h.endpoint.port == port])
+
+        def distance(self, host):
+            return HostDistance.LOCAL if host.endpoint.port == port else HostDistance.IGNORED
+
+        def on_up(self, host):
+            if host.endpoint.port == port:
+                super().on_up(host)
+
+        def on_add(self, host):
+            if host.endpoint.port == port:
+                super().on_add(host)
+
+    return Pinned()

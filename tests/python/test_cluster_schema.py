@@ -5,8 +5,10 @@ schema agreement. Real processes: etcd, PostgreSQL and three ringgate nodes (clu
 skipped loudly without the binaries unless RINGGATE_REQUIRE_POSTGRES/ETCD is set."""
 import threading
 
+import time
+
 import pytest
-from cassandra import AlreadyExists, InvalidRequest
+from cassandra import Unavailable, AlreadyExists, InvalidRequest
 
 import clusterlib
 from rgtest import wait_until
@@ -17,7 +19,8 @@ clusterlib.require_or_skip(pytest)
 @pytest.fixture(scope="module")
 def cl():
     # Small physical partitions, so a split by size (no schema change) is quick to cause.
-    c = clusterlib.LocalCluster(nodes=3, settings={"partitions.physical_split_bytes": "256KiB"})
+    c = clusterlib.LocalCluster(nodes=3, settings={"partitions.physical_split_bytes": "256KiB",
+                                                   "cluster.initial_partitions": "1"})
     c.start()
     yield c
     c.stop()
@@ -190,9 +193,9 @@ def test_schema_agreement_and_one_version_everywhere(cl, drivers):
 
 
 def test_split_on_one_node_is_followed_by_the_others(cl, drivers):
-    """Data written through n3 (the writer until ownership exists) splits the table's
-    physical partition by size there, with no schema change; the others load the new map
-    (the split rewrites a key they follow), with the same ids and ranges."""
+    """Data written through n3 splits a physical partition by size on its owner, with no
+    schema change; the others load the new map (the split rewrites a key they follow), with
+    the same ids and ranges."""
     (a, sa), _ = drivers
     ks = fresh("ks")
     create_ks(sa, a, cl.node("n3"), ks)
@@ -205,16 +208,27 @@ def test_split_on_one_node_is_followed_by_the_others(cl, drivers):
         return sorted((r.partition_id, r.token_start, r.token_end) for r in rows)
 
     before = parts(cl.node("n1"))
-    assert len(before) == 1
+    assert len(before) >= 1  # cluster.initial_partitions
     version = on(sa, a, cl.node("n1"), "SELECT schema_version FROM system.local").one()
     host = host_of(a, cl.node("n3"))
     insert = sa.prepare(f"INSERT INTO {ks}.t (pk, v) VALUES (?, ?)")
     for i in range(200):
-        sa.execute(insert, (i, "x" * 4000), host=host)
-    wait_until(lambda: len(parts(cl.node("n3"))) > 1, timeout=30, message="a split on n3")
-    at_owner = parts(cl.node("n3"))
-    for n in ("n1", "n2"):
-        wait_until(lambda: parts(cl.node(n)) == at_owner, timeout=20,
-                   message=f"{n} to follow the split")
+        # A split's children have no owner for a moment (Unavailable after lease + 1 s when
+        # taking them takes longer: a gap noted for issue 17); the writer retries.
+        for attempt in range(30):
+            try:
+                sa.execute(insert, (i, "x" * 4000), host=host)
+                break
+            except Unavailable:
+                assert attempt < 29, "the split's children were never taken"
+                time.sleep(1)
+    # The owner of the written partitions splits (forwarded writes), whichever node it is.
+    wait_until(lambda: any(len(parts(cl.node(n))) > len(before) for n in ("n1", "n2", "n3")),
+               timeout=30, message="a split")
+
+    def agreed():
+        maps = [parts(cl.node(n)) for n in ("n1", "n2", "n3")]
+        return maps[0] == maps[1] == maps[2] and len(maps[0]) > len(before)
+    wait_until(agreed, timeout=30, message="every node to follow the split")
     # It came without a schema change.
     assert on(sa, a, cl.node("n1"), "SELECT schema_version FROM system.local").one() == version
