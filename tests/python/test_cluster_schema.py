@@ -110,6 +110,7 @@ def test_alter_and_drop_are_seen_everywhere(cl, drivers):
     on(sa, a, cl.node("n1"), f"ALTER TABLE {ks}.t ADD home frozen<addr>")
     wait_until(lambda: ks in b.metadata.keyspaces
                and "addr" in b.metadata.keyspaces[ks].user_types
+               and "t" in b.metadata.keyspaces[ks].tables
                and "home" in b.metadata.keyspaces[ks].tables["t"].columns,
                timeout=20, message="n3's client to see the type and the new column")
     on(sa, a, cl.node("n3"), f"INSERT INTO {ks}.t (pk, home) VALUES (1, {{street: 'x', nr: 2}})")
