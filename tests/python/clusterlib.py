@@ -56,13 +56,8 @@ def find_etcd():
 
 
 def ringgate_binary():
-    env = os.environ.get("RINGGATE_BIN")
-    if env:
-        return Path(env).resolve()
-    target = Path(os.environ.get("CARGO_TARGET_DIR") or (ROOT / "target"))
-    if not target.is_absolute():
-        target = ROOT / target
-    return target / "release" / "ringgate"
+    from conftest import default_binary  # the one lookup of the binary the tests run
+    return default_binary()
 
 
 def missing():

@@ -82,6 +82,16 @@ def wait_settled(c, tokens=8):
         cl.shutdown()
 
 
+def keys_owned_by(c, driver, node, count):
+    """`count` keys of app.t among 0..199 whose partition `node` owns, by the driver's token
+    map (once it knows all three nodes)."""
+    wait_until("three nodes", lambda: len(driver.metadata.all_hosts()) == 3)
+    owned = lambda: [k for k in range(200)
+                     if node_of(c, owner_host(driver, "app", "t", k)) is node][:count]
+    wait_until(f"{node.name} owns {count} keys", lambda: len(owned()) == count)
+    return owned()
+
+
 @pytest.fixture
 def cluster3():
     c = clusterlib.LocalCluster(nodes=3, lease_ms=LEASE_MS).start()
@@ -235,11 +245,8 @@ def test_unavailability_after_kill9_is_about_a_lease(cluster3):
         s = driver.connect()
         create_table(s)
         assert driver.control_connection.wait_for_schema_agreement(wait_time=30)
-        wait_until("three nodes", lambda: len(driver.metadata.all_hosts()) == 3)
         victim = c.node("n3")
-        wait_until("n3 owns a key", lambda: any(
-            node_of(c, owner_host(driver, "app", "t", k)) is victim for k in range(200)))
-        key = next(k for k in range(200) if node_of(c, owner_host(driver, "app", "t", k)) is victim)
+        key = keys_owned_by(c, driver, victim, 1)[0]
     finally:
         driver.shutdown()
     cl, s = pinned(c.node("n1"))
@@ -269,12 +276,8 @@ def test_paused_owner_never_writes_after_its_lease(cluster3):
         s = driver.connect()
         create_table(s)
         assert driver.control_connection.wait_for_schema_agreement(wait_time=30)
-        wait_until("three nodes", lambda: len(driver.metadata.all_hosts()) == 3)
         paused = c.node("n2")
-        wait_until("n2 owns a key", lambda: any(
-            node_of(c, owner_host(driver, "app", "t", k)) is paused for k in range(200)))
-        keys = [k for k in range(200)
-                if node_of(c, owner_host(driver, "app", "t", k)) is paused][:5]
+        keys = keys_owned_by(c, driver, paused, 5)
     finally:
         driver.shutdown()
     old_cl, old = pinned(paused)
