@@ -41,13 +41,19 @@ fn follow(engine: Weak<Engine>) {
     let mut failing = false;
     let mut published = None;
     loop {
-        let Some(e) = engine.upgrade() else { return };
-        publish_version(&e, &mut published);
-        drop(e);
         std::thread::sleep(Duration::from_millis(POLL_MS));
         let Some(e) = engine.upgrade() else { return };
-        match e.catalog.refresh().and_then(|_| follow_maps(&e)) {
-            Ok(()) => {
+        // Before the refresh, and again after it (below): a driver waiting for schema
+        // agreement after DDL on another node sees this node's new version at once.
+        publish_version(&e, &mut published);
+        match e.catalog.refresh().and_then(|s| Ok(follow_maps(&e)? || s)) {
+            Ok(changed) => {
+                if changed {
+                    // New tables' or split children's partitions: the ones assigned here are
+                    // taken now, not at the next ownership round (up to lease/5 later), so the
+                    // first writes to a new table do not wait for an owner.
+                    e.handles.ownership_wake().notify_one();
+                }
                 if failing {
                     tracing::info!("reading the cluster schema works again");
                 }
@@ -60,6 +66,7 @@ fn follow(engine: Weak<Engine>) {
             }
             Err(_) => {}
         }
+        publish_version(&e, &mut published);
     }
 }
 
@@ -77,10 +84,9 @@ fn publish_version(e: &Engine, published: &mut Option<(uuid::Uuid, u64)>) {
     }
 }
 
-/// Reloads the partition maps when another node split a partition.
-fn follow_maps(e: &Engine) -> Result<(), crate::error::ClientError> {
+/// Reloads the partition maps when another node split a partition (true then).
+fn follow_maps(e: &Engine) -> Result<bool, crate::error::ClientError> {
     e.maps
         .follow()
-        .map(|_| ())
         .map_err(|err| crate::error::ClientError::Server(err.to_string()))
 }
