@@ -18,13 +18,16 @@
 //! working, its figures mean little).
 //!
 //! For profiling one phase: `BENCH_ONLY=ringgate-write|ringgate-read|canned-read|...|scan|wide` runs
-//! only that phase (a comma-separated list: those; point phases in the first shape), `BENCH_PHASE_SECS` sets the phase time and
+//! only that phase (a comma-separated list: those; point phases in the first shape),
+//! `BENCH_SKIP=scan,wide` leaves those phases out (every shape runs), `BENCH_PHASE_SECS` sets the phase time and
 //! `BENCH_READ_KEYS=N` lets reads take keys below N written by an earlier run;
 //! `BENCH_VALUE_BYTES` sets the value size (default 100).
 
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
 use scylla::client::PoolSize;
+use scylla::errors::TranslationError;
+use scylla::policies::address_translator::{AddressTranslator, UntranslatedPeer};
 use scylla::response::{PagingState, PagingStateResponse};
 use scylla::statement::batch::{Batch, BatchType};
 use scylla::statement::prepared::PreparedStatement;
@@ -50,6 +53,8 @@ struct Settings {
     wide_rows: u64,
     /// `BENCH_ONLY`: run only this phase.
     only: Option<String>,
+    /// `BENCH_SKIP`: phases not to run (`scan`, `wide`), every shape still runs.
+    skip: Option<String>,
     /// `BENCH_READ_KEYS`: keys already stored (reads take keys below it).
     read_keys: u64,
     /// `BENCH_VALUE_BYTES`: the written blob's size (default 100).
@@ -58,9 +63,9 @@ struct Settings {
 
 impl Settings {
     fn runs(&self, phase: &str) -> bool {
-        self.only
-            .as_ref()
-            .is_none_or(|o| o.split(',').any(|p| p == phase))
+        let listed =
+            |list: &Option<String>| list.as_ref().map(|l| l.split(',').any(|p| p == phase));
+        listed(&self.only).unwrap_or(true) && !listed(&self.skip).unwrap_or(false)
     }
 }
 
@@ -133,13 +138,60 @@ impl Histogram {
 }
 
 async fn connect(addr: &str, conns: usize) -> Arc<Session> {
-    let session = SessionBuilder::new()
+    let mut builder = SessionBuilder::new()
         .known_node(addr)
-        .pool_size(PoolSize::PerHost(NonZeroUsize::new(conns).expect("> 0")))
+        .pool_size(PoolSize::PerHost(NonZeroUsize::new(conns).expect("> 0")));
+    if let Some(nodes) = cluster_nodes(addr).await {
+        builder = builder.address_translator(Arc::new(nodes));
+    }
+    let session = builder
         .build()
         .await
         .unwrap_or_else(|e| panic!("connect to {addr}: {e}"));
     Arc::new(session)
+}
+
+/// `BENCH_CLUSTER_NODES` (comma-separated CQL addresses, set by `scripts/bench --cluster`):
+/// each node's host id -> its address, when `addr` is one of them. The scylla driver reaches a
+/// peer at its `rpc_address` with the port of the node it was given (it does not read
+/// `peers_v2.native_port`), which is right for real clusters (one port, an address per node)
+/// but not for nodes sharing 127.0.0.1 on different ports.
+async fn cluster_nodes(addr: &str) -> Option<ByHostId> {
+    let list = std::env::var("BENCH_CLUSTER_NODES").ok()?;
+    let nodes: Vec<&str> = list.split(',').collect();
+    if !nodes.contains(&addr) {
+        return None;
+    }
+    let mut by_id = std::collections::HashMap::new();
+    for node in nodes {
+        let one = SessionBuilder::new()
+            .known_node(node)
+            .build()
+            .await
+            .unwrap_or_else(|e| panic!("connect to {node}: {e}"));
+        let rows = one
+            .query_unpaged("SELECT host_id FROM system.local", &[])
+            .await
+            .unwrap_or_else(|e| panic!("host id of {node}: {e}"))
+            .into_rows_result()
+            .expect("rows");
+        let (id,) = rows.first_row::<(uuid::Uuid,)>().expect("one host id");
+        by_id.insert(id, node.parse().expect("a socket address"));
+    }
+    Some(ByHostId(by_id))
+}
+
+struct ByHostId(std::collections::HashMap<uuid::Uuid, std::net::SocketAddr>);
+
+#[async_trait::async_trait]
+impl AddressTranslator for ByHostId {
+    async fn translate_address(
+        &self,
+        peer: &UntranslatedPeer,
+    ) -> Result<std::net::SocketAddr, TranslationError> {
+        let addr = peer.untranslated_address();
+        (self.0.get(&peer.host_id()).copied()).ok_or(TranslationError::NoRuleForAddress(addr))
+    }
 }
 
 async fn ddl(session: &Session, cql: &str) {
@@ -398,16 +450,21 @@ async fn main() {
         scan_rows,
         wide_rows,
         only: std::env::var("BENCH_ONLY").ok(),
+        skip: std::env::var("BENCH_SKIP").ok(),
         read_keys: env_u64("BENCH_READ_KEYS").unwrap_or(0),
         value_bytes: env_u64("BENCH_VALUE_BYTES").unwrap_or(100) as usize,
     };
-    let setup = connect(ringgate, 1).await;
-    ddl(&setup, "CREATE KEYSPACE IF NOT EXISTS bench WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}").await;
-    ddl(
-        &setup,
-        "CREATE TABLE IF NOT EXISTS bench.kv (k bigint PRIMARY KEY, v blob)",
-    )
-    .await;
+    // On both: the canned server relays DDL to its own backend, which is not the measured
+    // server under `scripts/bench --cluster`.
+    for addr in [ringgate, canned] {
+        let setup = connect(addr, 1).await;
+        ddl(&setup, "CREATE KEYSPACE IF NOT EXISTS bench WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}").await;
+        ddl(
+            &setup,
+            "CREATE TABLE IF NOT EXISTS bench.kv (k bigint PRIMARY KEY, v blob)",
+        )
+        .await;
+    }
     println!(
         "prepared point requests, {}-byte values, {:.1} s per phase; fraction = ringgate / canned",
         settings.value_bytes,

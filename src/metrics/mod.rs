@@ -135,6 +135,9 @@ pub struct Registry {
     pub slow_queries: Counter,
     /// HTTP requests answered by the metrics/dashboard listener.
     pub http_requests: Counter,
+    /// Requests this node sent on to the owner of their partition (cluster mode): a driver
+    /// that routes token-aware keeps this near zero.
+    pub forwarded_requests: Counter,
 }
 
 static GLOBAL: Registry = Registry::new();
@@ -165,6 +168,7 @@ impl Registry {
             swept_partitions: Counter::new(),
             slow_queries: Counter::new(),
             http_requests: Counter::new(),
+            forwarded_requests: Counter::new(),
         }
     }
 

@@ -121,6 +121,7 @@ async fn try_forward(
     let mut prepared: Vec<Bytes> = Vec::new();
     loop {
         trace(format!("Forwarded to {owner} ({addr})"));
+        crate::metrics::global().forwarded_requests.inc();
         let began = Instant::now();
         let answer = shared.peers.request(&addr, &payload, &req).await;
         let micros = began.elapsed().as_micros();

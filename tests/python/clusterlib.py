@@ -147,11 +147,13 @@ def _spawn_opts(detach):
 
 
 class Node:
-    """One ringgate node: .name .port .address .proc .log_path; kill9/pause/resume/restart."""
+    """One ringgate node: .name .port .address .proc .log_path; kill9/pause/resume/restart;
+    metric(name) reads one of its /metrics counters."""
 
     def __init__(self, cluster, name):
         self.cluster, self.name = cluster, name
         self.port = free_port()
+        self.http_port = free_port()
         self.data_dir = cluster.dir / name
         self.log_path = cluster.dir / f"{name}.log"
         self.proc = None
@@ -159,6 +161,15 @@ class Node:
     @property
     def address(self):
         return f"{HOST}:{self.port}"
+
+    def metric(self, name):
+        """The value of an unlabelled series of the node's /metrics (None if absent)."""
+        import urllib.request
+        with urllib.request.urlopen(f"http://{HOST}:{self.http_port}/metrics", timeout=10) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith(name + " "):
+                    return float(line.split()[1])
+        return None
 
     def command(self):
         c = self.cluster
@@ -170,7 +181,7 @@ class Node:
             "cluster.node_name": self.name,
             "cluster.advertise": self.address,
             "cluster.lease_ms": str(c.lease_ms),
-            "http.enabled": "false",
+            "http.listen": f"{HOST}:{self.http_port}",
             **c.settings,
         }
         cmd = [str(ringgate_binary()), "serve", "--data-dir", str(self.data_dir)]

@@ -82,6 +82,11 @@ def wait_settled(c, tokens=8):
         cl.shutdown()
 
 
+def forwarded(c):
+    """Requests the live nodes sent on to an owner (their /metrics counters)."""
+    return sum(n.metric("ringgate_forwarded_requests_total") for n in c.nodes if n.running())
+
+
 def keys_owned_by(c, driver, node, count):
     """`count` keys of app.t among 0..199 whose partition `node` owns, by the driver's token
     map (once it knows all three nodes)."""
@@ -155,24 +160,31 @@ def test_three_nodes_discovered_routed_and_every_row_everywhere(cluster3):
             finally:
                 cl.shutdown()
         assert hops == 0, f"{hops} of 30 token-aware writes were forwarded"
+        # The same through the nodes' counters, for untraced prepared writes and reads.
+        sel = s.prepare("SELECT v FROM app.t WHERE pk = ?")
+        for k in range(30, 330):
+            s.execute(ins, (k, f"v{k}"))
+            assert s.execute(sel, (k,)).one().v == f"v{k}"
+        assert forwarded(c) == 0
     finally:
         driver.shutdown()
 
     sessions = [pinned(n) for n in c.nodes]
     try:
-        keys = range(30, 330)
+        keys = range(330, 630)
         for k in keys:  # each row through a different node, so most writes are forwarded
             _, s = sessions[k % 3]
             s.execute(s.prepare("INSERT INTO app.t (pk, v) VALUES (?, ?)"), (k, f"v{k}"))
+        assert forwarded(c) >= 100  # about two thirds of 300
         for _, s in sessions:
             got = {r.pk: (r.v, r.t) for r in s.execute(
                 SimpleStatement("SELECT pk, v, token(pk) AS t FROM app.t", fetch_size=50))}
-            assert set(got) == set(range(330))
+            assert set(got) == set(range(630))
             for k, (v, t) in got.items():
                 assert v == f"v{k}"
                 assert t == Murmur3Token.hash_fn(k.to_bytes(4, "big", signed=True))
             sel = s.prepare("SELECT v FROM app.t WHERE pk = ?")
-            for k in range(0, 330, 7):
+            for k in range(0, 630, 7):
                 assert s.execute(sel, (k,)).one().v == f"v{k}"
     finally:
         for cl, _ in sessions:

@@ -165,7 +165,7 @@ fn process(out: &mut Text, engine: &Engine) {
         "Open CQL connections.",
         one(g.connections_open.get() as f64),
     );
-    let counters: [(&str, &str, u64); 7] = [
+    let counters: [(&str, &str, u64); 8] = [
         (
             "ringgate_connections_accepted_total",
             "CQL connections accepted.",
@@ -190,6 +190,11 @@ fn process(out: &mut Text, engine: &Engine) {
             "ringgate_swept_partitions_total",
             "Partitions the tombstone sweeper cleaned.",
             g.swept_partitions.get(),
+        ),
+        (
+            "ringgate_forwarded_requests_total",
+            "Requests sent on to the node that owns their partition (cluster mode).",
+            g.forwarded_requests.get(),
         ),
         (
             "ringgate_slow_queries_total",
