@@ -57,6 +57,9 @@ struct State {
     payloads: bool,
     /// Failed logins on this connection (it closes after a few).
     auth_failures: u32,
+    /// Cluster mode: the node's lease generation when the connection opened (see
+    /// [`rejoined_since`]).
+    joined: Option<u64>,
     /// Bytes of this connection's responses not yet written (requests wait when over).
     unsent: Arc<OutBudget>,
     /// Request body bytes (decompressed) held by requests in flight.
@@ -101,6 +104,12 @@ pub async fn serve<S>(
         peer,
         payloads: false,
         auth_failures: 0,
+        joined: shared
+            .engine
+            .node
+            .cluster
+            .as_ref()
+            .map(|n| n.lease_generation()),
         unsent,
         request_bytes: Arc::new(Semaphore::new(
             shared.config.limits.max_in_flight_request_bytes.0 as usize,
@@ -306,6 +315,11 @@ async fn dispatch(
             }
             if let Request::Register(events) = &req {
                 return register(shared, st, &reply, events).await;
+            }
+            if rejoined_since(shared, st.joined) {
+                tracing::info!(peer = %st.peer, "closing a connection opened before this node \
+                    lost its lease: requests it holds may be stale");
+                return false;
             }
             let env = RequestEnvelope {
                 request: req,
@@ -524,6 +538,7 @@ async fn spawn_request(
         false => st.keyspace.lock().clone(),
     };
     let peer = st.peer.ip();
+    let joined = st.joined;
     let keyspace_cell = Arc::clone(&st.keyspace);
     let unsent = Arc::clone(&st.unsent);
     let started = std::time::Instant::now();
@@ -536,6 +551,7 @@ async fn spawn_request(
             session: sess,
             version,
             peer,
+            joined,
         };
         let Some(mut produced) = call.run().await else {
             return;
@@ -569,6 +585,7 @@ struct Call {
     session: Session,
     version: u8,
     peer: std::net::IpAddr,
+    joined: Option<u64>,
 }
 
 impl Call {
@@ -664,6 +681,17 @@ impl Call {
     }
 
     fn attempt(&self, hold: &Hold) -> Produced {
+        if rejoined_since(&self.shared, self.joined) {
+            let e = "this node lost its cluster lease while the request waited; reconnect";
+            return Produced {
+                response: Response::Error(super::forward::unavailable(e.into())),
+                keyspace: None,
+                extras: ResponseExtras::NONE,
+                held_ms: None,
+                tracer: None,
+                not_owner: None,
+            };
+        }
         let mut session = self.session.clone();
         // The last resort for bugs: a panic is answered with a Server error (panic_guard.rs).
         super::panic_guard::answer_panics(self.env.request.opcode(), || {
@@ -685,6 +713,19 @@ impl Call {
             tracer: None,
             not_owner: None,
         })
+    }
+}
+
+/// Cluster mode: whether the node joined again on a new lease since `joined` (a generation).
+/// A node that lost its lease (paused, cut off from etcd) was replaced as owner; the requests
+/// its clients sent meanwhile wait in its sockets and must never run once it has joined again
+/// (their partitions' new owners may hold newer values): such a connection is closed (its
+/// client gets errors, then reconnects) and requests already running answer Unavailable.
+/// Until it joins again, every write or forward answers Unavailable (`Handles::require_lease`).
+fn rejoined_since(shared: &Shared, joined: Option<u64>) -> bool {
+    match (joined, &shared.engine.node.cluster) {
+        (Some(g), Some(node)) => node.lease_generation() != g,
+        _ => false,
     }
 }
 

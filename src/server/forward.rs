@@ -219,7 +219,7 @@ pub fn no_owner() -> Response {
     ))
 }
 
-fn unavailable(message: String) -> ErrorResponse {
+pub fn unavailable(message: String) -> ErrorResponse {
     ErrorResponse::with_extra(
         message,
         ErrorExtra::Unavailable {
