@@ -3,6 +3,7 @@ compression, and many requests in flight on one connection."""
 
 import os
 import random
+import time
 
 import pytest
 from cassandra.concurrent import execute_concurrent_with_args
@@ -12,6 +13,11 @@ from rgtest import int_bytes
 
 
 def test_startup_log_line(server):
+    # The port accepts connections from the moment it is bound, a moment before the line is
+    # written: wait for it (bounded).
+    deadline = time.monotonic() + 10
+    while "listening on" not in server.log_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert "listening on" in server.log_text(), "the server should log a line containing 'listening on' when ready"
 
 
