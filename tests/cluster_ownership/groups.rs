@@ -175,7 +175,7 @@ fn new_partitions_go_to_the_group_with_the_least_data() {
     let names: Vec<String> = view(&mut a).into_keys().collect();
     assert_eq!(names, ["default", "second"]);
     a.ok("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
-    let mut create = |n: &mut Node, t: &str| {
+    let create = |n: &mut Node, t: &str| {
         n.ok(&format!("CREATE TABLE ks.{t} (k int PRIMARY KEY, v text)"));
         let sid = n.storage_id("ks", t);
         groups_of(n, sid)
