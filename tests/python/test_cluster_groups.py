@@ -8,8 +8,12 @@ groups ("default" by n1 and n3's settings, "group2" by n2's) and three ringgate 
 - kill -9 of a node that owns partitions in both groups under a write load: its partitions are
   taken over by the others on both groups, and every acknowledged write reads back through
   each surviving node.
+- `ringgate admin add-group` registers a third database; the next table's partitions go to the
+  group with the least data first (the empty third one gets 3 of 8), `ringgate admin groups`
+  shows it.
 """
 
+import json
 import subprocess
 import threading
 import time
@@ -21,7 +25,7 @@ from cassandra.query import SimpleStatement
 
 import clusterlib
 import pgserver
-from test_cluster import LEASE_MS, Writer, pinned, wait_until
+from test_cluster import LEASE_MS, Writer, pinned, wait_settled, wait_until
 
 clusterlib.require_or_skip(pytest)
 
@@ -30,6 +34,7 @@ clusterlib.require_or_skip(pytest)
 def cluster():
     c = clusterlib.LocalCluster(nodes=3, groups=2, lease_ms=LEASE_MS).start()
     try:
+        wait_settled(c)
         yield c
     except BaseException:
         c.print_logs()
@@ -56,6 +61,13 @@ def tokens_in(pg):
         u = int(line, 16) ^ (1 << 63)
         got.add(u - (1 << 64) if u >= 1 << 63 else u)
     return got
+
+
+def admin(node, *args):
+    out = subprocess.run([str(clusterlib.ringgate_binary()), "admin", "--host", node.address,
+                          "--json", *args], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
 
 
 def groups_view(session):
@@ -154,3 +166,24 @@ def test_rows_land_in_their_groups_and_survive_a_kill9(cluster):
             cl.shutdown()
     print(f"\n{len(acked)} writes acknowledged ({len(after)} after the kill of {victim.name}), "
           "all read back through both survivors")
+
+    # A third group, registered by the admin command, is empty: the next table's partitions
+    # go there first (8 round 3 groups, least data first: 3 there).
+    third = c.pgs[1].create_database("third")
+    assert third.endswith("/third")
+    res = admin(survivors[0], "add-group", "third", "--hosts", f"127.0.0.1:{c.pgs[1].port}",
+                "--dbname", "third")
+    assert res["result"] == "registered", res
+    cl, ps = pinned(survivors[1])
+    try:
+        def published():
+            v = {r.name: r.bytes for r in ps.execute(
+                "SELECT name, bytes FROM system_views.storage_groups")}
+            return v.get("default", 0) > 0 and v.get("group2", 0) > 0 and v.get("third") == 0
+        wait_until("both old groups' bytes published", published)
+        ps.execute("CREATE TABLE app.u (pk int PRIMARY KEY, v text)")
+    finally:
+        cl.shutdown()
+    rows = {r["name"]: r for r in admin(survivors[0], "groups")}
+    assert rows["third"]["physical_partitions"] == 3, rows
+    assert rows["default"]["physical_partitions"] + rows["group2"]["physical_partitions"] == 13
