@@ -700,6 +700,41 @@ mod tests {
         }
     }
 
+    /// Maps written before storage groups have no group (the default one) and are written
+    /// back without one; a group survives a round trip; a split's children keep their parent's.
+    #[test]
+    fn groups_persist_default_and_follow_splits() {
+        let old = br#"{"parts":[{"id":1,"start":-9223372036854775808,"end":9223372036854775807}]}"#;
+        let m = decode_map(7, old).unwrap();
+        assert_eq!(m.parts[0].group, None);
+        assert_eq!(m.parts[0].group_name(), "default");
+        assert_eq!(encode_arcs(&m.parts), old.to_vec());
+        let grouped = PartitionMap {
+            parts: vec![Arc::new(PhysicalPartition {
+                id: 1,
+                start: MIN_TOKEN,
+                end: MAX_TOKEN,
+                group: Some("g2".into()),
+                stats: PartStats::default(),
+            })],
+        };
+        let back = decode_map(7, &encode_arcs(&grouped.parts)).unwrap();
+        assert_eq!(back.parts[0].group.as_deref(), Some("g2"));
+        assert_eq!(back.parts[0].reference(7).group.as_deref(), Some("g2"));
+        let at = SplitAt {
+            parent: &grouped.parts[0],
+            boundary: 0,
+            left: (0, 0),
+            right: (0, 0),
+        };
+        let (_, children) = split_map(&grouped, &at, 2).unwrap();
+        for c in children {
+            assert_eq!(c.group.as_deref(), Some("g2"));
+        }
+        // A partition moved to another group is not the same partition to a reload.
+        assert!(merge_stored(Some(&grouped), decode_map(7, old).unwrap()).is_some());
+    }
+
     #[test]
     fn layouts_cover_the_ring() {
         for n in [1, 2, 3, 4, 7, 64] {
