@@ -148,6 +148,17 @@ fn a_registered_group_holds_its_partitions_rows_and_nothing_else() {
     let view_now = view(&mut a);
     assert_eq!(view_now["default"].0, 2);
     assert_eq!(view_now["second"].0, 2);
+    // The change feed's records live with their rows' partitions, in both groups; its reads
+    // (a scan of the feed's keys, a get of each row's reverse record) visit every group.
+    a.ok("CREATE TABLE ks.f (k int PRIMARY KEY, v int) WITH cdc = true");
+    let fsid = a.storage_id("ks", "f");
+    until(SETTLE, || a.local(fsid).len() == 4).expect("a owns the feed table");
+    for k in 0..100 {
+        a.ok(&format!("INSERT INTO ks.f (k, v) VALUES ({k}, {k})"));
+        a.ok(&format!("INSERT INTO ks.f (k, v) VALUES ({k}, {})", k + 1));
+    }
+    let feed = "SELECT k, v FROM ks.f WHERE COSMOS_CHANGEFEED_START_TIME() = '2000-01-01 00:00:00'";
+    assert_eq!(a.count(feed), 100, "each row once, its latest version");
     // DROP deletes the data in every group.
     a.ok("DROP TABLE ks.t");
     let gone = until(SETTLE, || {
