@@ -143,6 +143,9 @@ pub struct StorageConfig {
     /// `storage.postgres`; `data_dir` then holds only the server's lock file).
     pub backend: Backend,
     pub postgres: Postgres,
+    /// Cluster mode: the storage group (`cluster::groups`) this node's `storage.postgres`
+    /// server is registered as at startup, if no group of that name is registered yet.
+    pub group: String,
 }
 
 /// Which storage engine holds the data.
@@ -420,6 +423,7 @@ impl Default for StorageConfig {
             min_free_bytes: ByteSize(256 << 20),
             backend: Backend::Embedded,
             postgres: Postgres::default(),
+            group: crate::cluster::groups::DEFAULT_GROUP.into(),
         }
     }
 }
@@ -749,6 +753,8 @@ impl Config {
         if self.storage.postgres.pool_size == 0 {
             return Err("storage.postgres.pool_size must be at least 1".into());
         }
+        crate::cluster::groups::check_name(&self.storage.group)
+            .map_err(|e| format!("storage.group: {e}"))?;
         if self.limits.max_connections == 0 {
             return Err("limits.max_connections must be at least 1".into());
         }

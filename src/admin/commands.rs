@@ -42,6 +42,17 @@ pub fn run(args: &AdminArgs) -> Result<String, String> {
             ))?)
         }
         AdminCommand::Hot { table } => hot(&mut c, table)?,
+        AdminCommand::Groups => Output::table(c.query(
+            "SELECT name, hosts, dbname, user_name, physical_partitions, bytes \
+             FROM system_views.storage_groups",
+        )?),
+        AdminCommand::AddGroup {
+            name,
+            hosts,
+            dbname,
+            user,
+            pg_password,
+        } => add_group(&mut c, name, &[hosts, dbname, user, pg_password])?,
         AdminCommand::Compact => maintenance(&mut c, "compact", &[])?,
         AdminCommand::Flush => maintenance(&mut c, "flush", &[])?,
         AdminCommand::GarbageCollect { table } => {
@@ -157,17 +168,37 @@ fn hot(c: &mut Client, table: &str) -> Result<Output, String> {
     })
 }
 
+/// Registers a storage group: `fields` are hosts, dbname, user and password.
+fn add_group(c: &mut Client, name: &str, fields: &[&String; 4]) -> Result<Output, String> {
+    let cols = ["hosts", "dbname", "user_name", "password"];
+    let args: Vec<(&str, &str)> = cols.into_iter().zip(fields.map(String::as_str)).collect();
+    let mut out = act(c, "storage_groups", ("name", name), &args)?;
+    out.text = format!("storage group {}", out.text);
+    Ok(out)
+}
+
 /// Runs a maintenance command on the server and shows its result line.
 fn maintenance(c: &mut Client, command: &str, args: &[(&str, &str)]) -> Result<Output, String> {
-    let cols: Vec<&str> = std::iter::once("command")
+    act(c, "maintenance", ("command", command), args)
+}
+
+/// Writes the row `(key column, more columns)` to `system_views.<table>`, which acts on the
+/// server, and shows its one-line answer.
+fn act(
+    c: &mut Client,
+    table: &str,
+    (key_col, key): (&str, &str),
+    args: &[(&str, &str)],
+) -> Result<Output, String> {
+    let cols: Vec<&str> = std::iter::once(key_col)
         .chain(args.iter().map(|a| a.0))
         .collect();
-    let vals: Vec<String> = std::iter::once(command)
+    let vals: Vec<String> = std::iter::once(key)
         .chain(args.iter().map(|a| a.1))
         .map(quote)
         .collect();
     let t = c.query(&format!(
-        "INSERT INTO system_views.maintenance ({}) VALUES ({})",
+        "INSERT INTO system_views.{table} ({}) VALUES ({})",
         cols.join(", "),
         vals.join(", ")
     ))?;
@@ -176,7 +207,7 @@ fn maintenance(c: &mut Client, command: &str, args: &[(&str, &str)]) -> Result<O
         .and_then(|r| r.get("result").cloned())
         .unwrap_or(Value::Null);
     Ok(Output {
-        text: format!("{command}: {}\n", result.as_str().unwrap_or("done")),
-        json: json!({"command": command, "result": result}),
+        text: format!("{key}: {}\n", result.as_str().unwrap_or("done")),
+        json: json!({key_col: key, "result": result}),
     })
 }

@@ -48,6 +48,23 @@ pub enum AdminCommand {
     Partitions { table: String },
     /// The hottest and the largest logical partitions of KEYSPACE.TABLE.
     Hot { table: String },
+    /// The cluster's storage groups (system_views.storage_groups): hosts, physical
+    /// partitions placed there, bytes.
+    Groups,
+    /// Register a PostgreSQL server as storage group NAME (cluster mode): new tables'
+    /// partitions go to the groups with the least data.
+    AddGroup {
+        name: String,
+        /// host:port; several, comma-separated, for a primary with standbys.
+        #[arg(long)]
+        hosts: String,
+        #[arg(long, default_value = "ringgate")]
+        dbname: String,
+        #[arg(long, default_value = "postgres")]
+        user: String,
+        #[arg(long, default_value = "")]
+        pg_password: String,
+    },
     /// Compact table data now (drops expired and deleted data past gc_grace_seconds).
     Compact,
     /// Remove the tombstones of KEYSPACE.TABLE and the rows they shadow now.

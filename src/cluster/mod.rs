@@ -12,6 +12,11 @@
 //! - `assignment.rs`: who should own each partition (by end token), computed alike by every
 //!   node from the live members: balanced, stable under joins and leaves.
 //! - `meta.rs`: `storage::MetaStore` on etcd under `meta/`, plus a compare-and-swap commit.
+//! - `groups.rs`: storage groups (the PostgreSQL servers holding physical partitions):
+//!   `meta/groups/<name>` = how to reach one; `group-bytes/<node>` = the bytes of the
+//!   partitions the node owns, per group, on its lease; least-data-first placement.
+//! - `store.rs`: `ClusterStore`, one PostgreSQL store per group plus the etcd metadata
+//!   (`merge.rs`: one ordered scan over the groups' scans).
 //! - `schema_versions.rs`: `schema-version/<node name>` = the schema version the node serves,
 //!   on its lease (system.peers shows it; drivers wait for agreement on it).
 //!
@@ -24,8 +29,10 @@
 //! stay one-way.
 
 pub mod assignment;
+pub mod groups;
 pub mod lease;
 pub mod members;
+mod merge;
 pub mod meta;
 pub mod node;
 pub mod ownership;

@@ -180,7 +180,7 @@ impl Handles {
             let served = self.served(storage_id, part)?;
             return Ok(slot.get_or_init(|| Arc::clone(served) as Arc<dyn PartitionHandle>));
         }
-        let r = PartitionRef::new(storage_id, part.id, part.start, part.end);
+        let r = part.reference(storage_id);
         let h = self.partitions()?.open_partition(r, self.epoch)?;
         // A racing first use may have set it: either handle has this process's epoch.
         Ok(slot.get_or_init(|| h))
@@ -218,7 +218,7 @@ impl Handles {
         if let Some(s) = slot.get() {
             return Ok(s);
         }
-        let r = PartitionRef::new(storage_id, part.id, part.start, part.end);
+        let r = part.reference(storage_id);
         let reader = self.partitions()?.read_only(r.clone())?;
         Ok(slot.get_or_init(|| Arc::new(Served::new(r, reader))))
     }
@@ -239,9 +239,9 @@ impl Handles {
     }
 
     /// Retires a partition (a split parent): every handle's later commit is `Fenced`.
-    pub fn retire(&self, storage_id: u64, partition_id: u64) -> Result<(), StorageError> {
+    pub fn retire(&self, part: &PartitionRef) -> Result<(), StorageError> {
         match self.store.partitions() {
-            Some(parts) => parts.retire_partition(storage_id, partition_id),
+            Some(parts) => parts.retire(part),
             None => Ok(()),
         }
     }

@@ -21,6 +21,10 @@ pub struct PhysicalPartition {
     pub id: u64,
     pub start: Token,
     pub end: Token,
+    /// The storage group holding the partition's data (cluster mode; `cluster::groups`).
+    /// None: the default group (maps written before groups, and single nodes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
     /// Live accounting (not persisted: rebuilt from the size records at startup).
     #[serde(skip)]
     pub stats: PartStats,
@@ -29,6 +33,19 @@ pub struct PhysicalPartition {
 impl PhysicalPartition {
     pub fn contains(&self, t: Token) -> bool {
         t > self.start && t <= self.end
+    }
+
+    /// What a storage handle for the partition addresses.
+    pub fn reference(&self, storage_id: u64) -> crate::storage::handle::PartitionRef {
+        crate::storage::handle::PartitionRef::new(storage_id, self.id, self.start, self.end)
+            .in_group(self.group.clone())
+    }
+
+    /// The name of the group holding it.
+    pub fn group_name(&self) -> &str {
+        self.group
+            .as_deref()
+            .unwrap_or(crate::cluster::groups::DEFAULT_GROUP)
     }
 }
 
@@ -126,7 +143,13 @@ pub struct PartitionMaps {
     /// Partitions a new table starts with at least (`cluster.initial_partitions` in cluster
     /// mode, 1 on a single node).
     min_initial: AtomicU64,
+    /// Cluster mode: the storage groups for new partitions, least data first
+    /// (`cluster::groups::least_data_first`); unset: no group (the default one).
+    placer: std::sync::OnceLock<Placer>,
 }
+
+/// Gives the storage groups ordered for new partitions (least data first).
+pub type Placer = Arc<dyn Fn() -> Vec<String> + Send + Sync>;
 
 impl PartitionMaps {
     /// Loads every stored map.
@@ -148,6 +171,7 @@ impl PartitionMaps {
             store,
             pools: ArcSwap::from_pointee(HashMap::new()),
             min_initial: AtomicU64::new(1),
+            placer: std::sync::OnceLock::new(),
         })
     }
 
@@ -162,6 +186,11 @@ impl PartitionMaps {
     pub fn initial_end_tokens(&self) -> Vec<i64> {
         let n = self.min_initial.load(Ordering::Relaxed);
         equal_ranges(n).into_iter().map(|(_, end)| end).collect()
+    }
+
+    /// Cluster mode: where new tables' partitions go (set once, at startup).
+    pub fn set_placer(&self, placer: Placer) {
+        let _ = self.placer.set(placer);
     }
 
     pub fn set_min_initial_partitions(&self, n: u64) {
@@ -189,13 +218,22 @@ impl PartitionMaps {
                 first
             }
         };
+        let groups: Vec<Option<String>> = match self.placer.get() {
+            Some(placer) => (crate::cluster::groups::spread(ranges.len(), &placer()))
+                .into_iter()
+                .map(Some)
+                .collect(),
+            None => vec![None; ranges.len()],
+        };
         let parts: Vec<PhysicalPartition> = ranges
             .into_iter()
+            .zip(groups)
             .enumerate()
-            .map(|(i, (start, end))| PhysicalPartition {
+            .map(|(i, ((start, end), group))| PhysicalPartition {
                 id: first + i as u64,
                 start,
                 end,
+                group,
                 stats: PartStats::default(),
             })
             .collect();
@@ -443,11 +481,14 @@ fn split_map(
     if boundary <= parent.start || boundary >= parent.end {
         return None;
     }
+    // Keys do not move in a split: the children share the parent's rows, so they stay in its
+    // storage group (moving one elsewhere is a partition move, issue 18).
     let child = |id: u64, start: Token, end: Token, (bytes, logical): (i64, i64)| {
         let p = PhysicalPartition {
             id,
             start,
             end,
+            group: parent.group.clone(),
             stats: PartStats::default(),
         };
         p.stats.bytes.store(bytes, Ordering::SeqCst);
@@ -504,8 +545,10 @@ fn decode_map(sid: u64, v: &[u8]) -> Result<PartitionMap, StorageError> {
 /// `stored` with the partitions `current` already has (same id and range) kept as they
 /// are, so their live accounting survives a reload; None when nothing differs.
 fn merge_stored(current: Option<&PartitionMap>, stored: PartitionMap) -> Option<PartitionMap> {
+    // A partition moved to another group (issue 18) is a new object: its handles are opened
+    // on the new group.
     let same = |a: &PhysicalPartition, b: &PhysicalPartition| {
-        a.id == b.id && a.start == b.start && a.end == b.end
+        a.id == b.id && a.start == b.start && a.end == b.end && a.group == b.group
     };
     let known = |p: &Arc<PhysicalPartition>| {
         current.and_then(|c| c.parts.iter().find(|q| same(q, p)).cloned())
@@ -649,11 +692,47 @@ mod tests {
                         id: i as u64,
                         start,
                         end,
+                        group: None,
                         stats: PartStats::default(),
                     })
                 })
                 .collect(),
         }
+    }
+
+    /// Maps written before storage groups have no group (the default one) and are written
+    /// back without one; a group survives a round trip; a split's children keep their parent's.
+    #[test]
+    fn groups_persist_default_and_follow_splits() {
+        let old = br#"{"parts":[{"id":1,"start":-9223372036854775808,"end":9223372036854775807}]}"#;
+        let m = decode_map(7, old).unwrap();
+        assert_eq!(m.parts[0].group, None);
+        assert_eq!(m.parts[0].group_name(), "default");
+        assert_eq!(encode_arcs(&m.parts), old.to_vec());
+        let grouped = PartitionMap {
+            parts: vec![Arc::new(PhysicalPartition {
+                id: 1,
+                start: MIN_TOKEN,
+                end: MAX_TOKEN,
+                group: Some("g2".into()),
+                stats: PartStats::default(),
+            })],
+        };
+        let back = decode_map(7, &encode_arcs(&grouped.parts)).unwrap();
+        assert_eq!(back.parts[0].group.as_deref(), Some("g2"));
+        assert_eq!(back.parts[0].reference(7).group.as_deref(), Some("g2"));
+        let at = SplitAt {
+            parent: &grouped.parts[0],
+            boundary: 0,
+            left: (0, 0),
+            right: (0, 0),
+        };
+        let (_, children) = split_map(&grouped, &at, 2).unwrap();
+        for c in children {
+            assert_eq!(c.group.as_deref(), Some("g2"));
+        }
+        // A partition moved to another group is not the same partition to a reload.
+        assert!(merge_stored(Some(&grouped), decode_map(7, old).unwrap()).is_some());
     }
 
     #[test]

@@ -34,7 +34,7 @@
 use super::handles::{Handles, Placement};
 use super::map::{PartitionMaps, PhysicalPartition};
 use crate::cluster::{assignment, ownership, ClusterNode, ControlError, Ownership};
-use crate::storage::handle::{PartitionHandle, PartitionRef};
+use crate::storage::handle::PartitionHandle;
 use crate::storage::StorageError;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Weak};
@@ -59,7 +59,13 @@ struct Loop {
     handles: Weak<Handles>,
     generation: u64,
     owned: HashMap<(u64, u64), Owned>,
+    /// The per-group bytes last published (`cluster::groups`), with the lease generation and
+    /// when: published again when they change, at most every [`GROUP_BYTES_EVERY`].
+    group_bytes: Option<(u64, std::time::Instant, BTreeMap<String, i64>)>,
 }
+
+/// Group bytes change with every write; placement needs them only roughly.
+const GROUP_BYTES_EVERY: Duration = Duration::from_secs(2);
 
 /// Starts the loop on the node's runtime; it ends when the node, the maps or the handles are
 /// dropped.
@@ -70,6 +76,7 @@ pub fn start(node: &Arc<ClusterNode>, maps: &Arc<PartitionMaps>, handles: &Arc<H
         handles: Arc::downgrade(handles),
         generation: node.lease_generation(),
         owned: HashMap::new(),
+        group_bytes: None,
     };
     let wake = Arc::clone(handles.ownership_wake());
     node.spawn(watch_releases(Arc::downgrade(node), Arc::clone(&wake)));
@@ -193,6 +200,39 @@ impl Loop {
         }
         self.take_all(node, handles, to_take).await;
         self.publish(node, &tables, &owners, &want);
+        self.publish_group_bytes(node, generation).await
+    }
+
+    /// Publishes the bytes of the partitions this node owns per storage group (their owner
+    /// keeps exact counters), for placement and `system_views.storage_groups`.
+    async fn publish_group_bytes(
+        &mut self,
+        node: &ClusterNode,
+        generation: u64,
+    ) -> Result<(), String> {
+        let mut bytes: BTreeMap<String, i64> = BTreeMap::new();
+        for o in self.owned.values() {
+            let b = o
+                .part
+                .stats
+                .bytes
+                .load(std::sync::atomic::Ordering::Relaxed);
+            *bytes.entry(o.part.group_name().to_string()).or_insert(0) += b.max(0);
+        }
+        let fresh = match &self.group_bytes {
+            Some((g, at, last)) => {
+                *g == generation && (*last == bytes || at.elapsed() < GROUP_BYTES_EVERY)
+            }
+            None => false,
+        };
+        if fresh {
+            return Ok(());
+        }
+        let lease = node.lease().id();
+        crate::cluster::groups::publish_bytes(node.control(), lease, node.name(), &bytes)
+            .await
+            .map_err(|e| e.to_string())?;
+        self.group_bytes = Some((generation, std::time::Instant::now(), bytes));
         Ok(())
     }
 
@@ -462,8 +502,7 @@ fn open_and_count(
     p: &PhysicalPartition,
     epoch: u64,
 ) -> Result<Arc<dyn PartitionHandle>, StorageError> {
-    let r = PartitionRef::new(sid, p.id, p.start, p.end);
-    let handle = handles.open_owner(r, epoch)?;
+    let handle = handles.open_owner(p.reference(sid), epoch)?;
     super::sizes::rebuild_partition(&*handle, sid, p)?;
     Ok(handle)
 }

@@ -160,7 +160,7 @@ pub fn split_one(
         crate::metrics::global().splits.inc();
         // The parent's range now belongs to its children: fence every handle on it, under its
         // lock, so no commit through it can land after the new map took effect.
-        handles.retire(sid, pid)?;
+        handles.retire(&parent.reference(sid))?;
         // Cluster mode: the children have no owner yet; take them now, not a round later.
         handles.ownership_wake().notify_one();
     }

@@ -484,6 +484,7 @@ mod tests {
             id: 0,
             start,
             end,
+            group: None,
             stats: Default::default(),
         };
         let index = |p: &PhysicalPartition| {

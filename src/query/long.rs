@@ -19,6 +19,8 @@ pub fn may_run_long(schema: &Schema, keyspace: Option<&str>, parsed: &Parsed) ->
         Statement::CreateIndex { .. } => return true,
         // Maintenance commands (compactions, backups) take as long as they take.
         st if super::maintenance::targets(st, keyspace).is_some() => return true,
+        // Registering a storage group connects to it.
+        st if super::storage_groups::targets(st, keyspace).is_some() => return true,
         _ => return false,
     };
     if sel.allow_filtering {

@@ -20,10 +20,19 @@ pub const TABLE: &str = "maintenance";
 
 /// Whether the statement is a write to `system_views.maintenance`.
 pub fn targets<'a>(statement: &'a Statement, keyspace: Option<&str>) -> Option<&'a Insert> {
+    insert_into(statement, keyspace, TABLE)
+}
+
+/// The statement as an INSERT into `system_views.<table>`.
+pub(super) fn insert_into<'a>(
+    statement: &'a Statement,
+    keyspace: Option<&str>,
+    table: &str,
+) -> Option<&'a Insert> {
     match statement {
         Statement::Insert(i)
             if i.table.keyspace.as_deref().or(keyspace) == Some(KEYSPACE)
-                && i.table.name == TABLE =>
+                && i.table.name == table =>
         {
             Some(i)
         }
@@ -41,17 +50,8 @@ struct Command {
 }
 
 fn command(ins: &Insert, ctx: &eval::Ctx) -> Result<Command> {
-    let InsertValues::Values { columns, values } = &ins.values else {
-        return Err(invalid(
-            "INSERT JSON is not supported on system_views.maintenance",
-        ));
-    };
     let mut c = Command::default();
-    for (col, term) in columns.iter().zip(values) {
-        let v = match eval::eval(term, &CqlType::Text, col, ctx)? {
-            eval::Val::Value(b) => Some(String::from_utf8_lossy(&b).into_owned()),
-            _ => None,
-        };
+    for (col, v) in text_columns(ins, ctx, TABLE)? {
         match col.as_str() {
             "command" => c.name = v.unwrap_or_default(),
             "keyspace_name" => c.keyspace = v,
@@ -70,6 +70,29 @@ fn command(ins: &Insert, ctx: &eval::Ctx) -> Result<Command> {
         }
     }
     Ok(c)
+}
+
+/// The INSERT's columns with their values as text (an INSERT into a `system_views` table
+/// that acts on the server; `table` names it in errors).
+pub(super) fn text_columns(
+    ins: &Insert,
+    ctx: &eval::Ctx,
+    table: &str,
+) -> Result<Vec<(String, Option<String>)>> {
+    let InsertValues::Values { columns, values } = &ins.values else {
+        return Err(invalid(format!(
+            "INSERT JSON is not supported on system_views.{table}"
+        )));
+    };
+    let mut out = Vec::with_capacity(columns.len());
+    for (col, term) in columns.iter().zip(values) {
+        let v = match eval::eval(term, &CqlType::Text, col, ctx)? {
+            eval::Val::Value(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+            _ => None,
+        };
+        out.push((col.to_string(), v));
+    }
+    Ok(out)
 }
 
 /// Runs the command the INSERT names and answers `(command, result)`.
@@ -133,14 +156,19 @@ fn backup(engine: &Engine, dir: &str) -> Result<String> {
 }
 
 fn result_row(command: &str, result: &str) -> Rows {
+    answer_row(TABLE, ("command", command), result)
+}
+
+/// The one-row answer of an INSERT that acts on the server: `(key column, result)`.
+pub(super) fn answer_row(table: &str, (key, value): (&str, &str), result: &str) -> Rows {
     let col = |name: &str| ResultColumn {
         keyspace: KEYSPACE.into(),
-        table: TABLE.into(),
+        table: table.into(),
         name: name.into(),
         ty: CqlType::Text,
     };
-    let mut rows = Rows::new(Arc::new(vec![col("command"), col("result")]));
-    rows.push_cell(Some(command.as_bytes()));
+    let mut rows = Rows::new(Arc::new(vec![col(key), col("result")]));
+    rows.push_cell(Some(value.as_bytes()));
     rows.push_cell(Some(result.as_bytes()));
     rows.count = 1;
     rows

@@ -17,6 +17,7 @@ pub mod maintenance;
 pub mod purge;
 pub mod select;
 mod select_rules;
+pub mod storage_groups;
 pub mod trace;
 pub mod write;
 
@@ -711,6 +712,15 @@ impl Engine {
                     now_micros: self.clock.now_micros(),
                 };
                 maintenance::run(self, ins, &ctx)
+            }
+            st if storage_groups::targets(st, keyspace).is_some() => {
+                let ins = storage_groups::targets(st, keyspace).expect("checked");
+                let ctx = eval::Ctx {
+                    binds: &binds,
+                    max_value_bytes: self.limits.max_value_bytes,
+                    now_micros: self.clock.now_micros(),
+                };
+                storage_groups::run(self, ins, &ctx)
             }
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
                 let ts = write::statement_timestamp(self, session, opts);

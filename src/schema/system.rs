@@ -420,6 +420,22 @@ const SYSTEM_VIEWS: &[Spec] = &[
             ("target", "text"),
         ],
     ),
+    // Storage groups (cluster mode, `query/storage_groups.rs`): reading lists them, an INSERT
+    // of name, hosts, dbname, user_name (and password, never shown) registers one.
+    spec(
+        "storage_groups",
+        &["name"],
+        &[],
+        &[
+            ("name", "text"),
+            ("hosts", "text"),
+            ("dbname", "text"),
+            ("user_name", "text"),
+            ("password", "text"),
+            ("physical_partitions", "bigint"),
+            ("bytes", "bigint"),
+        ],
+    ),
     spec(
         "physical_partitions",
         &["keyspace_name"],

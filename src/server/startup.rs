@@ -35,6 +35,9 @@ pub fn open(cfg: &Config, listen: SocketAddr, clock: Clock) -> Result<Opened, St
         }
         true => open_cluster(cfg, listen)?,
     };
+    let placer = cluster
+        .as_ref()
+        .map(|n| placer(n, &store, &cfg.storage.group));
     let node = NodeInfo {
         listen,
         host_id,
@@ -47,6 +50,9 @@ pub fn open(cfg: &Config, listen: SocketAddr, clock: Clock) -> Result<Opened, St
     };
     let limits = engine_limits(cfg, &clock);
     let engine = Arc::new(Engine::with_clock(Arc::clone(&store), node, limits, clock)?);
+    if let Some(p) = placer {
+        engine.maps.set_placer(p);
+    }
     crate::query::purge::install(&engine);
     crate::query::follow::install(&engine);
     crate::query::write::resume_drop_data(&engine).map_err(|e| e.to_string())?;
@@ -118,8 +124,44 @@ fn open_cluster(cfg: &Config, listen: SocketAddr) -> Result<ClusterParts, String
         node.members().len()
     );
     let data = open_store(cfg)?;
-    let store: Arc<dyn Store> = Arc::new(ClusterStore::new(data, meta));
+    register_own_group(cfg, &meta)?;
+    let group = &cfg.storage.group;
+    let pool = cfg.storage.postgres.pool_size;
+    let store: Arc<dyn Store> = Arc::new(ClusterStore::new(group, data, pool, meta));
     Ok((store, host_id, Some(node)))
+}
+
+/// Registers this node's `storage.postgres` server as storage group `storage.group` unless a
+/// group of that name exists (the first node of a cluster registers the default group).
+fn register_own_group(cfg: &Config, meta: &EtcdMetaStore) -> Result<(), String> {
+    use crate::cluster::groups;
+    let name = &cfg.storage.group;
+    let spec = groups::GroupSpec::from_connection_string(&cfg.storage.postgres.connection_string())
+        .map_err(|e| format!("storage.postgres: {e}"))?;
+    if groups::register(meta, name, &spec).map_err(|e| format!("storage group {name}: {e}"))? {
+        tracing::info!(group = %name, hosts = ?spec.hosts, "storage group registered");
+    }
+    Ok(())
+}
+
+/// Where new partitions go: the registered groups, least data first; this node's own group
+/// when they cannot be read (a DDL then still succeeds, on a group that exists).
+fn placer(
+    node: &Arc<ClusterNode>,
+    store: &Arc<dyn Store>,
+    own: &str,
+) -> crate::partition::map::Placer {
+    let (node, store, own) = (Arc::clone(node), Arc::clone(store), own.to_string());
+    Arc::new(
+        move || match crate::cluster::groups::least_data_first(&node, store.metadata()) {
+            Ok(order) if !order.is_empty() => order,
+            Ok(_) => vec![own.clone()],
+            Err(e) => {
+                tracing::warn!(error = %e, "storage groups unreadable: new partitions go to this node's group");
+                vec![own.clone()]
+            }
+        },
+    )
 }
 
 /// `cluster.node_name`, or the host name when it is empty.

@@ -103,6 +103,10 @@ pub struct PartitionRef {
     pub start: i64,
     pub end: i64,
     pub range: KeyRange,
+    /// The storage group (database server) holding the partition, as its map entry names it
+    /// (None: the default group). Only a backend of several groups (a cluster's
+    /// `ClusterStore`) reads it; a single store ignores it.
+    pub group: Option<String>,
 }
 
 impl PartitionRef {
@@ -113,7 +117,14 @@ impl PartitionRef {
             start,
             end,
             range: KeyRange::of_tokens(storage_id, start, end),
+            group: None,
         }
+    }
+
+    /// The same partition, held by storage group `group`.
+    pub fn in_group(mut self, group: Option<String>) -> PartitionRef {
+        self.group = group;
+        self
     }
 
     /// Whether `token` is in the partition's range (the rule of [`KeyRange::of_tokens`]).
@@ -275,6 +286,11 @@ pub trait PartitionStore: Send + Sync {
     /// Fences the partition for good (its range now belongs to its split children, or its
     /// table is gone): every handle's commit fails with `Fenced` and it cannot be opened again.
     fn retire_partition(&self, storage_id: u64, partition_id: u64) -> Result<()>;
+    /// [`retire_partition`](Self::retire_partition) of the partition `part` names (a store of
+    /// several groups retires it in its group only).
+    fn retire(&self, part: &PartitionRef) -> Result<()> {
+        self.retire_partition(part.storage_id, part.partition_id)
+    }
 }
 
 /// Schema, partition maps and server metadata: a small ordered key space of its own, never

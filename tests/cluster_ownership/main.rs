@@ -10,6 +10,7 @@
 mod common;
 #[path = "../cluster_control/support.rs"]
 mod etcd;
+mod groups;
 mod kill9;
 mod pause;
 #[path = "../storage_contract/pg.rs"]

@@ -30,6 +30,7 @@ fn a_reloaded_map_is_served_and_counted_again() {
                     id: p.id,
                     start: p.start,
                     end: p.end,
+                    group: p.group.clone(),
                     stats: Default::default(),
                 })
             })

@@ -4,6 +4,9 @@
 port and node name (n1, n2, ...).
 
     c = LocalCluster(nodes=3).start()
+    LocalCluster(nodes=3, groups=2)    2 PostgreSQL servers as 2 storage groups ("default",
+                             "group2"): node k's own settings name server (k-1) mod 2, whose
+                             group it registers at startup
     c.addresses()            -> ["127.0.0.1:PORT", ...] of the running nodes
     c.node("n2").kill9()     real SIGKILL (no clean shutdown, its lease runs out)
     c.node("n2").pause() / .resume()   SIGSTOP / SIGCONT
@@ -150,8 +153,8 @@ class Node:
     """One ringgate node: .name .port .address .proc .log_path; kill9/pause/resume/restart;
     metric(name) reads one of its /metrics counters."""
 
-    def __init__(self, cluster, name):
-        self.cluster, self.name = cluster, name
+    def __init__(self, cluster, name, group=0):
+        self.cluster, self.name, self.group = cluster, name, group
         self.port = free_port()
         self.http_port = free_port()
         self.data_dir = cluster.dir / name
@@ -176,7 +179,7 @@ class Node:
         settings = {
             "listen": self.address,
             "storage.backend": "postgres",
-            "storage.postgres.url": c.pg_url,
+            "storage.postgres.url": c.pg_urls[self.group],
             "cluster.etcd": f'["{c.etcd.endpoint}"]',
             "cluster.node_name": self.name,
             "cluster.advertise": self.address,
@@ -184,6 +187,8 @@ class Node:
             "http.listen": f"{HOST}:{self.http_port}",
             **c.settings,
         }
+        if len(c.pg_urls) > 1:
+            settings["storage.group"] = group_name(self.group)
         cmd = [str(ringgate_binary()), "serve", "--data-dir", str(self.data_dir)]
         for k, v in settings.items():
             cmd += ["--set", f"{k}={v}"]
@@ -249,13 +254,15 @@ class Node:
 
 
 class LocalCluster:
-    def __init__(self, nodes=3, lease_ms=2000, settings=None, directory=None, detach=False):
-        self.count, self.lease_ms = nodes, lease_ms
+    def __init__(self, nodes=3, lease_ms=2000, settings=None, directory=None, detach=False,
+                 groups=1):
+        self.count, self.lease_ms, self.groups = nodes, lease_ms, groups
         self.settings = dict(settings or {})
         self.detach = detach
         self.dir = Path(directory or tempfile.mkdtemp(prefix="ringgate-cluster-"))
         self.dir.mkdir(parents=True, exist_ok=True)
         self.pg = self.etcd = self.pg_url = None
+        self.pgs, self.pg_urls = [], []
         self.nodes = []
 
     def start(self):
@@ -263,8 +270,11 @@ class LocalCluster:
         if gaps:
             raise RuntimeError(", ".join(gaps))
         try:
-            self.pg = pgserver.PgServer(pgserver.find_bin_dir()).start()
-            self.pg_url = self.pg.create_database("ringgate")
+            for _ in range(self.groups):
+                pg = pgserver.PgServer(pgserver.find_bin_dir()).start()
+                self.pgs.append(pg)
+                self.pg_urls.append(pg.create_database("ringgate"))
+            self.pg, self.pg_url = self.pgs[0], self.pg_urls[0]
             self.etcd = Etcd(find_etcd(), self.dir, self.detach).start()
             for _ in range(self.count):
                 self.add_node()
@@ -275,7 +285,8 @@ class LocalCluster:
         return self
 
     def add_node(self):
-        node = Node(self, f"n{len(self.nodes) + 1}")
+        k = len(self.nodes)
+        node = Node(self, f"n{k + 1}", group=k % max(1, len(self.pg_urls)))
         self.nodes.append(node)
         return node.start()
 
@@ -303,9 +314,14 @@ class LocalCluster:
             n.kill9()
         if self.etcd:
             self.etcd.stop()
-        if self.pg:
-            self.pg.remove()
+        for pg in self.pgs:
+            pg.remove()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def group_name(index):
+    """The storage group of PostgreSQL server `index` (0-based): the first is the default."""
+    return "default" if index == 0 else f"group{index + 1}"
 
 
 def pinned_policy(port):

@@ -84,6 +84,8 @@ pub(super) fn read_virtual(
         engine
             .traces
             .rows(t, engine.node.listen.ip(), engine.node.listen.port())
+    } else if let Some(rows) = crate::query::storage_groups::rows(engine, t) {
+        rows
     } else {
         crate::partition::views::rows(
             &engine.maps,
