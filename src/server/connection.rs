@@ -542,7 +542,9 @@ async fn spawn_request(
         };
         super::request_metrics::record(&env.request, &produced.response, started);
         if !payloads {
-            produced.extras.custom_payload.clear();
+            // A forwarded request's trace goes back to its coordinator regardless.
+            let trace = super::forward::TRACE_KEY;
+            produced.extras.custom_payload.retain(|(k, _)| k == trace);
         }
         if let Some(ks) = produced.keyspace {
             *keyspace_cell.lock() = Some(ks);
@@ -592,8 +594,16 @@ impl Call {
                 .is_ok_and(|p| engine.prepared_may_run_long(&p, &self.session)),
             _ => false,
         };
+        let mut hold = Hold {
+            peer_rows: super::fanout::gather(
+                &self.shared,
+                &self.env,
+                self.session.keyspace.as_deref(),
+            )
+            .await,
+            ..Hold::default()
+        };
         let this = Arc::new(self);
-        let mut hold = Hold::default();
         let first = std::time::Instant::now();
         loop {
             let produced = if long {
@@ -688,11 +698,13 @@ impl Call {
     }
 }
 
-/// A request held by server-side retry: since when, and its trace so far.
+/// What every attempt of a request shares: since when server-side retry held it, its trace so
+/// far, and the other nodes' rows of the per-node table it reads (`fanout.rs`).
 #[derive(Clone, Default)]
 struct Hold {
     since: Option<std::time::Instant>,
     tracer: Option<Arc<crate::query::trace::Tracer>>,
+    peer_rows: Option<Arc<crate::query::cluster_views::PeerRows>>,
 }
 
 fn binds(values: &Values) -> Binds {
@@ -748,7 +760,9 @@ fn execute(
     let engine = &shared.engine;
     let began = std::time::Instant::now();
     let mut opts = request_options(env);
-    let tracer = env.tracing.then(|| match &hold.tracer {
+    // A forwarded traced request is traced here too, its events sent back (`forward.rs`).
+    let for_coordinator = super::forward::wants_trace(env);
+    let tracer = (env.tracing || for_coordinator).then(|| match &hold.tracer {
         Some(t) => {
             opts.ctx.continue_trace(Arc::clone(t));
             Arc::clone(t)
@@ -757,6 +771,12 @@ fn execute(
     });
     if let Some(since) = hold.since {
         opts.ctx.set_held_since(since);
+    }
+    if let Some(peers) = &hold.peer_rows {
+        opts.ctx
+            .trace(|| format!("Merging the rows of {} other node(s)", peers.nodes.len()));
+        peers.warnings.iter().for_each(|w| opts.ctx.warn(w.clone()));
+        opts.peer_rows = Some(Arc::clone(peers));
     }
     let slow_ms = shared.config.log.slow_query_ms;
     if slow_ms > 0 {
@@ -808,17 +828,24 @@ fn execute(
             routing: opts.ctx.slow_routing(),
         },
     );
-    if let Some(t) = &tracer {
-        record_trace(engine, t, env, client);
-    }
-    let extras = ResponseExtras {
-        tracing_id: tracer.as_ref().map(|t| t.session_id),
+    let mut extras = ResponseExtras {
+        tracing_id: tracer
+            .as_ref()
+            .filter(|_| env.tracing)
+            .map(|t| t.session_id),
         warnings: opts.ctx.take_warnings(),
         // The request charge (Cosmos DB's custom payload) on every response, errors included
         // (what was consumed before the error) and zero charges (PREPARE); left out later for
         // clients that cannot parse payloads (see `State::payloads`).
         custom_payload: request_charge(charge),
     };
+    match &tracer {
+        Some(t) if for_coordinator => extras
+            .custom_payload
+            .push(super::forward::trace_payload(engine, t)),
+        Some(t) => record_trace(engine, t, env, client),
+        None => {}
+    }
     Produced {
         response,
         keyspace,
