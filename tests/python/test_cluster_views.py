@@ -8,7 +8,8 @@ PostgreSQL and 3 ringgate nodes) and the Python driver with its default settings
   table once, with its owner (the node whose tokens in system.local/peers_v2 include the
   partition's end token) and the owner's size figures.
 - After kill -9 of a node the view on the survivors still answers (the dead node is left out
-  with a warning), and once its partitions are taken over they show the survivors as owners.
+  with a warning), and once its partitions are taken over they show the survivors as owners;
+  a paused (SIGSTOP) node is left out after the per-node deadline, with a warning naming it.
 - cqlsh TRACING ON against a cluster node prints every session.
 """
 
@@ -147,6 +148,11 @@ def test_a_forwarded_trace_reads_the_same_through_every_node(cluster3):
             assert any(a.startswith(f"Forwarded to {owner.name}") for a in by_port[coordinator.port])
             assert any(a.startswith("Read 1 stored rows") for a in by_port[owner.port]), by_port
             seen.append(sorted((e.event_id, e.activity, e.source_port) for e in events))
+            # Paged: the merged rows page like a single node's, each row once.
+            paged = list(s.execute(SimpleStatement(
+                "SELECT event_id FROM system_traces.events WHERE session_id = %s",
+                fetch_size=2), (trace_id,)))
+            assert sorted(e.event_id for e in paged) == sorted(e.event_id for e in events)
         finally:
             cl.shutdown()
     assert seen[0] == seen[1] == seen[2]
@@ -242,3 +248,21 @@ def test_after_kill9_the_survivors_view_answers_and_shows_the_new_owners(cluster
             assert sorted(check_view(c, s, names)) == sorted(before)
         finally:
             cl.shutdown()
+
+
+def test_a_node_that_does_not_answer_is_left_out_with_a_warning(cluster3):
+    c = cluster3
+    asked, paused = c.running()[:2]
+    cl, s = pinned(asked)
+    try:
+        before = sorted(r.partition_id for r in s.execute(VIEW))
+        paused.pause()
+        try:
+            r = s.execute(VIEW)
+            assert sorted(x.partition_id for x in r) == before
+            warnings = r.response_future.warnings or []
+            assert any(paused.name in w and "left out" in w for w in warnings), warnings
+        finally:
+            paused.resume()
+    finally:
+        cl.shutdown()
