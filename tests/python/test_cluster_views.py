@@ -4,6 +4,7 @@ PostgreSQL and 3 ringgate nodes) and the Python driver with its default settings
 - Tracing: any node answers for any session (a SELECT on system_traces gathers every node's
   rows), so `get_query_trace()` works whichever node the driver asks; a forwarded request's
   session shows the hop and the owner's own events, with the owner as their source.
+- system_views.hot_partitions read through any node ranks the hottest keys of every owner.
 - system_views.physical_partitions read through any node lists every physical partition of a
   table once, with its owner (the node whose tokens in system.local/peers_v2 include the
   partition's end token) and the owner's size figures.
@@ -197,6 +198,31 @@ def test_physical_partitions_through_any_node_show_each_partition_once_with_its_
             cl.shutdown()
     assert views[0] == views[1] == views[2]
     assert {o for o, _ in views[0].values()} == names
+
+
+def test_hot_partitions_through_any_node_rank_every_owners_keys(cluster3):
+    c = cluster3
+    a, b = 5000, next(k for k in range(5001, 5200) if owner_node(c, k) is not owner_node(c, 5000))
+    cl, s = pinned(c.nodes[0])
+    try:
+        ins = s.prepare("INSERT INTO app.t (pk, v) VALUES (?, ?)")
+        for i in range(60):  # through n1: most are forwarded, consumed on the owner
+            s.execute(ins, (a, "h"))
+            if i < 40:
+                s.execute(ins, (b, "h"))
+    finally:
+        cl.shutdown()
+    for n in c.nodes:
+        cl, s = pinned(n)
+        try:
+            rows = list(s.execute("SELECT rank, partition_key FROM system_views.hot_partitions "
+                                  "WHERE keyspace_name = 'app' AND table_name = 't' ALLOW FILTERING"))
+            assert [r.rank for r in rows] == list(range(1, len(rows) + 1)), rows
+            keys = [r.partition_key for r in rows]
+            assert len(keys) == len(set(keys)), rows
+            assert keys[:2] == [str(a), str(b)], rows
+        finally:
+            cl.shutdown()
 
 
 def test_cqlsh_tracing_on_finds_every_session(cluster3):
