@@ -247,3 +247,57 @@ fn skip_type(b: &mut Bytes, depth: usize) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::response::{ColumnSpec, ColumnType, ResultBody, RowsMetadata, RowsWriter};
+    use bytes::BytesMut;
+
+    /// A member's Rows answer maps to the table's columns by name, whatever their order,
+    /// types (nested ones skipped) or per-column table specs; unknown columns are dropped and
+    /// a paging state says the member had more.
+    #[test]
+    fn a_members_rows_map_to_the_table_by_column_name() {
+        let kss = crate::schema::system::keyspaces();
+        let ks = kss.iter().find(|k| k.name == "system_traces").unwrap();
+        let t = &ks.tables["sessions"];
+        let spec = |table: &str, name: &str, ty| ColumnSpec {
+            keyspace: "system_traces".into(),
+            table: table.into(),
+            name: name.into(),
+            ty,
+        };
+        let map = ColumnType::Map(Box::new(ColumnType::Varchar), Box::new(ColumnType::Varchar));
+        let nested = ColumnType::Tuple(vec![
+            ColumnType::Int,
+            ColumnType::List(Box::new(ColumnType::Int)),
+        ]);
+        let columns = vec![
+            spec("sessions", "parameters", map),
+            spec("other", "not_a_column", nested),
+            spec("sessions", "command", ColumnType::Varchar),
+        ];
+        let mut w = RowsWriter::new(3);
+        for v in [&b"\x00\x00\x00\x00"[..], b"x", b"QUERY"] {
+            w.push_value(Some(v)).unwrap();
+        }
+        let rows = w
+            .into_rows(RowsMetadata {
+                columns,
+                paging_state: Some(Bytes::from_static(b"more")),
+                ..Default::default()
+            })
+            .unwrap();
+        let mut body = BytesMut::new();
+        ResultBody::Rows(rows).encode(&mut body, 4).unwrap();
+        let (got, more) = decode_rows(t, body.freeze()).unwrap();
+        assert!(more);
+        assert_eq!(got.len(), 1);
+        let cell = |name: &str| got[0][t.column_index(name).unwrap()].as_deref();
+        assert_eq!(cell("command"), Some(&b"QUERY"[..]));
+        assert_eq!(cell("parameters"), Some(&b"\x00\x00\x00\x00"[..]));
+        assert_eq!(cell("session_id"), None);
+        assert!(decode_rows(t, Bytes::from_static(b"\x00\x00\x00\x01")).is_err());
+    }
+}
