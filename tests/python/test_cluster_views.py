@@ -4,7 +4,8 @@ PostgreSQL and 3 ringgate nodes) and the Python driver with its default settings
 - Tracing: any node answers for any session (a SELECT on system_traces gathers every node's
   rows), so `get_query_trace()` works whichever node the driver asks; a forwarded request's
   session shows the hop and the owner's own events, with the owner as their source.
-- system_views.hot_partitions read through any node ranks the hottest keys of every owner.
+- system_views.hot_partitions read through any node ranks the hottest keys of every owner;
+  throttle counters (throughput, physical_partitions) read the same through every node.
 - system_views.physical_partitions read through any node lists every physical partition of a
   table once, with its owner (the node whose tokens in system.local/peers_v2 include the
   partition's end token) and the owner's size figures.
@@ -225,6 +226,45 @@ def test_hot_partitions_through_any_node_rank_every_owners_keys(cluster3):
             cl.shutdown()
 
 
+def test_throttling_counts_read_the_same_through_every_node(cluster3):
+    """The owner's throttle counters, summed over nodes in `throughput` and per partition in
+    `physical_partitions`, read the same through every node (not just through the owner)."""
+    from cassandra import OperationTimedOut
+    from cassandra.cluster import NoHostAvailable
+    from cassandra.protocol import OverloadedErrorMessage
+    c = cluster3
+    cl, s = pinned(c.nodes[0])
+    rejected = 0
+    try:
+        s.execute("CREATE TABLE app.hot (pk int PRIMARY KEY, v text) "
+                  "WITH cosmosdb_provisioned_throughput = 400")
+        ins = s.prepare("INSERT INTO app.hot (pk, v) VALUES (?, ?)")
+        for _ in range(20):
+            futures = [s.execute_async(ins, (1, "x" * 200)) for _ in range(200)]
+            for f in futures:
+                try:
+                    f.result()
+                except (OverloadedErrorMessage, NoHostAvailable, OperationTimedOut):
+                    rejected += 1
+            if rejected:
+                break
+    finally:
+        cl.shutdown()
+    assert rejected, "the owner never throttled"
+    seen = []
+    for n in c.nodes:
+        cl, s = pinned(n)
+        try:
+            total = s.execute("SELECT throttled_requests FROM system_views.throughput WHERE "
+                              "keyspace_name = 'app' AND table_name = 'hot'").one()
+            parts = s.execute("SELECT throttled_requests FROM system_views.physical_partitions "
+                              "WHERE keyspace_name = 'app' AND table_name = 'hot' ALLOW FILTERING")
+            seen.append((total.throttled_requests, sum(p.throttled_requests for p in parts)))
+        finally:
+            cl.shutdown()
+    assert seen[0][0] > 0 and all(x == (seen[0][0], seen[0][0]) for x in seen), seen
+
+
 def test_cqlsh_tracing_on_finds_every_session(cluster3):
     """cqlsh fetches each trace through any of the nodes (they share 127.0.0.1, so its host
     whitelist admits all three)."""
@@ -282,6 +322,9 @@ def test_a_node_that_does_not_answer_is_left_out_with_a_warning(cluster3):
     cl, s = pinned(asked)
     try:
         before = sorted(r.partition_id for r in s.execute(VIEW))
+        # Only members are asked: `paused` must be one (a lease lost under load rejoins).
+        wait_until(f"{paused.name} a member", lambda: paused.port in {
+            p.native_port for p in s.execute("SELECT native_port FROM system.peers_v2")})
         paused.pause()
         try:
             r = s.execute(VIEW)
