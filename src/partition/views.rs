@@ -3,8 +3,12 @@
 //! `system_views.throughput`, `system_views.hot_partitions` (the logical partitions consuming
 //! the most RU recently, from each physical partition's sketch, `hot.rs`) and
 //! `system.size_estimates`.
+//!
+//! In cluster mode each node's figures are those of the partitions it owns; a read merges
+//! every node's rows (`query/cluster_views.rs`), and `physical_partitions.owner` names the node
+//! serving each partition (null while none does, and on a single node).
 
-use super::handles::Handles;
+use super::handles::{Handles, Placement};
 use super::map::PartitionMaps;
 use super::sizes::scan_table;
 use super::throttle::{autoscale_current, provisioned, table_budget, Source, ThroughputLimits};
@@ -71,13 +75,15 @@ pub fn key_text(t: &TableDef, pk: &[u8]) -> String {
     }
 }
 
-/// The rows of a partition virtual table, or None if `table` is not one.
+/// The rows of a partition virtual table, or None if `table` is not one. `me`: this node's
+/// name in cluster mode (a partition's `owner` in `physical_partitions`; None: a single node).
 pub fn rows(
     maps: &PartitionMaps,
     handles: &Handles,
     schema: &Schema,
     table: &TableDef,
     limits: &ThroughputLimits,
+    me: Option<&str>,
 ) -> Option<Vec<VRow>> {
     let t = table;
     let mut out = Vec::new();
@@ -91,6 +97,11 @@ pub fn rows(
                 for p in &map.parts {
                     let consumed = p.stats.consumed.last_second();
                     let (bucket, rate) = budget.bucket(p);
+                    let owner = match (me, handles.placement(ut.storage_id, p)) {
+                        (Some(me), Placement::Local) => text(me),
+                        (Some(_), Placement::Remote(node)) => text(&node),
+                        _ => None,
+                    };
                     out.push(row(
                         t,
                         &[
@@ -111,6 +122,7 @@ pub fn rows(
                                 bigint(bucket.would_throttle.load(Ordering::Relaxed) as i64),
                             ),
                             ("partition_id", bigint(p.id as i64)),
+                            ("owner", owner),
                             ("token_start", bigint(p.start)),
                             ("token_end", bigint(p.end)),
                             ("bytes", bigint(p.stats.bytes.load(Ordering::Relaxed))),

@@ -5,6 +5,7 @@ pub mod aggregate;
 pub mod arith;
 pub mod bind;
 pub mod changefeed;
+pub mod cluster_views;
 pub mod clustering;
 pub mod complex;
 pub mod eval;
@@ -194,6 +195,9 @@ pub struct QueryOptions {
     pub keyspace: Option<String>,
     /// The type of a protocol BATCH.
     pub batch_kind: Option<ast::BatchKind>,
+    /// Cluster mode: the other nodes' rows of the per-node virtual table this SELECT reads
+    /// (`cluster_views.rs`), merged with this node's.
+    pub peer_rows: Option<Arc<cluster_views::PeerRows>>,
 }
 
 /// Per-connection state.

@@ -3,12 +3,17 @@
 //! A traced request records timestamped events while it runs; when it completes, the session
 //! and its events are kept in a bounded in-memory store that answers `system_traces.sessions`
 //! and `system_traces.events` (the most recent sessions; they do not survive a restart).
+//!
+//! Cluster mode: a forwarded traced request is traced on its owner too, whose events come back
+//! with the answer (`encode_events`/`decode_events`, a custom payload) and join the
+//! coordinator's session with the owner as their `source`; any node answers for any session
+//! by asking the others (`query/cluster_views.rs`).
 
 use crate::schema::TableDef;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, VecDeque};
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
 use uuid::Uuid;
@@ -20,12 +25,43 @@ const MAX_EVENTS: usize = 1024;
 /// Bytes of text all kept sessions may hold (query strings can be megabytes each): older
 /// sessions go first.
 const MAX_SESSION_BYTES: usize = 64 << 20;
+/// Bytes of one activity sent between nodes (ours are one line each).
+const MAX_ACTIVITY_BYTES: usize = 4096;
+
+/// Reads events written by `Tracer::encode_events`: their source and (elapsed µs, activity)
+/// each, at most `MAX_EVENTS`; None when malformed.
+pub fn decode_events(mut b: &[u8]) -> Option<(SocketAddr, Vec<(i32, String)>)> {
+    fn take<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+        let (head, rest) = (b.get(..n)?, b.get(n..)?);
+        *b = rest;
+        Some(head)
+    }
+    let ip_len = *take(&mut b, 1)?.first()? as usize;
+    let ip: IpAddr = match take(&mut b, ip_len)? {
+        &[a, b2, c, d] => IpAddr::from([a, b2, c, d]),
+        v6 => IpAddr::from(<[u8; 16]>::try_from(v6).ok()?),
+    };
+    let port = u16::from_be_bytes(take(&mut b, 2)?.try_into().ok()?);
+    let mut events = Vec::new();
+    while !b.is_empty() && events.len() < MAX_EVENTS {
+        let elapsed = i32::from_be_bytes(take(&mut b, 4)?.try_into().ok()?);
+        let len = u32::from_be_bytes(take(&mut b, 4)?.try_into().ok()?) as usize;
+        if len > MAX_ACTIVITY_BYTES {
+            return None;
+        }
+        let text = String::from_utf8_lossy(take(&mut b, len)?).into_owned();
+        events.push((elapsed, text));
+    }
+    Some((SocketAddr::new(ip, port), events))
+}
 
 #[derive(Debug, Clone)]
 pub struct TraceEvent {
     pub event_id: [u8; 16],
     pub elapsed_us: i32,
     pub activity: String,
+    /// The node the event happened on when not this one (a forwarded request's owner).
+    pub source: Option<SocketAddr>,
 }
 
 /// Records the events of one traced request.
@@ -64,8 +100,44 @@ impl Tracer {
                 event_id: super::eval::new_timeuuid(),
                 elapsed_us: self.start.elapsed().as_micros().min(i32::MAX as u128) as i32,
                 activity,
+                source: None,
             });
         }
+    }
+
+    /// Adds events another node recorded for this request (`decode_events`).
+    pub fn add_remote(&self, source: SocketAddr, events: Vec<(i32, String)>) {
+        let mut ev = self.events.lock();
+        for (elapsed_us, activity) in events {
+            if ev.len() >= MAX_EVENTS {
+                break;
+            }
+            ev.push(TraceEvent {
+                event_id: super::eval::new_timeuuid(),
+                elapsed_us,
+                activity,
+                source: Some(source),
+            });
+        }
+    }
+
+    /// The events so far in the wire format of `decode_events`, recorded at `source`: what an
+    /// owner sends back with a forwarded traced request instead of keeping a session.
+    pub fn encode_events(&self, source: SocketAddr) -> Bytes {
+        let ev = self.events.lock();
+        let mut out = Vec::new();
+        let (ip, port) = (inet(source.ip()), source.port());
+        out.push(ip.len() as u8);
+        out.extend_from_slice(&ip);
+        out.extend_from_slice(&port.to_be_bytes());
+        for e in ev.iter() {
+            let text = e.activity.as_bytes();
+            let text = &text[..text.len().min(MAX_ACTIVITY_BYTES)];
+            out.extend_from_slice(&e.elapsed_us.to_be_bytes());
+            out.extend_from_slice(&(text.len() as u32).to_be_bytes());
+            out.extend_from_slice(text);
+        }
+        Bytes::from(out)
     }
 
     /// Completes the session.
@@ -211,18 +283,21 @@ impl TraceStore {
                 sorted.sort_by_key(|s| s.session_id);
                 for s in sorted {
                     for e in &s.events {
+                        let (addr, port) = e
+                            .source
+                            .map_or((node_addr, node_port), |a| (a.ip(), a.port()));
                         out.push(fill(&[
                             ("session_id", Some(Bytes::copy_from_slice(&s.session_id))),
                             ("event_id", Some(Bytes::copy_from_slice(&e.event_id))),
                             ("activity", text(&e.activity)),
-                            ("source", Some(inet(node_addr))),
+                            ("source", Some(inet(addr))),
                             (
                                 "source_elapsed",
                                 Some(Bytes::copy_from_slice(&e.elapsed_us.to_be_bytes())),
                             ),
                             (
                                 "source_port",
-                                Some(Bytes::copy_from_slice(&(node_port as i32).to_be_bytes())),
+                                Some(Bytes::copy_from_slice(&(port as i32).to_be_bytes())),
                             ),
                             ("thread", text("ringgate-request")),
                         ]));
@@ -262,5 +337,28 @@ mod tests {
         assert!(*bytes <= MAX_SESSION_BYTES, "{bytes}");
         assert_eq!(*bytes, q.iter().map(|s| s.bytes()).sum::<usize>());
         assert!((10..=16).contains(&q.len()), "{}", q.len());
+    }
+
+    /// An owner's events travel to the coordinator with their source, elapsed times and text.
+    #[test]
+    fn events_round_trip_between_nodes() {
+        let owner = Tracer::new();
+        owner.event("Read 3 stored rows".into());
+        owner.event("é".repeat(10));
+        let src: SocketAddr = "10.0.0.7:9043".parse().unwrap();
+        let (from, events) = decode_events(&owner.encode_events(src)).unwrap();
+        assert_eq!(from, src);
+        let texts: Vec<&str> = events.iter().map(|e| e.1.as_str()).collect();
+        assert_eq!(texts, ["Read 3 stored rows", &"é".repeat(10)]);
+        let coordinator = Tracer::new();
+        coordinator.add_remote(from, events);
+        let s = coordinator.finish("127.0.0.1".parse().unwrap(), "QUERY", "q", BTreeMap::new());
+        assert_eq!(s.events[0].source, Some(src));
+        assert!(decode_events(&[4, 1, 2]).is_none());
+        let v6: SocketAddr = "[::1]:9042".parse().unwrap();
+        assert_eq!(
+            decode_events(&Tracer::new().encode_events(v6)).unwrap().0,
+            v6
+        );
     }
 }

@@ -444,6 +444,7 @@ const SYSTEM_VIEWS: &[Spec] = &[
             ("keyspace_name", "text"),
             ("table_name", "text"),
             ("partition_id", "bigint"),
+            ("owner", "text"),
             ("token_start", "bigint"),
             ("token_end", "bigint"),
             ("bytes", "bigint"),

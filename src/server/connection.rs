@@ -7,14 +7,12 @@ use super::quickack::QuickAck;
 use super::{convert, Shared};
 use crate::protocol::compression::{self, Compression};
 use crate::protocol::frame::{self, flags, FrameError, FrameHeader};
-use crate::protocol::request::{
-    self, BatchStatementKind, QueryParams, Request, RequestEnvelope, Value, Values,
-};
+use crate::protocol::request::{self, BatchStatementKind, Request, RequestEnvelope, Values};
 use crate::protocol::response::{
     encode_response, ErrorResponse, Event, Response, ResponseExtras, ResultBody,
 };
 use crate::protocol::v5::{self, SegmentDecoder};
-use crate::query::{BatchItem, Binds, BoundValue, Outcome, QueryOptions, Session};
+use crate::query::{BatchItem, Outcome, QueryOptions, Session};
 use bytes::{Bytes, BytesMut};
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -558,7 +556,9 @@ async fn spawn_request(
         };
         super::request_metrics::record(&env.request, &produced.response, started);
         if !payloads {
-            produced.extras.custom_payload.clear();
+            // A forwarded request's trace goes back to its coordinator regardless.
+            let trace = super::forward::TRACE_KEY;
+            produced.extras.custom_payload.retain(|(k, _)| k == trace);
         }
         if let Some(ks) = produced.keyspace {
             *keyspace_cell.lock() = Some(ks);
@@ -609,8 +609,16 @@ impl Call {
                 .is_ok_and(|p| engine.prepared_may_run_long(&p, &self.session)),
             _ => false,
         };
+        let mut hold = Hold {
+            peer_rows: super::fanout::gather(
+                &self.shared,
+                &self.env,
+                self.session.keyspace.as_deref(),
+            )
+            .await,
+            ..Hold::default()
+        };
         let this = Arc::new(self);
-        let mut hold = Hold::default();
         let first = std::time::Instant::now();
         loop {
             let produced = if long {
@@ -729,37 +737,13 @@ fn rejoined_since(shared: &Shared, joined: Option<u64>) -> bool {
     }
 }
 
-/// A request held by server-side retry: since when, and its trace so far.
+/// What every attempt of a request shares: since when server-side retry held it, its trace so
+/// far, and the other nodes' rows of the per-node table it reads (`fanout.rs`).
 #[derive(Clone, Default)]
 struct Hold {
     since: Option<std::time::Instant>,
     tracer: Option<Arc<crate::query::trace::Tracer>>,
-}
-
-fn binds(values: &Values) -> Binds {
-    let conv = |v: &Value| match v {
-        Value::Null => BoundValue::Null,
-        Value::Unset => BoundValue::Unset,
-        Value::Set(b) => BoundValue::Value(b.clone()),
-    };
-    match values {
-        Values::None => Binds::None,
-        Values::Positional(v) => Binds::Positional(v.iter().map(conv).collect()),
-        Values::Named(v) => Binds::Named(v.iter().map(|(n, x)| (n.clone(), conv(x))).collect()),
-    }
-}
-
-fn options(p: &QueryParams) -> QueryOptions {
-    QueryOptions {
-        binds: binds(&p.values),
-        page_size: p.page_size,
-        paging_state: p.paging_state.clone(),
-        timestamp: p.timestamp,
-        // SERIAL (0x0008) and LOCAL_SERIAL (0x0009) reads.
-        serial: matches!(p.consistency, 0x0008 | 0x0009),
-        keyspace: p.keyspace.clone(),
-        ..Default::default()
-    }
+    peer_rows: Option<Arc<crate::query::cluster_views::PeerRows>>,
 }
 
 /// What a request produced besides its response body.
@@ -788,8 +772,10 @@ fn execute(
 ) -> Produced {
     let engine = &shared.engine;
     let began = std::time::Instant::now();
-    let mut opts = request_options(env);
-    let tracer = env.tracing.then(|| match &hold.tracer {
+    let mut opts = convert::request_options(env);
+    // A forwarded traced request is traced here too, its events sent back (`forward.rs`).
+    let for_coordinator = super::forward::wants_trace(env);
+    let tracer = (env.tracing || for_coordinator).then(|| match &hold.tracer {
         Some(t) => {
             opts.ctx.continue_trace(Arc::clone(t));
             Arc::clone(t)
@@ -798,6 +784,12 @@ fn execute(
     });
     if let Some(since) = hold.since {
         opts.ctx.set_held_since(since);
+    }
+    if let Some(peers) = &hold.peer_rows {
+        opts.ctx
+            .trace(|| format!("Merging the rows of {} other node(s)", peers.nodes.len()));
+        peers.warnings.iter().for_each(|w| opts.ctx.warn(w.clone()));
+        opts.peer_rows = Some(Arc::clone(peers));
     }
     let slow_ms = shared.config.log.slow_query_ms;
     if slow_ms > 0 {
@@ -849,17 +841,24 @@ fn execute(
             routing: opts.ctx.slow_routing(),
         },
     );
-    if let Some(t) = &tracer {
-        record_trace(engine, t, env, client);
-    }
-    let extras = ResponseExtras {
-        tracing_id: tracer.as_ref().map(|t| t.session_id),
+    let mut extras = ResponseExtras {
+        tracing_id: tracer
+            .as_ref()
+            .filter(|_| env.tracing)
+            .map(|t| t.session_id),
         warnings: opts.ctx.take_warnings(),
         // The request charge (Cosmos DB's custom payload) on every response, errors included
         // (what was consumed before the error) and zero charges (PREPARE); left out later for
         // clients that cannot parse payloads (see `State::payloads`).
         custom_payload: request_charge(charge),
     };
+    match &tracer {
+        Some(t) if for_coordinator => extras
+            .custom_payload
+            .push(super::forward::trace_payload(engine, t)),
+        Some(t) => record_trace(engine, t, env, client),
+        None => {}
+    }
     Produced {
         response,
         keyspace,
@@ -867,29 +866,6 @@ fn execute(
         held_ms: None,
         tracer: None,
         not_owner: None,
-    }
-}
-
-/// The options of a QUERY/EXECUTE/BATCH (PREPARE: none).
-fn request_options(env: &RequestEnvelope) -> QueryOptions {
-    match &env.request {
-        Request::Query(q) => options(&q.params),
-        Request::Execute(e) => options(&e.params),
-        Request::Batch(b) => QueryOptions {
-            timestamp: b.timestamp,
-            keyspace: b.keyspace.clone(),
-            batch_kind: Some(match b.kind {
-                crate::protocol::request::batch_kind::UNLOGGED => {
-                    crate::cql::ast::BatchKind::Unlogged
-                }
-                crate::protocol::request::batch_kind::COUNTER => {
-                    crate::cql::ast::BatchKind::Counter
-                }
-                _ => crate::cql::ast::BatchKind::Logged,
-            }),
-            ..Default::default()
-        },
-        _ => QueryOptions::default(),
     }
 }
 
@@ -956,7 +932,7 @@ fn run_batch(
                 items.push(BatchItem {
                     parsed: p,
                     keyspace: None,
-                    binds: binds(&Values::Positional(v.clone())),
+                    binds: convert::binds(&Values::Positional(v.clone())),
                 });
             }
             BatchStatementKind::Prepared(_) => {
@@ -965,7 +941,7 @@ fn run_batch(
                 items.push(BatchItem {
                     parsed: &p.parsed,
                     keyspace: p.keyspace.clone(),
-                    binds: binds(&Values::Positional(v.clone())),
+                    binds: convert::binds(&Values::Positional(v.clone())),
                 });
             }
         }

@@ -1,12 +1,13 @@
 //! Conversions between the query layer's results and the protocol's responses.
 
 use crate::cql::types::CqlType;
+use crate::protocol::request::{QueryParams, Request, RequestEnvelope, Value, Values};
 use crate::protocol::response::{
     ColumnSpec, ColumnType, ErrorExtra, ErrorResponse, Prepared as PPrepared, ResultBody,
     Rows as PRows, RowsMetadata, SchemaChange as PSchemaChange, SchemaChangeTarget,
     SchemaChangeType,
 };
-use crate::query::{Outcome, Prepared, QueryError, ResultColumn};
+use crate::query::{Binds, BoundValue, Outcome, Prepared, QueryError, QueryOptions, ResultColumn};
 use crate::schema::ddl::{ChangeKind, ChangeTarget, SchemaChange};
 
 pub fn column_type(ty: &CqlType) -> ColumnType {
@@ -260,5 +261,56 @@ pub fn error(e: &QueryError) -> ErrorResponse {
         | QueryError::Unauthorized(_)
         | QueryError::Server(_)
         | QueryError::Overloaded { .. } => ErrorResponse::new(e.code(), e.to_string()),
+    }
+}
+
+// Requests' parameters as the engine takes them.
+
+pub(super) fn binds(values: &Values) -> Binds {
+    let conv = |v: &Value| match v {
+        Value::Null => BoundValue::Null,
+        Value::Unset => BoundValue::Unset,
+        Value::Set(b) => BoundValue::Value(b.clone()),
+    };
+    match values {
+        Values::None => Binds::None,
+        Values::Positional(v) => Binds::Positional(v.iter().map(conv).collect()),
+        Values::Named(v) => Binds::Named(v.iter().map(|(n, x)| (n.clone(), conv(x))).collect()),
+    }
+}
+
+pub(super) fn options(p: &QueryParams) -> QueryOptions {
+    QueryOptions {
+        binds: binds(&p.values),
+        page_size: p.page_size,
+        paging_state: p.paging_state.clone(),
+        timestamp: p.timestamp,
+        // SERIAL (0x0008) and LOCAL_SERIAL (0x0009) reads.
+        serial: matches!(p.consistency, 0x0008 | 0x0009),
+        keyspace: p.keyspace.clone(),
+        ..Default::default()
+    }
+}
+
+/// The options of a QUERY/EXECUTE/BATCH (PREPARE: none).
+pub(super) fn request_options(env: &RequestEnvelope) -> QueryOptions {
+    match &env.request {
+        Request::Query(q) => options(&q.params),
+        Request::Execute(e) => options(&e.params),
+        Request::Batch(b) => QueryOptions {
+            timestamp: b.timestamp,
+            keyspace: b.keyspace.clone(),
+            batch_kind: Some(match b.kind {
+                crate::protocol::request::batch_kind::UNLOGGED => {
+                    crate::cql::ast::BatchKind::Unlogged
+                }
+                crate::protocol::request::batch_kind::COUNTER => {
+                    crate::cql::ast::BatchKind::Counter
+                }
+                _ => crate::cql::ast::BatchKind::Logged,
+            }),
+            ..Default::default()
+        },
+        _ => QueryOptions::default(),
     }
 }

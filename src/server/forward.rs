@@ -33,6 +33,9 @@ use std::time::{Duration, Instant};
 pub const FORWARDED_KEY: &str = "ringgate-forwarded";
 /// Custom payload key carrying the keyspace of a forwarded request.
 pub const KEYSPACE_KEY: &str = "ringgate-keyspace";
+/// Custom payload key of a traced forwarded request (empty), and of its answer: the owner's
+/// trace events (`Tracer::encode_events`), which join the coordinator's session.
+pub const TRACE_KEY: &str = "ringgate-trace";
 /// How often a request for a partition without a live owner looks again (design: 100 ms).
 pub const UNOWNED_RETRY_MS: u64 = 100;
 /// Prepared statements one forwarded request may have prepared at the owner.
@@ -47,6 +50,18 @@ pub fn forwardable(shared: &Shared, env: &RequestEnvelope) -> bool {
             Request::Query(_) | Request::Execute(_) | Request::Batch(_)
         )
         && !is_forwarded(env)
+}
+
+/// Whether `env` was forwarded by a coordinator tracing it: it is traced here and its events go
+/// back with the answer instead of into this node's sessions.
+pub fn wants_trace(env: &RequestEnvelope) -> bool {
+    is_forwarded(env) && payload_value(env, TRACE_KEY).is_some()
+}
+
+/// The payload entry carrying this node's events of a forwarded traced request.
+pub fn trace_payload(engine: &crate::query::Engine, t: &Tracer) -> (String, Bytes) {
+    t.event("Answering the coordinator".to_string());
+    (TRACE_KEY.to_string(), t.encode_events(engine.node.listen))
 }
 
 /// Whether `env` came from another node's forwarding.
@@ -112,6 +127,9 @@ async fn try_forward(
     if let Some(ks) = &keyspace {
         payload.push((KEYSPACE_KEY.to_string(), Bytes::from(ks.clone())));
     }
+    if tracer.is_some() {
+        payload.push((TRACE_KEY.to_string(), Bytes::new()));
+    }
     let trace = |m: String| {
         if let Some(t) = tracer {
             t.event(m)
@@ -125,7 +143,8 @@ async fn try_forward(
         let began = Instant::now();
         let answer = shared.peers.request(&addr, &payload, &req).await;
         let micros = began.elapsed().as_micros();
-        let answer = answer.map_err(|e| peer_error(&env.request, read, e))?;
+        let mut answer = answer.map_err(|e| peer_error(&env.request, read, e))?;
+        owner_events(&mut answer, tracer);
         trace(format!("Answer from {owner} after {micros} µs"));
         let Some(id) = unprepared_id(&answer) else {
             return Ok(answer);
@@ -151,6 +170,22 @@ async fn try_forward(
             return Ok(done);
         }
         prepared.push(id);
+    }
+}
+
+/// Moves the owner's trace events out of its answer (the client never sees that payload) into
+/// the coordinator's session.
+fn owner_events(answer: &mut Answer, tracer: Option<&Tracer>) {
+    let payload = std::mem::take(&mut answer.custom_payload);
+    for (k, v) in payload {
+        if k != TRACE_KEY {
+            answer.custom_payload.push((k, v));
+            continue;
+        }
+        if let (Some(t), Some((source, events))) = (tracer, crate::query::trace::decode_events(&v))
+        {
+            t.add_remote(source, events);
+        }
     }
 }
 

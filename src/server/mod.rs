@@ -5,6 +5,7 @@ mod auth_guard;
 mod cluster_events;
 mod connection;
 pub mod convert;
+mod fanout;
 mod forward;
 mod handshake;
 pub mod http;

@@ -150,7 +150,15 @@ pub fn execute(
     }
     if t.virtual_table {
         opts.ctx.add_charge(crate::partition::ru::FIXED_RU);
-        read_virtual(engine, &schema, t, &plan, &mut out, paging)?;
+        read_virtual(
+            engine,
+            &schema,
+            t,
+            &plan,
+            &mut out,
+            paging,
+            opts.peer_rows.as_deref(),
+        )?;
     } else {
         let budget = admit_read(engine, &schema, t, &plan, out.map.as_deref(), opts)?;
         let res = match &feed {

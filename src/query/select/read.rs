@@ -79,7 +79,9 @@ pub(super) fn read_virtual(
     plan: &Plan,
     out: &mut Output,
     paging: Option<PagingState>,
+    peers: Option<&crate::query::cluster_views::PeerRows>,
 ) -> Result<()> {
+    let me = engine.node.cluster.as_ref().map(|c| c.name());
     let rows = if t.keyspace == "system_traces" {
         engine
             .traces
@@ -93,9 +95,14 @@ pub(super) fn read_virtual(
             schema,
             t,
             &engine.limits.throughput,
+            me,
         )
         .or_else(|| crate::schema::system::virtual_rows(schema, &engine.node, t))
         .unwrap_or_default()
+    };
+    let rows = match (peers, me) {
+        (Some(peers), Some(me)) => crate::query::cluster_views::merge(t, rows, me, peers),
+        _ => rows,
     };
     let start = paging.map_or(0, |p| p.partition as usize);
     let mut idx = 0usize;
