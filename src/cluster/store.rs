@@ -1,6 +1,6 @@
 //! The store of a cluster node: table data in the shared PostgreSQL database (every node reads
-//! it; owners write it, fenced by their epochs), metadata (schema, partition maps, the batch
-//! log) in etcd, so every node sees one copy.
+//! it; owners write it, fenced by their epochs), metadata (schema, partition maps) in etcd,
+//! the cluster batch log in PostgreSQL's `ringgate_meta` (`shared_data`), so every node sees one copy.
 
 use super::EtcdMetaStore;
 use crate::storage::handle::{MetaStore, PartitionStore};
@@ -73,5 +73,9 @@ impl Store for ClusterStore {
 
     fn partitions(&self) -> Option<&dyn PartitionStore> {
         self.data.partitions()
+    }
+
+    fn shared_data(&self) -> Option<&dyn Store> {
+        Some(&*self.data)
     }
 }

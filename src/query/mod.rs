@@ -81,6 +81,9 @@ pub struct RequestCtx {
     /// (`note_if_slow`), so other statements pay one clock read, not a routing description.
     slow_watch: Option<(std::time::Instant, std::time::Duration)>,
     slow_routing: Mutex<Option<String>>,
+    /// Cluster mode: this request is one owner's part of a write spanning owners; it applies
+    /// only these partitions' mutations (`write::only_partitions`).
+    only_partitions: Option<Arc<write::OnlyPartitions>>,
 }
 
 impl Clone for RequestCtx {
@@ -94,6 +97,7 @@ impl Clone for RequestCtx {
             tracer: self.tracer.clone(),
             held_since: self.held_since,
             slow_watch: self.slow_watch,
+            only_partitions: self.only_partitions.clone(),
             ..c
         }
     }
@@ -172,6 +176,13 @@ impl RequestCtx {
     }
     fn over_budget(&self) -> bool {
         self.over_budget.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    /// Makes this request one owner's part of a spanning write (`write::only_partitions`).
+    pub fn set_only_partitions(&mut self, only: write::OnlyPartitions) {
+        self.only_partitions = Some(Arc::new(only));
+    }
+    pub fn only_partitions(&self) -> Option<&write::OnlyPartitions> {
+        self.only_partitions.as_deref()
     }
     /// Request units consumed so far.
     pub fn charge(&self) -> f64 {

@@ -2,9 +2,11 @@
 
 pub mod auth;
 mod auth_guard;
+mod batchlog;
 mod cluster_events;
 mod connection;
 pub mod convert;
+mod fanout;
 mod forward;
 mod handshake;
 pub mod http;
@@ -111,6 +113,7 @@ pub async fn run(
         peers: peer::PeerPool::new(peer_login(&config)),
     });
     cluster_events::start(&shared);
+    batchlog::start(&shared);
     let max_conns = config.limits.max_connections;
     let conns = Arc::new(Semaphore::new(max_conns));
     loop {

@@ -28,6 +28,10 @@ pub fn apply_with(
     rctx: Option<&crate::query::RequestCtx>,
     write_type: WriteType,
 ) -> Result<()> {
+    let muts = match rctx.and_then(|c| c.only_partitions()) {
+        Some(only) => super::only_partitions::keep(engine, muts, only)?,
+        None => muts,
+    };
     if muts.is_empty() {
         return Ok(());
     }
