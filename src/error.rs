@@ -61,12 +61,14 @@ pub enum ClientError {
     /// 0x1000 to a client, but first an instruction to the server (cluster mode): the write
     /// commits to physical partitions owned by different nodes; `parts` names each one as
     /// (storage id, partition id, owner: None for this node). The coordinator sends the request
-    /// to every owner with the partitions it applies (`server::fanout`). Nothing was read or
-    /// written for the request.
+    /// to every owner with the partitions it applies (`server::fanout`); `logged`: a LOGGED
+    /// batch, which goes through the cluster batch log first. Nothing was read or written for
+    /// the request.
     #[error("{message}")]
     Spans {
         message: String,
         parts: Vec<(u64, u64, Option<String>)>,
+        logged: bool,
     },
     /// 0x1100: a write held by server-side retry past its limit, with its protocol write type.
     #[error("{0}")]

@@ -28,12 +28,31 @@ pub fn require_local<'a>(
     )
 }
 
-/// `require_local` over (storage id, partition id, placement) of each partition.
-fn decide(placed: impl IntoIterator<Item = (u64, u64, Placement)>) -> Result<(), StorageError> {
-    let mut parts: Vec<(u64, u64, Option<String>)> = Vec::new();
+/// Spans naming every partition's owner (None: this node), whoever they are, or NotOwner with
+/// no owner while any has none: a write that must go through the cluster batch log.
+pub fn require_one_place<'a>(
+    handles: &Handles,
+    parts: impl IntoIterator<Item = (u64, &'a PhysicalPartition)>,
+) -> Result<(), StorageError> {
+    handles.require_lease()?;
+    let placed = parts
+        .into_iter()
+        .map(|(sid, p)| (sid, p.id, handles.placement(sid, p)));
+    Err(StorageError::Spans {
+        parts: owners(placed)?,
+    })
+}
+
+/// (storage id, partition id, owner: None for this node) of each partition; NotOwner with no
+/// owner while any has no live owner (the caller waits and retries).
+fn owners(
+    placed: impl IntoIterator<Item = (u64, u64, Placement)>,
+) -> Result<Vec<(u64, u64, Option<String>)>, StorageError> {
+    let mut parts = Vec::new();
     for (sid, pid, placement) in placed {
         match placement {
             Placement::Local => parts.push((sid, pid, None)),
+            Placement::Remote(node) => parts.push((sid, pid, Some(node))),
             Placement::Unowned => {
                 return Err(StorageError::NotOwner {
                     storage_id: sid,
@@ -41,9 +60,14 @@ fn decide(placed: impl IntoIterator<Item = (u64, u64, Placement)>) -> Result<(),
                     owner: None,
                 })
             }
-            Placement::Remote(node) => parts.push((sid, pid, Some(node))),
         }
     }
+    Ok(parts)
+}
+
+/// `require_local` over (storage id, partition id, placement) of each partition.
+fn decide(placed: impl IntoIterator<Item = (u64, u64, Placement)>) -> Result<(), StorageError> {
+    let parts = owners(placed)?;
     let Some((storage_id, partition_id, first)) = parts.first().cloned() else {
         return Ok(());
     };

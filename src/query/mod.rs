@@ -460,8 +460,8 @@ impl Engine {
         };
         engine.ensure_maps().map_err(|e| e.to_string())?;
         // Logged writes a crash interrupted are finished before sizes are counted. A cluster
-        // node owns nothing yet and shares the log with the others: replaying there waits for
-        // entries kept per node (issue 17, later work).
+        // node writes no such entries (`batch_log::commit_parts`): its LOGGED batches are
+        // logged and replayed as requests by `server::batchlog`.
         if engine.node.cluster.is_none() {
             let mut apply =
                 |part| write::by_partition::replay_part(&engine.maps, &engine.handles, part);

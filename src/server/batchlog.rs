@@ -11,9 +11,10 @@
 //! compaction), and PostgreSQL is the data store every node reaches already.
 //!
 //! Entry: key `cluster_batchlog/<node>/<created ms, 16 hex digits>-<uuid>` (`<node>`: the
-//! coordinator's name), value: the BATCH as a protocol v4 request frame (its timestamp set; its
-//! prepared statements as their text, so any node can run it; custom payload
-//! `ringgate-keyspace` = the keyspace it runs in).
+//! coordinator's name), value: the request (a BATCH, or a QUERY of a `BEGIN BATCH` statement;
+//! an EXECUTE becomes that QUERY) as a protocol v4 request frame: its timestamp set, prepared
+//! statements as their text (so any node can run it), custom payload `ringgate-keyspace` =
+//! the keyspace it runs in.
 //!
 //! Replay (every `REPLAY_EVERY_MS`, `MAX_PER_ROUND` entries): a node replays its own entries
 //! older than `REPLAY_AFTER_MS` (after a restart too), and the live member with the lowest name
@@ -106,49 +107,80 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| e.to_string())?
 }
 
-/// The entry's value: the batch with its timestamp and its statements as text (module doc).
+/// The entry's value: the request with its timestamp, statements as text (module doc).
 fn entry(
     shared: &Shared,
     env: &RequestEnvelope,
     keyspace: Option<&str>,
     ts: i64,
 ) -> Result<Bytes, ErrorResponse> {
-    let Request::Batch(b) = &env.request else {
-        return Err(unavailable("not a batch".into()));
+    let mut keyspace = keyspace.map(str::to_string);
+    let prepared = |id: &Bytes| {
+        (shared.engine.get_prepared(id)).map_err(|e| ErrorResponse::new(e.code(), e.to_string()))
     };
-    let mut b = b.clone();
-    b.timestamp.get_or_insert(ts);
-    b.now_in_seconds = None;
-    let mut keyspace = b.keyspace.take().or(keyspace.map(str::to_string));
-    let texts = b
-        .statements
-        .iter()
-        .any(|s| matches!(s.kind, BatchStatementKind::Query(_)));
-    for s in &mut b.statements {
-        let BatchStatementKind::Prepared(id) = &s.kind else {
-            continue;
-        };
-        let p = shared
-            .engine
-            .get_prepared(id)
-            .map_err(|e| ErrorResponse::new(e.code(), e.to_string()))?;
-        // A prepared statement resolves its tables in the keyspace it was prepared in.
-        match (&p.keyspace, &keyspace) {
-            (Some(pk), Some(k)) if pk != k => return Err(mixed_keyspaces()),
-            (Some(_), None) if texts => return Err(mixed_keyspaces()),
-            (Some(pk), None) => keyspace = Some(pk.clone()),
-            _ => {}
+    let req = match &env.request {
+        Request::Batch(b) => {
+            let mut b = b.clone();
+            b.timestamp.get_or_insert(ts);
+            b.now_in_seconds = None;
+            keyspace = b.keyspace.take().or(keyspace);
+            let texts =
+                (b.statements.iter()).any(|s| matches!(s.kind, BatchStatementKind::Query(_)));
+            for s in &mut b.statements {
+                if let BatchStatementKind::Prepared(id) = &s.kind {
+                    let p = prepared(id)?;
+                    keyspace = prepared_keyspace(p.keyspace.as_deref(), keyspace, texts)?;
+                    s.kind = BatchStatementKind::Query(p.query.clone());
+                }
+            }
+            Request::Batch(b)
         }
-        s.kind = BatchStatementKind::Query(p.query.clone());
-    }
+        // A `BEGIN BATCH` statement, as text or prepared.
+        Request::Query(q) => {
+            let mut q = q.clone();
+            q.params.timestamp.get_or_insert(ts);
+            q.params.now_in_seconds = None;
+            keyspace = q.params.keyspace.take().or(keyspace);
+            Request::Query(q)
+        }
+        Request::Execute(e) => {
+            let p = prepared(&e.id)?;
+            let mut params = e.params.clone();
+            params.timestamp.get_or_insert(ts);
+            params.now_in_seconds = None;
+            // A prepared statement resolves its tables in the keyspace it was prepared in.
+            keyspace = p.keyspace.clone().or(params.keyspace.take()).or(keyspace);
+            Request::Query(crate::protocol::request::Query {
+                query: p.query.clone(),
+                params,
+            })
+        }
+        _ => return Err(unavailable("not a write".into())),
+    };
     let payload: Vec<(String, Bytes)> = keyspace
         .map(|k| (super::forward::KEYSPACE_KEY.to_string(), Bytes::from(k)))
         .into_iter()
         .collect();
     let mut out = BytesMut::new();
-    encode_request(&mut out, 4, 0, false, Some(&payload), &Request::Batch(b))
+    encode_request(&mut out, 4, 0, false, Some(&payload), &req)
         .map_err(|e| unavailable(e.to_string()))?;
     Ok(out.freeze())
+}
+
+/// The keyspace the logged request runs in, given a statement prepared in `prepared` (it
+/// resolves its tables there) and the request's `current` one; `texts`: the request also has
+/// statements as text, which resolve in `current`.
+fn prepared_keyspace(
+    prepared: Option<&str>,
+    current: Option<String>,
+    texts: bool,
+) -> Result<Option<String>, ErrorResponse> {
+    match (prepared, current) {
+        (Some(p), Some(c)) if p != c => Err(mixed_keyspaces()),
+        (Some(_), None) if texts => Err(mixed_keyspaces()),
+        (Some(p), None) => Ok(Some(p.to_string())),
+        (_, c) => Ok(c),
+    }
 }
 
 fn mixed_keyspaces() -> ErrorResponse {

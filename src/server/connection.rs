@@ -614,8 +614,8 @@ impl Call {
                 this.attempt(&hold)
             };
             match produced.not_owner {
-                Some(Route::Owners(parts)) => {
-                    return Some(this.fanned_out(parts, produced.tracer).await)
+                Some(Route::Owners(parts, logged)) => {
+                    return Some(this.fanned_out(parts, logged, produced.tracer).await)
                 }
                 Some(Route::Owner(None))
                     if super::forward::may_wait_for_owner(&this.shared, first) =>
@@ -684,6 +684,7 @@ impl Call {
     async fn fanned_out(
         &self,
         parts: super::fanout::Parts,
+        logged: bool,
         tracer: Option<Arc<crate::query::trace::Tracer>>,
     ) -> Produced {
         let ts = self
@@ -693,7 +694,9 @@ impl Call {
         let keyspace = self.session.keyspace.clone();
         let (shared, env) = (&self.shared, &self.env);
         let t = tracer.clone();
-        let (response, extras) = super::fanout::fan_out(shared, env, keyspace, ts, parts, t).await;
+        let spanning = super::fanout::Spanning { parts, logged };
+        let (response, extras) =
+            super::fanout::fan_out(shared, env, keyspace, ts, spanning, t).await;
         self.relayed(response, extras, tracer)
     }
 
@@ -774,8 +777,9 @@ enum Route {
     /// Owned by another node, `Some(name)` (None: by no live node now): forwarded there
     /// (`forward.rs`).
     Owner(Option<String>),
-    /// A write over partitions of several owners: sent to each (`fanout.rs`).
-    Owners(super::fanout::Parts),
+    /// A write over partitions of several owners: sent to each (`fanout.rs`); a LOGGED batch
+    /// (true) through the cluster batch log.
+    Owners(super::fanout::Parts, bool),
 }
 
 /// Runs a QUERY/PREPARE/EXECUTE/BATCH.
@@ -828,7 +832,9 @@ fn execute(
     }
     let route = match &result {
         Err(crate::query::QueryError::NotOwner { owner, .. }) => Some(Route::Owner(owner.clone())),
-        Err(crate::query::QueryError::Spans { parts, .. }) => Some(Route::Owners(parts.clone())),
+        Err(crate::query::QueryError::Spans { parts, logged, .. }) => {
+            Some(Route::Owners(parts.clone(), *logged))
+        }
         _ => None,
     };
     if route.is_some() && super::forward::forwardable(shared, env) {

@@ -26,7 +26,7 @@ use super::forward::{forward_part, unavailable};
 use super::peer::Answer;
 use super::Shared;
 use crate::protocol::frame::Opcode;
-use crate::protocol::request::{batch_kind, Request, RequestEnvelope};
+use crate::protocol::request::RequestEnvelope;
 use crate::protocol::response::{error_code, ErrorExtra, ErrorResponse, Response, ResponseExtras};
 use crate::protocol::types::read_int;
 use crate::query::trace::Tracer;
@@ -38,6 +38,13 @@ use std::sync::{Arc, OnceLock};
 /// A spanning write's partitions: (storage id, partition id, owner; None for this node).
 pub type Parts = Vec<(u64, u64, Option<String>)>;
 
+/// A write spanning owners, as the engine answered it (`ClientError::Spans`).
+pub struct Spanning {
+    pub parts: Parts,
+    /// A LOGGED batch (a BATCH request, or a `BEGIN BATCH` statement): logged first.
+    pub logged: bool,
+}
+
 /// Sends `env` to every owner of `parts` and merges their answers (module doc). `ts`: the write
 /// timestamp of every part when the request has none of its own.
 pub async fn fan_out(
@@ -45,15 +52,14 @@ pub async fn fan_out(
     env: &Arc<RequestEnvelope>,
     keyspace: Option<String>,
     ts: i64,
-    parts: Parts,
+    spanning: Spanning,
     tracer: Option<Arc<Tracer>>,
 ) -> (Response, ResponseExtras) {
     let Some(cluster) = shared.engine.node.cluster.as_ref() else {
         return error(unavailable("not a cluster".into()));
     };
-    let owners = by_owner(cluster.name(), &parts);
-    let logged = is_logged(&env.request) && !super::batchlog::is_replay(env);
-    let entry = match logged {
+    let owners = by_owner(cluster.name(), &spanning.parts);
+    let entry = match spanning.logged && !super::batchlog::is_replay(env) {
         true => match super::batchlog::write(shared, env, keyspace.as_deref(), ts).await {
             Ok(key) => Some(key),
             Err(e) => return error(e),
@@ -61,7 +67,7 @@ pub async fn fan_out(
         false => None,
     };
     let answers = send(shared, env, keyspace, ts, owners, tracer).await;
-    let merged = merge(answers, &env.request);
+    let merged = merge(answers, spanning.logged);
     if merged.entry_done {
         if let Some(key) = entry {
             super::batchlog::delete(shared, key).await;
@@ -76,10 +82,6 @@ pub fn only_partitions(
 ) -> Option<crate::query::Result<only_partitions::OnlyPartitions>> {
     let v = super::forward::payload_value(env, only_partitions::PAYLOAD_KEY)?;
     super::forward::is_forwarded(env).then(|| only_partitions::decode(v.clone()))
-}
-
-fn is_logged(req: &Request) -> bool {
-    matches!(req, Request::Batch(b) if b.kind == batch_kind::LOGGED)
 }
 
 fn error(e: ErrorResponse) -> (Response, ResponseExtras) {
@@ -193,7 +195,7 @@ struct Merged {
 }
 
 /// The client's answer from the parts' answers (module doc).
-fn merge(answers: Vec<Result<Answer, ErrorResponse>>, req: &Request) -> Merged {
+fn merge(answers: Vec<Result<Answer, ErrorResponse>>, logged: bool) -> Merged {
     let mut charge_ru = 0.0;
     let mut warnings: Vec<String> = Vec::new();
     for a in answers.iter().flatten() {
@@ -218,7 +220,7 @@ fn merge(answers: Vec<Result<Answer, ErrorResponse>>, req: &Request) -> Merged {
     let first_failed = dones.iter().position(|d| *d != Done::Applied);
     let response = match first_failed {
         None => relayed(answers.into_iter().next()),
-        Some(_) if is_logged(req) && !entry_done => Response::Error(ErrorResponse::with_extra(
+        Some(_) if logged && !entry_done => Response::Error(ErrorResponse::with_extra(
             "Operation timed out - received only 0 responses (a part of the batch failed; \
              the batch is in the batch log and will be applied)",
             ErrorExtra::WriteTimeout {
@@ -261,7 +263,7 @@ fn charge_of(a: &Answer) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::request::Batch;
+    use crate::protocol::request::{batch_kind, Batch, Request};
 
     fn batch(kind: u8) -> Request {
         Request::Batch(Batch {
@@ -327,7 +329,7 @@ mod tests {
     #[test]
     fn answers_merge_as_cassandra_answers() {
         let logged = batch(batch_kind::LOGGED);
-        let m = merge(vec![ok(2.5, "w"), ok(4.0, "w")], &logged);
+        let m = merge(vec![ok(2.5, "w"), ok(4.0, "w")], true);
         assert_eq!(charge_of_extras(&m.extras), 6.5);
         assert_eq!(m.extras.warnings, vec!["w".to_string()]);
         assert!(matches!(
@@ -340,7 +342,7 @@ mod tests {
         assert!(m.entry_done);
 
         let invalid = || failed(ErrorResponse::invalid("bad"));
-        let m = merge(vec![invalid(), invalid()], &logged);
+        let m = merge(vec![invalid(), invalid()], true);
         assert_eq!(code(&m.response), error_code::INVALID);
         assert!(m.entry_done);
 
@@ -349,16 +351,16 @@ mod tests {
             vec![ok(1.0, "w"), Err(lost(&logged))],
             vec![invalid(), Err(lost(&logged))],
         ] {
-            let m = merge(answers, &logged);
+            let m = merge(answers, true);
             assert_eq!(code(&m.response), error_code::WRITE_TIMEOUT);
             assert!(!m.entry_done);
         }
 
         let unlogged = batch(batch_kind::UNLOGGED);
-        let m = merge(vec![ok(1.0, "w"), invalid()], &unlogged);
+        let m = merge(vec![ok(1.0, "w"), invalid()], false);
         assert_eq!(code(&m.response), error_code::INVALID);
         assert_eq!(charge_of_extras(&m.extras), 1.0);
-        let m = merge(vec![Err(lost(&unlogged)), ok(1.0, "w")], &unlogged);
+        let m = merge(vec![Err(lost(&unlogged)), ok(1.0, "w")], false);
         match m.response {
             Response::Error(e) => assert!(
                 matches!(&e.extra, ErrorExtra::WriteTimeout { write_type, .. } if write_type == "UNLOGGED_BATCH"),

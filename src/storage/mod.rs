@@ -161,6 +161,7 @@ impl From<StorageError> for crate::error::ClientError {
             StorageError::Spans { ref parts } => crate::error::ClientError::Spans {
                 parts: parts.clone(),
                 message: e.to_string(),
+                logged: false,
             },
             StorageError::Unavailable(_) => crate::error::ClientError::Unavailable(e.to_string()),
             _ => crate::error::ClientError::Server(e.to_string()),

@@ -17,6 +17,7 @@ import time
 
 import pytest
 from cassandra.cluster import NoHostAvailable
+from cassandra.metadata import Murmur3Token
 from cassandra.query import BatchStatement, BatchType, SimpleStatement
 
 import clusterlib
@@ -203,3 +204,78 @@ def rows_everywhere_one(node, keys, timeout_s=20.0):
         return out
     finally:
         cl.shutdown()
+
+
+def test_text_batches_over_owners(cluster3):
+    """`BEGIN BATCH` as CQL text (cqlsh's way), logged and unlogged, through one node."""
+    c = cluster3
+    owned = spread_keys(c)
+    keys = sorted(k for ks in owned.values() for k in ks)
+    cl, s = pinned(c.nodes[2])
+    try:
+        for kind, value in (("", "t"), ("UNLOGGED ", "u")):
+            inserts = " ".join(f"INSERT INTO app.t (pk, v) VALUES ({k}, '{val(value, k)}');"
+                               for k in keys)
+            s.execute(f"BEGIN {kind}BATCH {inserts} APPLY BATCH")
+            for name, got in rows_everywhere(c, keys).items():
+                assert {k: v[0] for k, v in got.items()} == {k: val(value, k) for k in keys}
+                assert len({v[1] for v in got.values()}) == 1, (name, got)
+    finally:
+        cl.shutdown()
+
+
+def two_partitions_of(c, node):
+    """Two keys of app.t in different physical partitions that `node` owns (a partition's
+    range ends at one of the node's tokens in system.local)."""
+    cl, s = pinned(node)
+    try:
+        ends = sorted(s.execute("SELECT tokens FROM system.local").one().tokens)
+        all_ends = set(ends)
+        for p in s.execute("SELECT tokens FROM system.peers_v2"):
+            all_ends |= set(p.tokens or [])
+        ring = sorted(int(t) for t in all_ends)
+        mine = {int(t) for t in ends}
+        by_part = {}
+        for k in range(500):
+            tok = Murmur3Token.from_key(int(k).to_bytes(4, "big", signed=True)).value
+            end = next((e for e in ring if e >= tok), ring[0])
+            if end in mine:
+                by_part.setdefault(end, k)
+            if len(by_part) == 2:
+                return list(by_part.values())
+        raise AssertionError(f"{node.name} owns fewer than two partitions: {ends}")
+    finally:
+        cl.shutdown()
+
+
+def test_logged_batch_over_partitions_of_one_owner_killed_mid_commit(monkeypatch):
+    # Each partition's commit waits 5 s: the owner (and coordinator) is killed after the first.
+    monkeypatch.setenv("RINGGATE_TEST_BATCHLOG_PAUSE_MS", "5000")
+    c = start_cluster()
+    try:
+        spread_keys(c)  # the table
+        owner = c.nodes[0]
+        keys = two_partitions_of(c, owner)
+        cl, s = pinned(owner)
+        try:
+            fut = s.execute_async(batch_of(BatchType.LOGGED, keys, "o"), timeout=30)
+            wait_until("the first partition's commit", lambda: rows_everywhere_one(
+                c.nodes[1], keys[:1])[keys[0]] is not None)
+            owner.kill9()
+            with pytest.raises(Exception):  # the connection died with the coordinator
+                fut.result()
+        finally:
+            cl.shutdown()
+        partial = rows_everywhere_one(c.nodes[1], keys)
+        assert partial[keys[1]] is None, partial
+        wait_until("the batch log replay", lambda: all(
+            v is not None for v in rows_everywhere_one(c.nodes[1], keys).values()),
+            timeout_s=60)
+        got = rows_everywhere_one(c.nodes[2], keys)
+        assert {k: v[0] for k, v in got.items()} == {k: val("o", k) for k in keys}
+        assert len({v[1] for v in got.values()}) == 1, got
+    except BaseException:
+        c.print_logs()
+        raise
+    finally:
+        c.stop()
