@@ -5,7 +5,8 @@ one node so that it coordinates:
 - a LOGGED and an UNLOGGED batch over keys owned by all three nodes: every row reads back
   through every node with the batch's one write timestamp; the RequestCharge is the sum of the
   parts' (each part's charge equals the charge of the same writes sent alone to the owner).
-- `UPDATE ... WHERE pk IN (...)` and `DELETE ... WHERE pk IN (...)` over several owners.
+- `UPDATE ... WHERE pk IN (...)` and `DELETE ... WHERE pk IN (...)` over several owners, and
+  counter increments with `IN` (applied exactly once per key).
 - a LOGGED batch of prepared statements whose coordinator is killed with kill -9 between its
   parts
   (RINGGATE_TEST_FANOUT_PAUSE_MS): once another node replayed its batch log entry, every row
@@ -144,6 +145,22 @@ def test_update_and_delete_with_in_over_several_owners(cluster3):
         cl.shutdown()
     for name, got in rows_everywhere(c, keys).items():
         assert got == {k: (None if k in gone else ("in", 1000)) for k in keys}, name
+    # Counters are not idempotent: each owner applies its partitions' increments once.
+    cl, s = pinned(c.nodes[2])
+    try:
+        s.execute("CREATE TABLE app.c (pk int PRIMARY KEY, n counter)")
+        marks = ", ".join(["%s"] * len(keys))
+        for _ in range(3):
+            s.execute(f"UPDATE app.c SET n = n + 2 WHERE pk IN ({marks})", keys)
+        for n in c.nodes:
+            ncl, ns = pinned(n)
+            try:
+                got = {r.pk: r.n for r in ns.execute("SELECT pk, n FROM app.c")}
+            finally:
+                ncl.shutdown()
+            assert got == {k: 6 for k in keys}, (n.name, got)
+    finally:
+        cl.shutdown()
 
 
 def test_logged_batch_is_all_or_nothing_when_its_coordinator_is_killed(monkeypatch):
