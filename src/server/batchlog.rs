@@ -16,9 +16,10 @@
 //! statements as their text (so any node can run it), custom payload `ringgate-keyspace` =
 //! the keyspace it runs in.
 //!
-//! Replay (every `REPLAY_EVERY_MS`, `MAX_PER_ROUND` entries): a node replays its own entries
-//! older than `REPLAY_AFTER_MS` (after a restart too), and the live member with the lowest name
-//! replays those of nodes that are no longer live members. The batch goes to this node itself
+//! Replay (every `REPLAY_EVERY_MS`, at most `MAX_PER_ROUND` entries of each kind): a node
+//! replays its own entries older than `REPLAY_AFTER_MS` (after a restart too; read under its own
+//! key prefix), and the live member with the lowest name replays those of nodes that are no
+//! longer live members. Node names hold no `/` (`cluster.node_name`). The batch goes to this node itself
 //! over an internal connection with payload `ringgate-batchlog-replay` = the entry key (so it
 //! is not logged again), and the entry is deleted when it applied, or when it answered an
 //! error that no replay can change (Invalid, Syntax, Unauthorized...: nothing was applied).
@@ -223,24 +224,26 @@ async fn round(shared: &Arc<Shared>) -> Result<(), String> {
     let Some(cluster) = shared.engine.node.cluster.clone() else {
         return Ok(());
     };
-    let s = Arc::clone(shared);
-    let entries = blocking(move || {
-        let hi = crate::storage::prefix_successor(PREFIX.as_bytes()).expect("no 0xff");
-        let lo = PREFIX.as_bytes();
-        data(&s)?
-            .scan(
-                Space::Meta,
-                Bound::Included(lo),
-                Bound::Excluded(&hi),
-                false,
-            )
-            .take(MAX_PER_ROUND)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| e.to_string())
-    })
-    .await?;
     let members = cluster.members();
     let lowest = members.keys().next().map(String::as_str);
+    let me = cluster.name().to_string();
+    let (s, live) = (
+        Arc::clone(shared),
+        members.keys().cloned().collect::<Vec<_>>(),
+    );
+    let orphans = lowest == Some(me.as_str());
+    // Own entries under their own prefix, so others' many entries never hide them.
+    let entries = blocking(move || {
+        let store = data(&s)?;
+        let mut out = scan_entries(store, &format!("{PREFIX}{me}/"), |_| true)?;
+        if orphans {
+            out.extend(scan_entries(store, PREFIX, |node| {
+                !live.iter().any(|m| m == node)
+            })?);
+        }
+        Ok(out)
+    })
+    .await?;
     let now_ms = crate::clock::Clock::system().now_millis() as u64;
     for (key, value) in entries {
         let Some((node, created_ms)) = parse_key(&key) else {
@@ -253,6 +256,25 @@ async fn round(shared: &Arc<Shared>) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Up to `MAX_PER_ROUND` entries under `prefix` whose node `keep` accepts.
+fn scan_entries(
+    store: &dyn Store,
+    prefix: &str,
+    keep: impl Fn(&str) -> bool,
+) -> Result<Vec<(Bytes, Bytes)>, String> {
+    let hi = crate::storage::prefix_successor(prefix.as_bytes()).expect("no 0xff in names");
+    let (lo, hi) = (Bound::Included(prefix.as_bytes()), Bound::Excluded(&hi[..]));
+    let kept = store
+        .scan(Space::Meta, lo, hi, false)
+        .filter(|item| match item {
+            Ok((k, _)) => parse_key(k).is_some_and(|(node, _)| keep(node)),
+            Err(_) => true,
+        });
+    kept.take(MAX_PER_ROUND)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())
 }
 
 /// Runs one entry's batch again through this node; deletes the entry when it is done.
@@ -308,11 +330,11 @@ fn decode(mut value: Bytes) -> Result<RequestEnvelope, String> {
 mod tests {
     use super::*;
 
-    /// Keys carry the node (names may hold '/') and the creation time.
+    /// Keys carry the node and the creation time.
     #[test]
     fn keys_name_their_node_and_age() {
-        let key = format!("{PREFIX}rack/a/{:016x}-x", 1234u64);
-        assert_eq!(parse_key(key.as_bytes()), Some(("rack/a", 1234)));
+        let key = format!("{PREFIX}n-1.a_b/{:016x}-x", 1234u64);
+        assert_eq!(parse_key(key.as_bytes()), Some(("n-1.a_b", 1234)));
         assert_eq!(parse_key(b"cluster_batchlog/a/12"), None);
         assert_eq!(parse_key(b"other/a/0000000000000001-x"), None);
     }
