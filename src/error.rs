@@ -61,7 +61,7 @@ pub enum ClientError {
     /// 0x1000 to a client, but first an instruction to the server (cluster mode): the write
     /// commits to physical partitions owned by different nodes; `parts` names each one as
     /// (storage id, partition id, owner: None for this node). The coordinator sends the request
-    /// to every owner with the partitions it applies (`server::fanout`); `logged`: a LOGGED
+    /// to every owner with the partitions it applies (`server::spanning`); `logged`: a LOGGED
     /// batch, which goes through the cluster batch log first. Nothing was read or written for
     /// the request.
     #[error("{message}")]

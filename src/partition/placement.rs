@@ -6,7 +6,7 @@
 //!
 //! A statement spanning partitions of different owners answers `StorageError::Spans` naming
 //! every partition's owner: the connection sends the request to each owner with the
-//! partitions it applies (`server::fanout`; LOGGED batches through the cluster batch log,
+//! partitions it applies (`server::spanning`; LOGGED batches through the cluster batch log,
 //! `server::batchlog`).
 
 use super::handles::{Handles, Placement};

@@ -1,5 +1,5 @@
 //! The cluster batch log: a LOGGED batch whose partitions have different owners
-//! (`fanout.rs`) is all-or-nothing across nodes as Cassandra's batchlog makes it. Before any
+//! (`spanning.rs`) is all-or-nothing across nodes as Cassandra's batchlog makes it. Before any
 //! part is sent, the coordinator stores the batch as it will be sent again; it deletes the
 //! entry once every part answered (all applied, or none). An entry left behind (the
 //! coordinator died, a part failed or timed out) is replayed: the batch runs again, through the

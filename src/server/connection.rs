@@ -680,10 +680,10 @@ impl Call {
         }
     }
 
-    /// The merged answer of every owner of a write spanning owners (`fanout.rs`).
+    /// The merged answer of every owner of a write spanning owners (`spanning.rs`).
     async fn fanned_out(
         &self,
-        parts: super::fanout::Parts,
+        parts: super::spanning::Parts,
         logged: bool,
         tracer: Option<Arc<crate::query::trace::Tracer>>,
     ) -> Produced {
@@ -694,9 +694,9 @@ impl Call {
         let keyspace = self.session.keyspace.clone();
         let (shared, env) = (&self.shared, &self.env);
         let t = tracer.clone();
-        let spanning = super::fanout::Spanning { parts, logged };
+        let spanning = super::spanning::Spanning { parts, logged };
         let (response, extras) =
-            super::fanout::fan_out(shared, env, keyspace, ts, spanning, t).await;
+            super::spanning::fan_out(shared, env, keyspace, ts, spanning, t).await;
         self.relayed(response, extras, tracer)
     }
 
@@ -777,9 +777,9 @@ enum Route {
     /// Owned by another node, `Some(name)` (None: by no live node now): forwarded there
     /// (`forward.rs`).
     Owner(Option<String>),
-    /// A write over partitions of several owners: sent to each (`fanout.rs`); a LOGGED batch
+    /// A write over partitions of several owners: sent to each (`spanning.rs`); a LOGGED batch
     /// (true) through the cluster batch log.
-    Owners(super::fanout::Parts, bool),
+    Owners(super::spanning::Parts, bool),
 }
 
 /// Runs a QUERY/PREPARE/EXECUTE/BATCH.
@@ -809,7 +809,7 @@ fn execute(
         opts.ctx
             .watch_slow(began, std::time::Duration::from_millis(slow_ms));
     }
-    let result = match super::fanout::only_partitions(env) {
+    let result = match super::spanning::only_partitions(env) {
         Some(Err(e)) => Err(e),
         Some(Ok(only)) => {
             opts.ctx.set_only_partitions(only);

@@ -91,7 +91,7 @@ pub async fn forward(
 }
 
 /// `forward` with `extra` custom payload entries, giving the owner's answer as it came (a
-/// spanning write's part, `fanout.rs`).
+/// spanning write's part, `spanning.rs`).
 pub async fn forward_part(
     shared: &Shared,
     env: &RequestEnvelope,

@@ -6,7 +6,6 @@ mod batchlog;
 mod cluster_events;
 mod connection;
 pub mod convert;
-mod fanout;
 mod forward;
 mod handshake;
 pub mod http;
@@ -16,6 +15,7 @@ mod peer;
 mod quickack;
 mod request_metrics;
 mod slow_log;
+mod spanning;
 pub mod startup;
 
 use crate::config::Config;

@@ -86,7 +86,7 @@ pub enum StorageError {
     },
     /// Cluster mode: the commit spans physical partitions owned by different nodes, each
     /// (storage id, partition id, owner: None for this node). Nothing was written; the request
-    /// is sent to each owner for its partitions (`server::fanout`).
+    /// is sent to each owner for its partitions (`server::spanning`).
     #[error("the statement touches physical partitions owned by different nodes ({} partitions)", parts.len())]
     Spans {
         parts: Vec<(u64, u64, Option<String>)>,

@@ -1,5 +1,5 @@
 //! The part of a write one owner applies (cluster mode): a write spanning physical partitions
-//! of different owners is sent by its coordinator to every owner (`server::fanout`), each with
+//! of different owners is sent by its coordinator to every owner (`server::spanning`), each with
 //! the list of the write's partitions and which of them it applies. The owner computes the
 //! whole write as usual (same statements, values and timestamp), then keeps only the mutations
 //! of its partitions, here, before admission checks ownership and charges.
