@@ -58,6 +58,18 @@ pub enum ClientError {
         message: String,
         owner: Option<String>,
     },
+    /// 0x1000 to a client, but first an instruction to the server (cluster mode): the write
+    /// commits to physical partitions owned by different nodes; `parts` names each one as
+    /// (storage id, partition id, owner: None for this node). The coordinator sends the request
+    /// to every owner with the partitions it applies (`server::spanning`); `logged`: a LOGGED
+    /// batch, which goes through the cluster batch log first. Nothing was read or written for
+    /// the request.
+    #[error("{message}")]
+    Spans {
+        message: String,
+        parts: Vec<(u64, u64, Option<String>)>,
+        logged: bool,
+    },
     /// 0x1100: a write held by server-side retry past its limit, with its protocol write type.
     #[error("{0}")]
     WriteTimeout(String, WriteType),
@@ -90,7 +102,9 @@ impl ClientError {
             ClientError::Unauthorized(_) => error_code::UNAUTHORIZED,
             ClientError::Server(_) => error_code::SERVER,
             ClientError::Overloaded { .. } | ClientError::Held { .. } => error_code::OVERLOADED,
-            ClientError::Unavailable(_) | ClientError::NotOwner { .. } => error_code::UNAVAILABLE,
+            ClientError::Unavailable(_)
+            | ClientError::NotOwner { .. }
+            | ClientError::Spans { .. } => error_code::UNAVAILABLE,
             ClientError::WriteTimeout(..) => error_code::WRITE_TIMEOUT,
             ClientError::ReadTimeout(_) => error_code::READ_TIMEOUT,
             ClientError::FunctionFailure { .. } => error_code::FUNCTION_FAILURE,

@@ -1,7 +1,8 @@
 //! The store of a cluster node: table data in PostgreSQL databases, one per storage group
 //! (`groups.rs`: every node reads them; owners write them, fenced by their epochs), metadata
-//! (schema, partition maps, the batch log, the group registry) in etcd, so every node sees
-//! one copy.
+//! (schema, partition maps, the group registry) in etcd, so every node sees one copy; the
+//! cluster batch log (`server::batchlog`) in the `ringgate_meta` table of the node's own
+//! group (`shared_data`).
 //!
 //! Per group one `PostgresStore` (its own bounded pool, `storage.postgres.pool_size`
 //! connections), opened on first use from the registry (the node's own group at startup from
@@ -30,6 +31,8 @@ const REGISTRY_TTL: Duration = Duration::from_millis(1000);
 pub struct ClusterStore {
     /// This node's own group (`storage.group`).
     own: String,
+    /// Its store (also in `groups`): where this node's cluster batch log entries live.
+    own_store: Arc<dyn Store>,
     groups: RwLock<BTreeMap<String, Arc<dyn Store>>>,
     /// Held while a group's store is opened, so each group gets one pool.
     opening: Mutex<()>,
@@ -49,6 +52,7 @@ impl ClusterStore {
     ) -> ClusterStore {
         ClusterStore {
             own: own.to_string(),
+            own_store: Arc::clone(&data),
             groups: RwLock::new(BTreeMap::from([(own.to_string(), data)])),
             opening: Mutex::new(()),
             pool_size,
@@ -194,6 +198,10 @@ impl Store for ClusterStore {
 
     fn metadata(&self) -> &dyn MetaStore {
         &*self.meta
+    }
+
+    fn shared_data(&self) -> Option<&dyn Store> {
+        Some(&*self.own_store)
     }
 
     fn partitions(&self) -> Option<&dyn PartitionStore> {

@@ -4,9 +4,10 @@
 //! read for the statement or committed: the caller answers `StorageError::NotOwner` and the
 //! connection forwards the request to the owner (`server::forward`).
 //!
-//! Why a statement spanning partitions of different owners is refused (Unavailable) instead of
-//! forwarded in pieces: a batch must commit atomically, and splitting it per owner needs a
-//! distributed commit; until then the client splits such statements by partition key.
+//! A statement spanning partitions of different owners answers `StorageError::Spans` naming
+//! every partition's owner: the connection sends the request to each owner with the
+//! partitions it applies (`server::spanning`; LOGGED batches through the cluster batch log,
+//! `server::batchlog`).
 
 use super::handles::{Handles, Placement};
 use super::map::PhysicalPartition;
@@ -14,7 +15,7 @@ use crate::storage::StorageError;
 
 /// Ok when every partition `(storage id, partition)` is `Local`; otherwise NotOwner naming the
 /// one owner they all have (None while any has no live owner: the caller waits and retries),
-/// or Unavailable when they have different owners.
+/// or Spans naming each one's owner when they have different owners.
 pub fn require_local<'a>(
     handles: &Handles,
     parts: impl IntoIterator<Item = (u64, &'a PhysicalPartition)>,
@@ -27,45 +28,59 @@ pub fn require_local<'a>(
     )
 }
 
-/// `require_local` over (storage id, partition id, placement) of each partition.
-fn decide(placed: impl IntoIterator<Item = (u64, u64, Placement)>) -> Result<(), StorageError> {
-    let mut remote: Option<(u64, u64, String)> = None;
-    let mut unowned: Option<(u64, u64)> = None;
-    let (mut local, mut owners) = (false, 0usize);
+/// Spans naming every partition's owner (None: this node), whoever they are, or NotOwner with
+/// no owner while any has none: a write that must go through the cluster batch log.
+pub fn require_one_place<'a>(
+    handles: &Handles,
+    parts: impl IntoIterator<Item = (u64, &'a PhysicalPartition)>,
+) -> Result<(), StorageError> {
+    handles.require_lease()?;
+    let placed = parts
+        .into_iter()
+        .map(|(sid, p)| (sid, p.id, handles.placement(sid, p)));
+    Err(StorageError::Spans {
+        parts: owners(placed)?,
+    })
+}
+
+/// (storage id, partition id, owner: None for this node) of each partition; NotOwner with no
+/// owner while any has no live owner (the caller waits and retries).
+fn owners(
+    placed: impl IntoIterator<Item = (u64, u64, Placement)>,
+) -> Result<Vec<(u64, u64, Option<String>)>, StorageError> {
+    let mut parts = Vec::new();
     for (sid, pid, placement) in placed {
         match placement {
-            Placement::Local => local = true,
-            Placement::Unowned => unowned = unowned.or(Some((sid, pid))),
-            Placement::Remote(node) => match &remote {
-                Some((_, _, n)) if *n == node => {}
-                _ => {
-                    owners += 1;
-                    remote.get_or_insert((sid, pid, node));
-                }
-            },
+            Placement::Local => parts.push((sid, pid, None)),
+            Placement::Remote(node) => parts.push((sid, pid, Some(node))),
+            Placement::Unowned => {
+                return Err(StorageError::NotOwner {
+                    storage_id: sid,
+                    partition_id: pid,
+                    owner: None,
+                })
+            }
         }
     }
-    if let Some((storage_id, partition_id)) = unowned {
-        return Err(StorageError::NotOwner {
+    Ok(parts)
+}
+
+/// `require_local` over (storage id, partition id, placement) of each partition.
+fn decide(placed: impl IntoIterator<Item = (u64, u64, Placement)>) -> Result<(), StorageError> {
+    let parts = owners(placed)?;
+    let Some((storage_id, partition_id, first)) = parts.first().cloned() else {
+        return Ok(());
+    };
+    if parts.iter().any(|(_, _, o)| *o != first) {
+        return Err(StorageError::Spans { parts });
+    }
+    match first {
+        None => Ok(()),
+        Some(node) => Err(StorageError::NotOwner {
             storage_id,
             partition_id,
-            owner: None,
-        });
-    }
-    match remote {
-        None => Ok(()),
-        Some((storage_id, partition_id, node)) if !local && owners == 1 => {
-            Err(StorageError::NotOwner {
-                storage_id,
-                partition_id,
-                owner: Some(node),
-            })
-        }
-        Some(_) => Err(StorageError::Unavailable(
-            "the statement touches physical partitions owned by different nodes, which \
-             cluster mode does not support yet; split it by partition key"
-                .into(),
-        )),
+            owner: Some(node),
+        }),
     }
 }
 
@@ -83,7 +98,7 @@ mod tests {
     }
 
     #[test]
-    fn one_owner_is_named_mixed_owners_are_unavailable() {
+    fn one_owner_is_named_mixed_owners_are_listed() {
         assert!(decide([(1, 1, Local), (2, 5, Local)]).is_ok());
         assert!(decide(Vec::new()).is_ok());
         let b = || Remote("b".to_string());
@@ -94,12 +109,22 @@ mod tests {
         // Unowned anywhere: wait for the takeover (owner None), whatever the others are.
         assert_eq!(owner_of(decide([(1, 1, b()), (1, 2, Unowned)])), Ok(None));
         assert_eq!(owner_of(decide([(1, 1, Local), (1, 2, Unowned)])), Ok(None));
-        for mixed in [
-            vec![(1, 1, Local), (1, 2, b())],
-            vec![(1, 1, b()), (1, 2, Remote("c".into())), (1, 3, b())],
-        ] {
-            let e = owner_of(decide(mixed)).unwrap_err();
-            assert!(e.contains("owned by different nodes"), "{e}");
-        }
+        let spans = |r| match r {
+            Err(StorageError::Spans { parts }) => parts,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            spans(decide([(1, 1, Local), (1, 2, b())])),
+            vec![(1, 1, None), (1, 2, Some("b".into()))]
+        );
+        let c = Remote("c".into());
+        assert_eq!(
+            spans(decide([(1, 1, b()), (2, 2, c), (1, 3, b())])),
+            vec![
+                (1, 1, Some("b".into())),
+                (2, 2, Some("c".into())),
+                (1, 3, Some("b".into()))
+            ]
+        );
     }
 }

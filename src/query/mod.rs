@@ -83,6 +83,9 @@ pub struct RequestCtx {
     /// (`note_if_slow`), so other statements pay one clock read, not a routing description.
     slow_watch: Option<(std::time::Instant, std::time::Duration)>,
     slow_routing: Mutex<Option<String>>,
+    /// Cluster mode: this request is one owner's part of a write spanning owners; it applies
+    /// only these partitions' mutations (`write::only_partitions`).
+    only_partitions: Option<Arc<write::OnlyPartitions>>,
 }
 
 impl Clone for RequestCtx {
@@ -96,6 +99,7 @@ impl Clone for RequestCtx {
             tracer: self.tracer.clone(),
             held_since: self.held_since,
             slow_watch: self.slow_watch,
+            only_partitions: self.only_partitions.clone(),
             ..c
         }
     }
@@ -174,6 +178,13 @@ impl RequestCtx {
     }
     fn over_budget(&self) -> bool {
         self.over_budget.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    /// Makes this request one owner's part of a spanning write (`write::only_partitions`).
+    pub fn set_only_partitions(&mut self, only: write::OnlyPartitions) {
+        self.only_partitions = Some(Arc::new(only));
+    }
+    pub fn only_partitions(&self) -> Option<&write::OnlyPartitions> {
+        self.only_partitions.as_deref()
     }
     /// Request units consumed so far.
     pub fn charge(&self) -> f64 {
@@ -454,8 +465,8 @@ impl Engine {
         };
         engine.ensure_maps().map_err(|e| e.to_string())?;
         // Logged writes a crash interrupted are finished before sizes are counted. A cluster
-        // node owns nothing yet and shares the log with the others: replaying there waits for
-        // entries kept per node (issue 17, later work).
+        // node writes no such entries (`batch_log::commit_parts`): its LOGGED batches are
+        // logged and replayed as requests by `server::batchlog`.
         if engine.node.cluster.is_none() {
             let mut apply =
                 |part| write::by_partition::replay_part(&engine.maps, &engine.handles, part);

@@ -254,7 +254,8 @@ pub fn sweep_tombstones(engine: &Engine) -> super::Result<usize> {
 
 /// Sweeps every partition of a table now, as if compactions had queued them all (maintenance,
 /// like `nodetool garbagecollect`; it reads the whole table). Returns how many partitions lost
-/// tombstones.
+/// tombstones. Cluster mode: only the physical partitions this node owns (a sweep commits
+/// through the owner's handle; each node sweeps its own, as each Cassandra node does).
 pub fn sweep_table(engine: &Engine, keyspace: &str, table: &str) -> super::Result<usize> {
     let schema = engine.schema();
     let t = schema
@@ -268,7 +269,11 @@ pub fn sweep_table(engine: &Engine, keyspace: &str, table: &str) -> super::Resul
     let mut swept = 0;
     let mut last_partition: Option<Vec<u8>> = None;
     let mut scans = Vec::with_capacity(map.parts.len());
-    for p in &map.parts {
+    for p in map
+        .parts
+        .iter()
+        .filter(|p| is_local(engine, t.storage_id, p))
+    {
         let handle = engine.handles.read(t.storage_id, p)?;
         scans.push(handle.scan(Bound::Unbounded, Bound::Unbounded, false));
     }
@@ -308,6 +313,11 @@ fn sweep_partition(engine: &Engine, header_key: &[u8]) -> super::Result<bool> {
         return Ok(false);
     };
     let dk = row::decode_key(header_key, &[])?;
+    // Cluster mode: another node's partition is its owner's to sweep (moved since queued).
+    let owned = (engine.maps.get(sid)).is_some_and(|m| is_local(engine, sid, m.route(dk.token)));
+    if !owned {
+        return Ok(false);
+    }
     let p = Part {
         handle: engine.handle_at(sid, dk.token)?,
         table,
@@ -319,6 +329,10 @@ fn sweep_partition(engine: &Engine, header_key: &[u8]) -> super::Result<bool> {
     let swept = sweep_shadowed(engine, &p)?;
     recount(engine, &p)?;
     Ok(swept)
+}
+
+fn is_local(engine: &Engine, sid: u64, p: &crate::partition::map::PhysicalPartition) -> bool {
+    engine.handles.placement(sid, p) == crate::partition::handles::Placement::Local
 }
 
 /// One logical partition being swept.

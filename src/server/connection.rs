@@ -531,7 +531,7 @@ async fn spawn_request(
     let payloads = st.payloads;
     let env = Arc::new(env);
     let mut sess = st.session.clone();
-    sess.keyspace = match super::forward::is_forwarded(&env) {
+    sess.keyspace = match super::forward::is_forwarded(&env) || super::batchlog::is_replay(&env) {
         true => super::forward::forwarded_keyspace(&env),
         false => st.keyspace.lock().clone(),
     };
@@ -639,13 +639,20 @@ impl Call {
                 this.attempt(&hold)
             };
             match produced.not_owner {
-                Some(None) if super::forward::may_wait_for_owner(&this.shared, first) => {
+                Some(Route::Owners(parts, logged)) => {
+                    return Some(this.fanned_out(parts, logged, produced.tracer).await)
+                }
+                Some(Route::Owner(None))
+                    if super::forward::may_wait_for_owner(&this.shared, first) =>
+                {
                     hold.tracer = produced.tracer;
                     let wait = super::forward::UNOWNED_RETRY_MS;
                     tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
                     continue;
                 }
-                Some(owner) => return Some(this.forwarded(owner, produced.tracer).await),
+                Some(Route::Owner(owner)) => {
+                    return Some(this.forwarded(owner, produced.tracer).await)
+                }
                 None => {}
             }
             let Some(wait_ms) = produced.held_ms else {
@@ -663,7 +670,7 @@ impl Call {
         owner: Option<String>,
         tracer: Option<Arc<crate::query::trace::Tracer>>,
     ) -> Produced {
-        let (response, mut extras) = match &owner {
+        let (response, extras) = match &owner {
             Some(node) => {
                 let mut session = self.session.clone();
                 let clock = &self.shared.engine.clock;
@@ -674,6 +681,16 @@ impl Call {
             }
             None => (super::forward::no_owner(), ResponseExtras::NONE),
         };
+        self.relayed(response, extras, tracer)
+    }
+
+    /// Another node's answer (forwarded, fanned out), with this node's trace of the request.
+    fn relayed(
+        &self,
+        response: Response,
+        mut extras: ResponseExtras,
+        tracer: Option<Arc<crate::query::trace::Tracer>>,
+    ) -> Produced {
         if let Some(t) = &tracer {
             record_trace(&self.shared.engine, t, &self.env, self.peer);
             extras.tracing_id = Some(t.session_id);
@@ -686,6 +703,26 @@ impl Call {
             tracer: None,
             not_owner: None,
         }
+    }
+
+    /// The merged answer of every owner of a write spanning owners (`spanning.rs`).
+    async fn fanned_out(
+        &self,
+        parts: super::spanning::Parts,
+        logged: bool,
+        tracer: Option<Arc<crate::query::trace::Tracer>>,
+    ) -> Produced {
+        let ts = self
+            .session
+            .clone()
+            .next_timestamp(&self.shared.engine.clock);
+        let keyspace = self.session.keyspace.clone();
+        let (shared, env) = (&self.shared, &self.env);
+        let t = tracer.clone();
+        let spanning = super::spanning::Spanning { parts, logged };
+        let (response, extras) =
+            super::spanning::fan_out(shared, env, keyspace, ts, spanning, t).await;
+        self.relayed(response, extras, tracer)
     }
 
     fn attempt(&self, hold: &Hold) -> Produced {
@@ -756,9 +793,18 @@ struct Produced {
     held_ms: Option<u64>,
     /// The request's trace, carried into the next attempt of a held request.
     tracer: Option<Arc<crate::query::trace::Tracer>>,
-    /// Cluster mode: the request's partition is owned by another node, `Some(name)` (None: by
-    /// no live node now); the request goes there (`forward.rs`).
-    not_owner: Option<Option<String>>,
+    /// Cluster mode: where the request goes instead of running here.
+    not_owner: Option<Route>,
+}
+
+/// Cluster mode: a request for partitions this node does not own (alone).
+enum Route {
+    /// Owned by another node, `Some(name)` (None: by no live node now): forwarded there
+    /// (`forward.rs`).
+    Owner(Option<String>),
+    /// A write over partitions of several owners: sent to each (`spanning.rs`); a LOGGED batch
+    /// (true) through the cluster batch log.
+    Owners(super::spanning::Parts, bool),
 }
 
 /// Runs a QUERY/PREPARE/EXECUTE/BATCH.
@@ -796,7 +842,14 @@ fn execute(
         opts.ctx
             .watch_slow(began, std::time::Duration::from_millis(slow_ms));
     }
-    let result = run(shared, session, env, version, &opts);
+    let result = match super::spanning::only_partitions(env) {
+        Some(Err(e)) => Err(e),
+        Some(Ok(only)) => {
+            opts.ctx.set_only_partitions(only);
+            run(shared, session, env, version, &opts)
+        }
+        None => run(shared, session, env, version, &opts),
+    };
     if let Err(crate::query::QueryError::Held { retry_after_ms }) = &result {
         opts.ctx.trace(|| {
             format!("Held by server-side retry: throughput budget spent, running again in {retry_after_ms} ms")
@@ -810,17 +863,22 @@ fn execute(
             not_owner: None,
         };
     }
-    if let Err(crate::query::QueryError::NotOwner { owner, .. }) = &result {
-        if super::forward::forwardable(shared, env) {
-            return Produced {
-                response: Response::Ready,
-                keyspace: None,
-                extras: ResponseExtras::NONE,
-                held_ms: None,
-                tracer,
-                not_owner: Some(owner.clone()),
-            };
+    let route = match &result {
+        Err(crate::query::QueryError::NotOwner { owner, .. }) => Some(Route::Owner(owner.clone())),
+        Err(crate::query::QueryError::Spans { parts, logged, .. }) => {
+            Some(Route::Owners(parts.clone(), *logged))
         }
+        _ => None,
+    };
+    if route.is_some() && super::forward::forwardable(shared, env) {
+        return Produced {
+            response: Response::Ready,
+            keyspace: None,
+            extras: ResponseExtras::NONE,
+            held_ms: None,
+            tracer,
+            not_owner: route,
+        };
     }
     let (response, keyspace) = match result {
         Ok((body, ks)) => (Response::Result(body), ks),

@@ -212,16 +212,16 @@ pub fn error(e: &QueryError) -> ErrorResponse {
             QueryError::overloaded(*retry_after_ms).to_string(),
         ),
         // Consistency ONE, no replica alive (a forwarded NotOwner that found no owner).
-        QueryError::Unavailable(m) | QueryError::NotOwner { message: m, .. } => {
-            ErrorResponse::with_extra(
-                m.clone(),
-                ErrorExtra::Unavailable {
-                    cl: 0x0001,
-                    required: 1,
-                    alive: 0,
-                },
-            )
-        }
+        QueryError::Unavailable(m)
+        | QueryError::NotOwner { message: m, .. }
+        | QueryError::Spans { message: m, .. } => ErrorResponse::with_extra(
+            m.clone(),
+            ErrorExtra::Unavailable {
+                cl: 0x0001,
+                required: 1,
+                alive: 0,
+            },
+        ),
         // Consistency ONE, no replica answered in time.
         QueryError::WriteTimeout(m, write_type) => ErrorResponse::with_extra(
             m.clone(),

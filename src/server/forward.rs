@@ -70,12 +70,14 @@ pub fn is_forwarded(env: &RequestEnvelope) -> bool {
 }
 
 /// The keyspace a forwarded request runs in (None for a client's own request).
+/// A batch log replay (`batchlog.rs`) carries its keyspace the same way.
 pub fn forwarded_keyspace(env: &RequestEnvelope) -> Option<String> {
-    let ks = payload_value(env, FORWARDED_KEY).and(payload_value(env, KEYSPACE_KEY))?;
+    let from_node = is_forwarded(env) || super::batchlog::is_replay(env);
+    let ks = payload_value(env, KEYSPACE_KEY).filter(|_| from_node)?;
     String::from_utf8(ks.to_vec()).ok()
 }
 
-fn payload_value<'a>(env: &'a RequestEnvelope, key: &str) -> Option<&'a Bytes> {
+pub(super) fn payload_value<'a>(env: &'a RequestEnvelope, key: &str) -> Option<&'a Bytes> {
     let payload = env.custom_payload.as_ref()?;
     payload.iter().find(|(k, _)| k == key).map(|(_, v)| v)
 }
@@ -97,19 +99,22 @@ pub async fn forward(
     owner: &str,
     tracer: Option<&Tracer>,
 ) -> (Response, ResponseExtras) {
-    match try_forward(shared, env, keyspace, &mut timestamp, owner, tracer).await {
+    match forward_part(shared, env, keyspace, &mut timestamp, owner, tracer, &[]).await {
         Ok(a) => relayed(a),
         Err(e) => (Response::Error(e), ResponseExtras::NONE),
     }
 }
 
-async fn try_forward(
+/// `forward` with `extra` custom payload entries, giving the owner's answer as it came (a
+/// spanning write's part, `spanning.rs`).
+pub async fn forward_part(
     shared: &Shared,
     env: &RequestEnvelope,
     keyspace: Option<String>,
-    timestamp: &mut impl FnMut() -> i64,
+    mut timestamp: impl FnMut() -> i64,
     owner: &str,
     tracer: Option<&Tracer>,
+    extra: &[(String, Bytes)],
 ) -> Result<Answer, ErrorResponse> {
     let engine = &shared.engine;
     let cluster =
@@ -119,7 +124,7 @@ async fn try_forward(
             "the owner of this request's partition, node {owner}, is not a live member"
         )));
     };
-    let (req, keyspace) = for_owner(&env.request, keyspace, timestamp);
+    let (req, keyspace) = for_owner(&env.request, keyspace, &mut timestamp);
     let mut payload = vec![(
         FORWARDED_KEY.to_string(),
         Bytes::from(cluster.name().to_string()),
@@ -130,6 +135,7 @@ async fn try_forward(
     if tracer.is_some() {
         payload.push((TRACE_KEY.to_string(), Bytes::new()));
     }
+    payload.extend_from_slice(extra);
     let trace = |m: String| {
         if let Some(t) = tracer {
             t.event(m)
@@ -254,7 +260,7 @@ pub fn no_owner() -> Response {
     ))
 }
 
-pub fn unavailable(message: String) -> ErrorResponse {
+pub(super) fn unavailable(message: String) -> ErrorResponse {
     ErrorResponse::with_extra(
         message,
         ErrorExtra::Unavailable {
@@ -267,7 +273,7 @@ pub fn unavailable(message: String) -> ErrorResponse {
 
 /// A request that surely did not run: Unavailable; one that may have run: a timeout (its
 /// outcome is unknown), as Cassandra answers when a replica does not answer in time.
-fn peer_error(req: &Request, read: bool, e: PeerError) -> ErrorResponse {
+pub(super) fn peer_error(req: &Request, read: bool, e: PeerError) -> ErrorResponse {
     match e {
         PeerError::Unreachable { .. } => unavailable(e.to_string()),
         PeerError::Lost { .. } if read => ErrorResponse::with_extra(
@@ -285,13 +291,23 @@ fn peer_error(req: &Request, read: bool, e: PeerError) -> ErrorResponse {
                 cl: 0x0001,
                 received: 0,
                 block_for: 1,
-                write_type: match req {
-                    Request::Batch(_) => "BATCH".into(),
-                    _ => "SIMPLE".into(),
-                },
+                write_type: write_type(req).as_str().into(),
                 contentions: None,
             },
         ),
+    }
+}
+
+/// The protocol's write type of a forwarded write, for a timeout.
+pub(super) fn write_type(req: &Request) -> crate::error::WriteType {
+    use crate::protocol::request::batch_kind;
+    match req {
+        Request::Batch(b) if b.kind == batch_kind::UNLOGGED => {
+            crate::error::WriteType::UnloggedBatch
+        }
+        Request::Batch(b) if b.kind == batch_kind::COUNTER => crate::error::WriteType::Counter,
+        Request::Batch(_) => crate::error::WriteType::Batch,
+        _ => crate::error::WriteType::Simple,
     }
 }
 

@@ -2,6 +2,7 @@
 
 pub mod auth;
 mod auth_guard;
+mod batchlog;
 mod cluster_events;
 mod connection;
 pub mod convert;
@@ -15,6 +16,7 @@ mod peer;
 mod quickack;
 mod request_metrics;
 mod slow_log;
+mod spanning;
 pub mod startup;
 
 use crate::config::Config;
@@ -112,6 +114,7 @@ pub async fn run(
         peers: peer::PeerPool::new(peer_login(&config)),
     });
     cluster_events::start(&shared);
+    batchlog::start(&shared);
     let max_conns = config.limits.max_connections;
     let conns = Arc::new(Semaphore::new(max_conns));
     loop {

@@ -68,6 +68,13 @@ impl Part {
 /// conditions; several through a batch log entry. The parts of a logged write commit without
 /// their conditions: once the first part is applied the write must finish (the entry replays
 /// it after a crash), so the writer must own every partition's lock; the caller holds them.
+///
+/// Cluster mode (a store with `shared_data`): no entry; each part commits by itself with its
+/// conditions (a conflict makes the caller read, merge and commit every part again: the same
+/// bytes where a part was applied). A LOGGED batch is logged a level up instead, as its
+/// request, by the cluster batch log (`server::batchlog`): final values replayed after a
+/// takeover could overwrite newer writes of the new owner, and etcd (the shared `meta`)
+/// refuses data-sized entries. An UNLOGGED write may then apply in part, as in Cassandra.
 pub fn commit_parts(store: &dyn Store, mut parts: Vec<Part>) -> Result<()> {
     parts.retain(|p| !p.commit.is_empty());
     if parts.len() <= 1 {
@@ -75,6 +82,13 @@ pub fn commit_parts(store: &dyn Store, mut parts: Vec<Part>) -> Result<()> {
             Some(p) => p.commit(store),
             None => Ok(()),
         };
+    }
+    if store.shared_data().is_some() {
+        for part in parts {
+            pause();
+            part.commit(store)?;
+        }
+        return Ok(());
     }
     let key = next_key();
     let batches: Vec<WriteBatch> = parts.iter().map(|p| p.commit.to_batch()).collect();

@@ -84,6 +84,13 @@ pub enum StorageError {
         partition_id: u64,
         owner: Option<String>,
     },
+    /// Cluster mode: the commit spans physical partitions owned by different nodes, each
+    /// (storage id, partition id, owner: None for this node). Nothing was written; the request
+    /// is sent to each owner for its partitions (`server::spanning`).
+    #[error("the statement touches physical partitions owned by different nodes ({} partitions)", parts.len())]
+    Spans {
+        parts: Vec<(u64, u64, Option<String>)>,
+    },
     /// The backend cannot be reached now (networked backends); a retry may succeed.
     #[error("storage unavailable: {0}")]
     Unavailable(String),
@@ -150,6 +157,11 @@ impl From<StorageError> for crate::error::ClientError {
             StorageError::NotOwner { ref owner, .. } => crate::error::ClientError::NotOwner {
                 owner: owner.clone(),
                 message: e.to_string(),
+            },
+            StorageError::Spans { ref parts } => crate::error::ClientError::Spans {
+                parts: parts.clone(),
+                message: e.to_string(),
+                logged: false,
             },
             StorageError::Unavailable(_) => crate::error::ClientError::Unavailable(e.to_string()),
             _ => crate::error::ClientError::Server(e.to_string()),
@@ -254,6 +266,12 @@ pub trait Store: Send + Sync + 'static {
     fn metadata(&self) -> &dyn handle::MetaStore;
     /// The per-partition contract (`handle.rs`), if this backend offers it.
     fn partitions(&self) -> Option<&dyn handle::PartitionStore> {
+        None
+    }
+    /// Cluster mode: the shared data store by itself (PostgreSQL), whose `Meta` space holds
+    /// what every node must reach and may be data-sized (the cluster batch log,
+    /// `server::batchlog`); the cluster's own metadata lives in etcd. Default: none.
+    fn shared_data(&self) -> Option<&dyn Store> {
         None
     }
     /// Installs the filter that background compactions apply to table data, so that data the

@@ -33,7 +33,13 @@ pub(crate) fn admit_writes(
     rctx: Option<&crate::query::RequestCtx>,
 ) -> Result<()> {
     let (_, parts) = write_partitions(engine, muts);
-    require_owner(engine, muts)?;
+    // A LOGGED batch over several partitions in cluster mode (not already one owner's part of
+    // it) goes through the cluster batch log even when one node owns them all: a node that dies
+    // mid-commit leaves it to be replayed by another (`server::batchlog`).
+    let cluster_logged = engine.node.cluster.is_some()
+        && write_type == WriteType::Batch
+        && rctx.is_some_and(|c| c.only_partitions().is_none());
+    require_owner(engine, muts, cluster_logged)?;
     let gates: Vec<_> = parts.iter().map(|(p, b)| b.gate(p)).collect();
     let how = crate::partition::throttle::admit(
         &engine.limits.throughput,
@@ -48,8 +54,9 @@ pub(crate) fn admit_writes(
 }
 
 /// Cluster mode: only the owner of every partition the mutations touch commits (and charges)
-/// them; checked before anything is read (see `partition::placement`).
-fn require_owner(engine: &Engine, muts: &[Mutation]) -> Result<()> {
+/// them; checked before anything is read (see `partition::placement`). `logged`: several
+/// partitions are answered as spanning owners even when they have one (see `admit_writes`).
+fn require_owner(engine: &Engine, muts: &[Mutation], logged: bool) -> Result<()> {
     let mut parts: Vec<(u64, Arc<crate::partition::map::PhysicalPartition>)> = Vec::new();
     for m in muts {
         let sid = m.table.storage_id;
@@ -61,10 +68,12 @@ fn require_owner(engine: &Engine, muts: &[Mutation]) -> Result<()> {
             parts.push((sid, Arc::clone(p)));
         }
     }
-    crate::partition::placement::require_local(
-        &engine.handles,
-        parts.iter().map(|(s, p)| (*s, &**p)),
-    )?;
+    let placed = parts.iter().map(|(s, p)| (*s, &**p));
+    if logged && parts.len() > 1 {
+        crate::partition::placement::require_one_place(&engine.handles, placed)?;
+    } else {
+        crate::partition::placement::require_local(&engine.handles, placed)?;
+    }
     Ok(())
 }
 

@@ -28,13 +28,25 @@ pub fn apply_with(
     rctx: Option<&crate::query::RequestCtx>,
     write_type: WriteType,
 ) -> Result<()> {
+    let muts = match rctx.and_then(|c| c.only_partitions()) {
+        Some(only) => super::only_partitions::keep(engine, muts, only)?,
+        None => muts,
+    };
     if muts.is_empty() {
         return Ok(());
     }
-    admit_writes(engine, &muts, write_type, rctx)?;
+    let logged = |e| match e {
+        QueryError::Spans { message, parts, .. } => QueryError::Spans {
+            message,
+            parts,
+            logged: write_type == WriteType::Batch,
+        },
+        e => e,
+    };
+    admit_writes(engine, &muts, write_type, rctx).map_err(logged)?;
     let stripes = stripes_of(engine, &muts);
     let _guards: Vec<_> = stripes.iter().map(|&i| engine.write_lock(i)).collect();
-    apply_locked(engine, muts, rctx, write_type)
+    apply_locked(engine, muts, rctx, write_type).map_err(logged)
 }
 
 /// Attempts of a write whose conditional commit conflicts (each reads again).
