@@ -21,7 +21,8 @@
 //! only that phase (a comma-separated list: those; point phases in the first shape),
 //! `BENCH_SKIP=scan,wide` leaves those phases out (every shape runs), `BENCH_PHASE_SECS` sets the phase time and
 //! `BENCH_READ_KEYS=N` lets reads take keys below N written by an earlier run;
-//! `BENCH_VALUE_BYTES` sets the value size (default 100).
+//! `BENCH_VALUE_BYTES` sets the value size (default 100); `BENCH_SCAN_LOADED=1` scans without
+//! loading first (the scan table of an earlier run on the same server: scans under `perf`).
 
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
@@ -394,7 +395,9 @@ async fn scan_range(session: &Session, stmt: &PreparedStatement, range: (i64, i6
 async fn scan(ringgate: &str, s: &Settings) {
     let session = connect(ringgate, 1).await;
     let t = Instant::now();
-    load_scan_table(&session, s.scan_rows).await;
+    if std::env::var_os("BENCH_SCAN_LOADED").is_none() {
+        load_scan_table(&session, s.scan_rows).await;
+    }
     let load_secs = t.elapsed().as_secs_f64();
     let mut stmt = session
         .prepare("SELECT k, v FROM bench.scan WHERE token(k) > ? AND token(k) <= ?")

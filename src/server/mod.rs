@@ -3,6 +3,7 @@
 pub mod auth;
 mod auth_guard;
 mod batchlog;
+mod call;
 mod cluster_events;
 mod connection;
 pub mod convert;

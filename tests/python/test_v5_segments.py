@@ -121,6 +121,9 @@ def test_lz4_segments_read_by_the_python_driver_at_any_boundary(server, keyspace
         cluster.shutdown()
         proxy.close()
     assert not proxy.errors, proxy.errors
-    assert len(proxy.segments) > 40
+    # At least one segment per answer to the test's own sequential requests (CREATE, PREPARE,
+    # 20 INSERTs, 3 SELECTs) and two for the ~171 KB page; the driver's concurrent startup
+    # queries may share segments (the server writes whatever answers are ready together).
+    assert len(proxy.segments) >= 27, proxy.segments
     # The stored form (uncompressed length 0) is what the driver misreads: never sent.
     assert all(uncompressed > 0 for _, uncompressed in proxy.segments), proxy.segments
