@@ -57,6 +57,8 @@ struct State {
     /// Cluster mode: the node's lease generation when the connection opened (see
     /// [`rejoined_since`]).
     joined: Option<u64>,
+    /// Opened before the node joined again: what it holds is refused, then it closes.
+    stale: bool,
     /// Bytes of this connection's responses not yet written (requests wait when over).
     unsent: Arc<OutBudget>,
     /// Request body bytes (decompressed) held by requests in flight.
@@ -111,6 +113,7 @@ pub async fn serve<S>(
             .cluster
             .as_ref()
             .map(|n| n.lease_generation()),
+        stale: false,
         unsent,
         request_bytes: Arc::new(Semaphore::new(
             shared.config.limits.max_in_flight_request_bytes.0 as usize,
@@ -151,6 +154,9 @@ pub async fn serve<S>(
                 break 'conn;
             }
             handshake.progress(st.started, st.authenticated);
+        }
+        if st.stale {
+            break;
         }
         buf.reserve(READ_CHUNK);
         tokio::select! {
@@ -318,9 +324,24 @@ async fn dispatch(
                 return register(shared, st, &reply, events).await;
             }
             if rejoined_since(shared, st.joined) {
-                tracing::info!(peer = %st.peer, "closing a connection opened before this node \
-                    lost its lease: requests it holds may be stale");
-                return false;
+                // Answered, not dropped: the sender learns that it surely did not run (a peer
+                // forwarding it answers its client Unavailable, not a timeout of unknown
+                // outcome); the connection closes once what was read is answered.
+                if !st.stale {
+                    tracing::info!(peer = %st.peer, "closing a connection opened before this \
+                        node lost its lease: the requests it holds may be stale");
+                }
+                st.stale = true;
+                let refused = super::forward::unavailable(
+                    "not run: this node lost its cluster lease after this connection opened \
+                     (paused or cut off); reconnect"
+                        .into(),
+                );
+                let none = ResponseExtras::NONE;
+                reply
+                    .send(&Response::Error(refused), &none, st.compression)
+                    .await;
+                return true;
             }
             let env = RequestEnvelope {
                 request: req,
