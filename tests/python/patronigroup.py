@@ -165,6 +165,9 @@ class Member:
         self.proc = subprocess.Popen([self.group.patroni, str(path)], cwd=self.dir, env=env,
                                      stdout=subprocess.DEVNULL, stderr=open(self.log_path, "a"),
                                      user=user, group=user, **opts)
+        # For scripts/cluster stop and status.
+        (self.dir / "patroni.pid").write_text(f"{self.proc.pid}\n")
+        (self.dir / "address").write_text(f"{self.host} (Patroni REST {HOST}:{self.rest_port})\n")
         return self
 
     def running(self):
