@@ -15,7 +15,8 @@ primary is killed with SIGKILL, PostgreSQL and its Patroni together. Then:
 - the time without service (the first failed insert after the kill to the first acknowledged
   one after it) is measured and printed beside Patroni's configured failover time (never
   asserted on time);
-- the old primary, its Patroni restarted, rejoins as a (synchronous) standby.
+- the old primary, its Patroni restarted, rejoins as a (synchronous) standby;
+- that standby killed in turn, writes go on through the primary alone (the pause is printed).
 """
 
 import os
@@ -224,6 +225,8 @@ def run(c):
     assert sync is old and old.role() == "replica"
     rejoined_s = time.monotonic() - rejoin_from
 
+    standby_pause_s = kill_the_standby(c, group, old)
+
     print(f"\n{len(load.acked)} inserts acknowledged, {len(load.refused)} refused "
           f"(Unavailable), {len(load.unknown)} of unknown outcome; "
           f"{sum(load.applied)} CAS applied answers, {resolved_total} of "
@@ -233,4 +236,33 @@ def run(c):
           f"for {back - first_fail:.1f} s (first failed to first acknowledged insert; "
           f"first failure {first_fail - killed_at:.1f} s after the kill); configured failover "
           f"time ttl + loop_wait = {patronigroup.FAILOVER_S} s; the old primary rejoined as "
-          f"a synchronous standby {rejoined_s:.1f} s after its Patroni restarted")
+          f"a synchronous standby {rejoined_s:.1f} s after its Patroni restarted; with the "
+          f"standby killed, the next insert was acknowledged after {standby_pause_s:.1f} s")
+
+
+def kill_the_standby(c, group, standby):
+    """kill -9 of the synchronous standby: the primary goes on alone once Patroni has seen it
+    (synchronous_mode_strict is off); the writes acknowledged after are there. The pause is
+    returned (the first insert waits for the dead standby until then)."""
+    cl, s = pinned(c.node("n1"))
+    try:
+        standby.kill9()
+        started = time.monotonic()
+        acked, deadline = [], started + 60
+        while len(acked) < 20 and time.monotonic() < deadline:
+            try:
+                s.execute("INSERT INTO app.kv (k, v) VALUES (%s, 0)", (f"s{len(acked)}",),
+                          timeout=30)
+                if not acked:
+                    pause_s = time.monotonic() - started
+                acked.append(f"s{len(acked)}")
+            except Exception as e:
+                assert did_not_run(e), f"a write without its standby failed with {e!r}"
+                time.sleep(0.1)
+        assert len(acked) == 20, "no writes acknowledged with the standby dead"
+        for k in acked:
+            assert s.execute("SELECT k FROM app.kv WHERE k = %s", (k,)).one() is not None, k
+        assert group.primary() is not None and group.primary() is not standby
+        return pause_s
+    finally:
+        cl.shutdown()
