@@ -33,6 +33,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -298,11 +299,26 @@ class LocalCluster:
         import patronigroup
         # The members' directories are under ours: the PostgreSQL user must reach them.
         os.chmod(self.dir, 0o755)
-        for i in range(self.groups):
-            g = patronigroup.ReplicatedGroup(group_name(i), self.etcd.endpoint, self.dir,
-                                             detach=self.detach)
-            self.replicated.append(g)
-            self.pg_urls.append(g.start().url)
+        self.replicated = [patronigroup.ReplicatedGroup(group_name(i), self.etcd.endpoint,
+                                                        self.dir, detach=self.detach)
+                           for i in range(self.groups)]
+        # In parallel: a group takes tens of seconds (initdb, then a base backup).
+        errors = []
+
+        def start(g):
+            try:
+                g.start()
+            except BaseException as e:
+                errors.append(e)
+
+        threads = [threading.Thread(target=start, args=(g,)) for g in self.replicated]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+        self.pg_urls += [g.url for g in self.replicated]
 
     def add_node(self):
         k = len(self.nodes)
