@@ -227,6 +227,7 @@ def run(c):
         assert row.v == load.applied[k] + resolved, (k, row.v, load.applied[k], resolved)
     assert sum(load.applied) > 0
 
+    assert epochs_before, "the group holds partitions"
     epochs_after = owner_epochs(group, new)
     for part, epoch in epochs_before.items():
         # Same owner, same epoch (or retired by a split since: -1).
