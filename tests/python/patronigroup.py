@@ -13,6 +13,7 @@ leader election and configuration live in ringgate's etcd under their own prefix
     m.start()                restart a killed member's Patroni: it rejoins as a standby
                              (pg_rewind when its timeline diverged)
     m.role() / m.is_sync_standby() / m.is_replica()   Patroni REST GET /patroni, /sync, /replica
+    m.freeze() / m.thaw()    SIGSTOP / SIGCONT of its PostgreSQL processes
 
 Settings (Patroni's dynamic configuration, bootstrap.dcs): `synchronous_mode: true` (a commit
 is acknowledged once a synchronous standby has it; Patroni promotes only that standby, so a
@@ -218,6 +219,20 @@ class Member:
                 pass
         if self.proc is not None:
             self.proc.wait()
+
+    def _postgres_pids(self):
+        pm = self.postmaster_pid()
+        return [pm, *_children(pm)] if pm else []
+
+    def freeze(self):
+        """SIGSTOP to its PostgreSQL processes: a standby that stops acknowledging WAL while
+        its connection stays up (the primary's commits wait for it)."""
+        for pid in self._postgres_pids():
+            os.kill(pid, signal.SIGSTOP)
+
+    def thaw(self):
+        for pid in self._postgres_pids():
+            os.kill(pid, signal.SIGCONT)
 
     def log_text(self):
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

@@ -17,6 +17,8 @@ group's primary is killed with SIGKILL, PostgreSQL and its Patroni together. The
   first acknowledged one after it) is measured and printed beside Patroni's configured
   failover time (never asserted on time); the other group took inserts meanwhile;
 - the old primary, its Patroni restarted, rejoins as a (synchronous) standby;
+- a commit waiting for that standby (frozen with SIGSTOP) whose connection is terminated, as
+  a primary's shutdown does, is answered WriteTimeout (it committed locally), not Unavailable;
 - that standby killed in turn, writes go on through the primary alone (the pause is printed).
 """
 
@@ -25,7 +27,7 @@ import threading
 import time
 
 import pytest
-from cassandra import ConsistencyLevel, Unavailable
+from cassandra import ConsistencyLevel, Unavailable, WriteTimeout
 from cassandra.cluster import NoHostAvailable
 from cassandra.metadata import Murmur3Token
 from cassandra.query import SimpleStatement
@@ -238,6 +240,7 @@ def run(c):
     assert sync is old and old.role() == "replica"
     rejoined_s = time.monotonic() - rejoin_from
 
+    cut_while_waiting(c, group, new, old)
     standby_pause_s = kill_the_standby(c, group, old)
 
     print(f"\n{len(load.acked)} inserts acknowledged, {len(load.refused)} refused "
@@ -253,6 +256,40 @@ def run(c):
           f"time ttl + loop_wait = {patronigroup.FAILOVER_S} s; the old primary rejoined as "
           f"a synchronous standby {rejoined_s:.1f} s after its Patroni restarted; with the "
           f"standby killed, the next insert was acknowledged after {standby_pause_s:.1f} s")
+
+
+def cut_while_waiting(c, group, primary, standby):
+    """A commit waiting for its synchronous standby when its connection is terminated (as a
+    primary's shutdown or demotion does) has committed locally: the client gets a
+    WriteTimeout, not Unavailable, and the row is there once the standby is back."""
+    key = next(k for k in (f"w{i}" for i in range(1000)) if group_of(k) == 0)
+    cl, s = pinned(c.node("n1"))
+    answer = []
+    try:
+        standby.freeze()
+        writer = threading.Thread(target=lambda: answer.append(try_insert(s, key)))
+        writer.start()
+        waiting = ("SELECT count(*) FROM pg_stat_activity WHERE datname = 'ringgate' "
+                   "AND wait_event = 'SyncRep'")
+        wait_until("a commit waiting for the standby",
+                   lambda: int(group.psql(primary, waiting)) > 0, 30)
+        group.psql(primary, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                            "WHERE datname = 'ringgate' AND wait_event = 'SyncRep'")
+        writer.join(30)
+        standby.thaw()
+        assert answer and isinstance(answer[0], WriteTimeout), answer
+        assert s.execute("SELECT k FROM app.kv WHERE k = %s", (key,)).one() is not None
+    finally:
+        standby.thaw()
+        cl.shutdown()
+
+
+def try_insert(session, key):
+    try:
+        session.execute("INSERT INTO app.kv (k, v) VALUES (%s, 1)", (key,), timeout=30)
+        return "acknowledged"
+    except Exception as e:
+        return e
 
 
 def kill_the_standby(c, group, standby):
