@@ -278,6 +278,7 @@ def cut_while_waiting(c, group, primary, standby):
         writer.join(30)
         standby.thaw()
         assert answer and isinstance(answer[0], WriteTimeout), answer
+        print(f"\ncut while waiting: {answer[0]!r}")
         assert s.execute("SELECT k FROM app.kv WHERE k = %s", (key,)).one() is not None
     finally:
         standby.thaw()
