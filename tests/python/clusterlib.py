@@ -7,6 +7,10 @@ port and node name (n1, n2, ...).
     LocalCluster(nodes=3, groups=2)    2 PostgreSQL servers as 2 storage groups ("default",
                              "group2"): node k's own settings name server (k-1) mod 2, whose
                              group it registers at startup
+    LocalCluster(groups=2, replicated=True)   each group a Patroni cluster of a primary and a
+                             synchronous standby (patronigroup.py) over the cluster's etcd;
+                             c.replicated[i] is group i's ReplicatedGroup (primary(),
+                             kill9_primary(), wait_primary(), members[k].start() ...)
     c.addresses()            -> ["127.0.0.1:PORT", ...] of the running nodes
     c.node("n2").kill9()     real SIGKILL (no clean shutdown, its lease runs out)
     c.node("n2").pause() / .resume()   SIGSTOP / SIGCONT
@@ -29,6 +33,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -255,8 +260,10 @@ class Node:
 
 class LocalCluster:
     def __init__(self, nodes=3, lease_ms=2000, settings=None, directory=None, detach=False,
-                 groups=1):
+                 groups=1, replicated=False):
         self.count, self.lease_ms, self.groups = nodes, lease_ms, groups
+        self.replicated_groups = replicated
+        self.replicated = []
         self.settings = dict(settings or {})
         self.detach = detach
         self.dir = Path(directory or tempfile.mkdtemp(prefix="ringgate-cluster-"))
@@ -270,12 +277,16 @@ class LocalCluster:
         if gaps:
             raise RuntimeError(", ".join(gaps))
         try:
-            for _ in range(self.groups):
-                pg = pgserver.PgServer(pgserver.find_bin_dir()).start()
-                self.pgs.append(pg)
-                self.pg_urls.append(pg.create_database("ringgate"))
-            self.pg, self.pg_url = self.pgs[0], self.pg_urls[0]
             self.etcd = Etcd(find_etcd(), self.dir, self.detach).start()
+            if self.replicated_groups:
+                self._start_replicated()
+            else:
+                for _ in range(self.groups):
+                    pg = pgserver.PgServer(pgserver.find_bin_dir()).start()
+                    self.pgs.append(pg)
+                    self.pg_urls.append(pg.create_database("ringgate"))
+                self.pg = self.pgs[0]
+            self.pg_url = self.pg_urls[0]
             for _ in range(self.count):
                 self.add_node()
         except BaseException:
@@ -283,6 +294,31 @@ class LocalCluster:
             self.stop()
             raise
         return self
+
+    def _start_replicated(self):
+        import patronigroup
+        # The members' directories are under ours: the PostgreSQL user must reach them.
+        os.chmod(self.dir, 0o755)
+        self.replicated = [patronigroup.ReplicatedGroup(group_name(i), self.etcd.endpoint,
+                                                        self.dir, detach=self.detach)
+                           for i in range(self.groups)]
+        # In parallel: a group takes tens of seconds (initdb, then a base backup).
+        errors = []
+
+        def start(g):
+            try:
+                g.start()
+            except BaseException as e:
+                errors.append(e)
+
+        threads = [threading.Thread(target=start, args=(g,)) for g in self.replicated]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+        self.pg_urls += [g.url for g in self.replicated]
 
     def add_node(self):
         k = len(self.nodes)
@@ -308,10 +344,14 @@ class LocalCluster:
     def print_logs(self, tail_chars=4000):
         for n in self.nodes:
             print(f"----- {n.name} log (tail) -----\n{n.log_text()[-tail_chars:]}")
+        for g in self.replicated:
+            print(g.logs(tail_chars))
 
     def stop(self):
         for n in self.nodes:
             n.kill9()
+        for g in self.replicated:
+            g.stop()
         if self.etcd:
             self.etcd.stop()
         for pg in self.pgs:

@@ -165,6 +165,23 @@ impl PgServer {
     }
 }
 
+impl PgServer {
+    /// Runs `sql` through psql in database `db`, as the superuser.
+    pub fn sql(&self, db: &str, sql: &str) {
+        let mut c = self.cmd("psql");
+        c.args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &self.port.to_string(),
+            "-U",
+            "postgres",
+        ])
+        .args(["-d", db, "-XAtq", "-v", "ON_ERROR_STOP=1", "-c", sql]);
+        run(&mut c, "psql");
+    }
+}
+
 fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().port()

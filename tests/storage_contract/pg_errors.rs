@@ -1,6 +1,8 @@
 //! The PostgreSQL backend's errors, through a real server: no server is `Unavailable`
 //! (retryable); a connection cut right after COMMIT was sent is `Unknown` (not retryable) and
-//! the commit may well have been applied; the pool recovers with a new connection.
+//! the commit may well have been applied; the pool recovers with a new connection. A read-only
+//! server (a primary demoted in a failover) is `Unavailable`, and the pool drops the
+//! connection instead of reusing it.
 
 use super::support::*;
 use bytes::Bytes;
@@ -131,4 +133,47 @@ fn a_commit_whose_answer_is_lost_is_unknown() {
     c.put(k1.clone(), "after");
     h.commit(c).unwrap();
     assert_eq!(other.get(&k1).unwrap(), Some(Bytes::from_static(b"after")));
+}
+
+#[test]
+fn a_read_only_server_is_unavailable_and_its_connections_are_dropped() {
+    let Some(pg) = super::pg::server() else {
+        return;
+    };
+    let url = pg.new_database("contract-read-only");
+    let db = url.rsplit("dbname=").next().unwrap().to_string();
+    let store = PostgresStore::open(&config(url)).unwrap();
+    let h = store.open_partition(parts()[1].clone(), 1).unwrap();
+    let put = |v: &'static str| {
+        let mut c = PartitionCommit::default();
+        c.put(Bytes::from(key(1, b"a")), v);
+        h.commit(c)
+    };
+    put("before").unwrap();
+
+    // As a demoted primary: every new session is read-only; the pooled ones are cut.
+    pg.sql(
+        "postgres",
+        &format!(
+            "ALTER DATABASE {db} SET default_transaction_read_only = on; \
+             SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db}'"
+        ),
+    );
+    // The pooled connection's task reads the server's goodbye and closes (else a commit
+    // sent on it would be of unknown outcome, rightly).
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let err = put("refused").unwrap_err();
+    assert!(matches!(err, StorageError::Unavailable(_)), "{err}");
+    assert!(err.is_retryable());
+
+    // The read-only session is not reused: the next commit gets a new, read-write one.
+    pg.sql(
+        "postgres",
+        &format!("ALTER DATABASE {db} SET default_transaction_read_only = off"),
+    );
+    put("after").unwrap();
+    assert_eq!(
+        h.get(&key(1, b"a")).unwrap(),
+        Some(Bytes::from_static(b"after"))
+    );
 }

@@ -15,7 +15,7 @@
 //! Outcome: an error answered by the server means rolled back; a statement sent whose answer
 //! never came (the connection broke) is `Unknown`, as a COMMIT without answer was.
 
-use super::errors::map_err;
+use super::errors::commit_failed;
 use super::pool::{wait, Pool};
 use super::write::Sorted;
 use crate::storage::handle::{Condition, Epoch};
@@ -127,12 +127,7 @@ pub(super) fn call(
     ];
     let row = match wait(c.client.query_one(&stmt, &params)) {
         Ok(row) => row,
-        // The server answered: the statement (its transaction) is rolled back.
-        Err(e) if e.as_db_error().is_some() => return Err(map_err(e)),
-        Err(e) => {
-            lease.discard();
-            return Err(StorageError::Unknown(format!("PostgreSQL: {e}")));
-        }
+        Err(e) => return Err(commit_failed(lease, e)),
     };
     let (status, detail): (i32, i64) = (row.get(0), row.get(1));
     Ok(match status {

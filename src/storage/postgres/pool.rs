@@ -12,13 +12,24 @@
 //! At most `max` connections; a caller that finds none idle and the pool full waits up to
 //! `WAIT_MS` for one to come back, then gets `Unavailable` (so a leak or a burst cannot hang
 //! requests forever). A connection whose socket closed is dropped when returned or taken.
+//!
+//! Failover (a group of a primary and standbys, issue 18): the connection settings list every
+//! host with `target_session_attrs=read-write`, so a new connection reaches whichever host is
+//! the primary now. A lost connection is dropped (above); a read-only answer (the server was
+//! demoted) calls `note_demotion`, after which every connection opened before it is dropped
+//! when next taken or returned, in every pool: `map_err` has no pool at hand, demotions are
+//! rare and reconnecting is cheap. While no host takes a connection (the standby is not
+//! promoted yet) callers get `Unavailable` at once for a backoff that doubles from
+//! `BACKOFF_MIN_MS` to `BACKOFF_MAX_MS` after each failed attempt (reset by a success), so a
+//! failover does not turn every request into a connection attempt.
 
 use super::errors::map_err;
 use crate::storage::{Result, StorageError};
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio_postgres::{Client, NoTls, Statement};
 
 /// How long a caller waits for a free connection before `Unavailable`.
@@ -27,6 +38,17 @@ const WAIT_MS: u64 = 10_000;
 const CONNECT_TIMEOUT_MS: u64 = 5_000;
 /// Prepared statements kept per connection (scans prepare one per bound shape: few).
 const MAX_STATEMENTS: usize = 64;
+/// Fail-fast window after a failed connection attempt: first and largest.
+const BACKOFF_MIN_MS: u64 = 50;
+const BACKOFF_MAX_MS: u64 = 1_000;
+
+/// Read-only answers seen (demoted servers); connections opened before the latest are dropped.
+static DEMOTIONS: AtomicU64 = AtomicU64::new(0);
+
+/// A server answered that it is read-only: drop the connections opened before (module doc).
+pub(super) fn note_demotion() {
+    DEMOTIONS.fetch_add(1, Ordering::SeqCst);
+}
 
 pub(super) struct Pool {
     rt: Option<tokio::runtime::Runtime>,
@@ -41,12 +63,24 @@ struct PoolState {
     idle: Vec<Conn>,
     /// Connections open, idle or lent.
     open: usize,
+    /// After a failed connection attempt: no new attempt before `retry_at`.
+    retry_at: Option<Instant>,
+    backoff_ms: u64,
 }
 
 /// One connection and its prepared statements.
 pub(super) struct Conn {
     pub client: Client,
     stmts: HashMap<String, Statement>,
+    /// `DEMOTIONS` when it was opened.
+    demotions: u64,
+}
+
+impl Conn {
+    /// Closed, or opened before a server answered that it is read-only.
+    fn stale(&self) -> bool {
+        self.client.is_closed() || self.demotions < DEMOTIONS.load(Ordering::SeqCst)
+    }
 }
 
 impl Conn {
@@ -96,19 +130,33 @@ impl Pool {
         let mut st = self.state.lock();
         loop {
             if let Some(c) = st.idle.pop() {
-                if c.client.is_closed() {
+                if c.stale() {
                     st.open -= 1;
                     continue;
                 }
                 return Ok(self.lease(c));
             }
             if st.open < self.max {
+                if let Some(at) = st.retry_at.filter(|at| *at > Instant::now()) {
+                    let ms = at.saturating_duration_since(Instant::now()).as_millis();
+                    return Err(StorageError::Unavailable(format!(
+                        "no PostgreSQL server takes connections (trying again in {ms} ms)"
+                    )));
+                }
                 st.open += 1;
                 drop(st);
-                return match self.connect() {
-                    Ok(c) => Ok(self.lease(c)),
+                let connected = self.connect();
+                let mut st = self.state.lock();
+                return match connected {
+                    Ok(c) => {
+                        (st.retry_at, st.backoff_ms) = (None, 0);
+                        Ok(self.lease(c))
+                    }
                     Err(e) => {
-                        self.state.lock().open -= 1;
+                        st.open -= 1;
+                        st.backoff_ms = (st.backoff_ms * 2).clamp(BACKOFF_MIN_MS, BACKOFF_MAX_MS);
+                        st.retry_at = Some(Instant::now() + Duration::from_millis(st.backoff_ms));
+                        drop(st);
                         self.returned.notify_one();
                         Err(e)
                     }
@@ -137,6 +185,7 @@ impl Pool {
 
     /// Opens a connection; its I/O task runs on the pool's runtime until the socket closes.
     fn connect(&self) -> Result<Conn> {
+        let demotions = DEMOTIONS.load(Ordering::SeqCst);
         let (tx, rx) = std::sync::mpsc::channel();
         let config = self.config.clone();
         self.runtime().spawn(async move {
@@ -159,6 +208,7 @@ impl Pool {
         Ok(Conn {
             client,
             stmts: HashMap::new(),
+            demotions,
         })
     }
 
@@ -170,7 +220,7 @@ impl Pool {
 
     fn give_back(&self, conn: Conn) {
         let mut st = self.state.lock();
-        if conn.client.is_closed() {
+        if conn.stale() {
             st.open -= 1;
         } else {
             st.idle.push(conn);
