@@ -56,6 +56,10 @@ fn follow(engine: Weak<Engine>) {
                     // first writes to a new table do not wait for an owner.
                     e.handles.ownership_wake().notify_one();
                 }
+                // After the refresh: a new index is adopted (this node's writes maintain it)
+                // before its existing rows are scanned here (`index_cluster`). Not while etcd
+                // cannot be read: every record lookup would fail and log.
+                super::index_cluster::build_missing(&e, &mut built);
                 if failing {
                     tracing::info!("reading the cluster schema works again");
                 }
@@ -68,9 +72,6 @@ fn follow(engine: Weak<Engine>) {
             }
             Err(_) => {}
         }
-        // After the refresh: a new index is adopted (this node's writes maintain it) before
-        // its existing rows are scanned here (`index_cluster`).
-        super::index_cluster::build_missing(&e, &mut built);
         publish_version(&e, &mut published);
     }
 }

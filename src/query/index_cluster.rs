@@ -146,3 +146,18 @@ fn missing_parts(engine: &Engine, table: &TableDef, index: &IndexDef) -> super::
     }
     Ok(missing)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_of_one_index_share_its_prefix_and_sort_by_partition() {
+        let a = built_key(16, 2);
+        let b = built_key(16, 10);
+        assert!(a.starts_with(&built_prefix(16)) && b.starts_with(&built_prefix(16)));
+        assert!(!built_key(17, 2).starts_with(&built_prefix(16)));
+        assert!(a < b);
+        assert_eq!(a.len(), BUILT_PREFIX.len() + 16);
+    }
+}
