@@ -9,14 +9,19 @@ on 127.0.0.1 (clusterlib.py: etcd, one PostgreSQL, three ringgate nodes):
 - A node killed with kill -9 just before CREATE INDEX: its partitions have no owner until its
   lease expires; the statement waits for a survivor to take them over and build them, and the
   index is then complete through both survivors.
+- The same with the kill in the middle of the build (RINGGATE_TEST_INDEX_BUILD_PAUSE_MS slows
+  each partition's build): the survivors rebuild what the dead node left unrecorded.
 """
+
+import threading
+import time
 
 import pytest
 from cassandra import InvalidRequest
 
 import clusterlib
 from test_cluster import (  # noqa: F401 (cluster3 is a fixture)
-    cluster3, create_table, node_of, owner_host, pinned, wait_until)
+    LEASE_MS, cluster3, create_table, node_of, owner_host, pinned, wait_settled, wait_until)
 
 clusterlib.require_or_skip(pytest)
 
@@ -102,3 +107,38 @@ def test_index_built_by_survivors_after_kill9(cluster3):
     create_index_through(c.node("n1"))
     for n in c.running():
         index_matches_scan(n, 300)
+
+
+def test_index_build_survives_kill9_of_a_builder(monkeypatch):
+    monkeypatch.setenv("RINGGATE_TEST_INDEX_BUILD_PAUSE_MS", "400")
+    c = clusterlib.LocalCluster(nodes=3, lease_ms=LEASE_MS).start()
+    try:
+        wait_settled(c)
+        owners = write_rows(c, range(300))
+        assert "n3" in owners, owners
+        failed = []
+
+        def create():
+            started = time.monotonic()
+            try:
+                create_index_through(c.node("n1"))
+                # Past the lease: the survivors took n3's partitions over, then built them.
+                print(f"CREATE INDEX with a builder killed answered in "
+                      f"{time.monotonic() - started:.1f} s (lease {LEASE_MS} ms)")
+            except Exception as e:  # noqa: BLE001 (reported by the assertion below)
+                failed.append(e)
+
+        t = threading.Thread(target=create)
+        t.start()
+        time.sleep(0.6)  # n3 is between the commits of its partitions' builds
+        c.node("n3").kill9()
+        t.join(timeout=60)
+        assert not t.is_alive()
+        assert not failed, failed
+        for n in c.running():
+            index_matches_scan(n, 300)
+    except BaseException:
+        c.print_logs()
+        raise
+    finally:
+        c.stop()
