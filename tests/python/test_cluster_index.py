@@ -9,10 +9,14 @@ on 127.0.0.1 (clusterlib.py: etcd, one PostgreSQL, three ringgate nodes):
 - A node killed with kill -9 just before CREATE INDEX: its partitions have no owner until its
   lease expires; the statement waits for a survivor to take them over and build them, and the
   index is then complete through both survivors.
+- The per-partition build records in etcd (`index-built/...`, read with etcdctl): present
+  after CREATE INDEX, deleted after DROP INDEX.
 - The same with the kill in the middle of the build (RINGGATE_TEST_INDEX_BUILD_PAUSE_MS slows
   each partition's build): the survivors rebuild what the dead node left unrecorded.
 """
 
+import os
+import subprocess
 import threading
 import time
 
@@ -63,6 +67,14 @@ def index_matches_scan(node, expected_count):
         cl.shutdown()
 
 
+def built_records(c):
+    """How many index-built records etcd holds (keys only, read with etcdctl)."""
+    etcdctl = os.environ.get("RINGGATE_ETCDCTL_BIN", "etcdctl")
+    out = subprocess.run([etcdctl, "--endpoints", c.etcd.endpoint, "get", "--prefix", "",
+                          "--keys-only"], check=True, capture_output=True, timeout=30).stdout
+    return out.count(b"index-built/")
+
+
 def create_index_through(node):
     cl, s = pinned(node)
     try:
@@ -77,6 +89,7 @@ def test_index_on_existing_rows_is_complete_through_every_node(cluster3):
     owners = write_rows(c, range(300))
     assert owners == {"n1", "n2", "n3"}, owners
     create_index_through(c.node("n2"))
+    assert built_records(c) >= 3
     for n in c.nodes:
         index_matches_scan(n, 300)
 
@@ -97,6 +110,7 @@ def test_index_on_existing_rows_is_complete_through_every_node(cluster3):
                 s.execute("SELECT pk FROM app.t WHERE v = 'v1'")
         finally:
             cl.shutdown()
+    wait_until("the build records deleted", lambda: built_records(c) == 0)
 
 
 def test_index_built_by_survivors_after_kill9(cluster3):
