@@ -40,6 +40,8 @@ pub fn install(engine: &Arc<Engine>) {
 fn follow(engine: Weak<Engine>) {
     let mut failing = false;
     let mut published = None;
+    // (index storage id, partition id) pairs seen built: each is checked in etcd once.
+    let mut built = std::collections::HashSet::new();
     loop {
         std::thread::sleep(Duration::from_millis(POLL_MS));
         let Some(e) = engine.upgrade() else { return };
@@ -54,6 +56,10 @@ fn follow(engine: Weak<Engine>) {
                     // first writes to a new table do not wait for an owner.
                     e.handles.ownership_wake().notify_one();
                 }
+                // After the refresh: a new index is adopted (this node's writes maintain it)
+                // before its existing rows are scanned here (`index_cluster`). Not while etcd
+                // cannot be read: every record lookup would fail and log.
+                super::index_cluster::build_missing(&e, &mut built);
                 if failing {
                     tracing::info!("reading the cluster schema works again");
                 }

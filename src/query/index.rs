@@ -223,13 +223,29 @@ fn build_pause() {
 
 /// One pass of `build`; false when a commit was fenced (a partition split meanwhile).
 fn build_once(engine: &Engine, table: &TableDef, index: &IndexDef) -> super::Result<bool> {
+    let Some(map) = engine.maps.get(table.storage_id) else {
+        return Ok(true);
+    };
+    for p in &map.parts {
+        if !build_partition(engine, table, index, p)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Writes the entries of one physical partition's rows for `index` through its handle; false
+/// when a commit was fenced (the partition split meanwhile).
+pub(super) fn build_partition(
+    engine: &Engine,
+    table: &TableDef,
+    index: &IndexDef,
+    p: &crate::partition::map::PhysicalPartition,
+) -> super::Result<bool> {
     const BATCH: usize = 1000;
     let mut single = table.clone();
     single.indexes = vec![index.clone()];
     let now = engine.clock.now_millis();
-    let Some(map) = engine.maps.get(table.storage_id) else {
-        return Ok(true);
-    };
     let commit = |handle: &dyn crate::storage::PartitionHandle, c: PartitionCommit| {
         build_pause();
         match handle.commit(c) {
@@ -238,34 +254,29 @@ fn build_once(engine: &Engine, table: &TableDef, index: &IndexDef) -> super::Res
             Err(e) => Err(crate::error::ClientError::from(e)),
         }
     };
-    for p in &map.parts {
-        let handle = engine.handles.read(table.storage_id, p)?;
-        let mut pending = PartitionCommit::default();
-        let all = std::ops::Bound::Unbounded;
-        for item in handle.scan(all, all, false) {
-            let (k, v) = item?;
-            let Some(token) = row_token(&k) else {
-                continue;
-            };
-            let mut data = RowData::decode(&v)?;
-            check_indexed_sizes(&single, &k, &data, now)?;
-            super::complex::materialize(&mut data, table, None, now);
-            for e in entry_keys(&single, &k, &data, now) {
-                pending.local.push(LocalWrite {
-                    token,
-                    key: e.into(),
-                    value: Some(bytes::Bytes::new()),
-                });
-            }
-            if pending.local.len() >= BATCH && !commit(&**handle, std::mem::take(&mut pending))? {
-                return Ok(false);
-            }
+    let handle = engine.handles.read(table.storage_id, p)?;
+    let mut pending = PartitionCommit::default();
+    let all = std::ops::Bound::Unbounded;
+    for item in handle.scan(all, all, false) {
+        let (k, v) = item?;
+        let Some(token) = row_token(&k) else {
+            continue;
+        };
+        let mut data = RowData::decode(&v)?;
+        check_indexed_sizes(&single, &k, &data, now)?;
+        super::complex::materialize(&mut data, table, None, now);
+        for e in entry_keys(&single, &k, &data, now) {
+            pending.local.push(LocalWrite {
+                token,
+                key: e.into(),
+                value: Some(bytes::Bytes::new()),
+            });
         }
-        if !commit(&**handle, pending)? {
+        if pending.local.len() >= BATCH && !commit(&**handle, std::mem::take(&mut pending))? {
             return Ok(false);
         }
     }
-    Ok(true)
+    commit(&**handle, pending)
 }
 
 /// The token of a stored row's key (None for headers and other records).

@@ -12,6 +12,7 @@ pub mod eval;
 pub mod follow;
 pub mod functions;
 pub mod index;
+pub mod index_cluster;
 pub mod long;
 pub mod lwt;
 pub mod maintenance;

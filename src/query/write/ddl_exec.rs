@@ -252,7 +252,12 @@ fn create_index(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> Resu
     })?;
     match res {
         Some((change, t, index)) => {
-            if let Err(e) = crate::query::index::build(engine, &t, &index) {
+            let built = if crate::query::index_cluster::applies(engine) {
+                crate::query::index_cluster::wait_built(engine, &t, &index)
+            } else {
+                crate::query::index::build(engine, &t, &index)
+            };
+            if let Err(e) = built {
                 roll_back_index(engine, ks, &index);
                 return Err(e);
             }

@@ -44,8 +44,31 @@ fn drop_data(store: &dyn crate::storage::Store, storage_id: u64) -> crate::stora
     })?;
     parts.drop_data(storage_id)?;
     crate::query::changefeed::keys::drop_data(parts, storage_id)?;
+    drop_index_built(store, storage_id)?;
     let marker = drop_data_key(storage_id).into();
     store.metadata().meta_commit(vec![(marker, None)])
+}
+
+/// Deletes the cluster's per-partition build records of a dropped index
+/// (`query::index_cluster`; none for a table's own storage id).
+fn drop_index_built(
+    store: &dyn crate::storage::Store,
+    storage_id: u64,
+) -> crate::storage::Result<()> {
+    let prefix = crate::query::index_cluster::built_prefix(storage_id);
+    let end = crate::storage::prefix_successor(&prefix).expect("successor");
+    let keys: Vec<_> = store
+        .metadata()
+        .meta_scan(
+            std::ops::Bound::Included(&prefix[..]),
+            std::ops::Bound::Excluded(&end[..]),
+        )
+        .map(|r| r.map(|(k, _)| (k, None)))
+        .collect::<crate::storage::Result<_>>()?;
+    if keys.is_empty() {
+        return Ok(());
+    }
+    store.metadata().meta_commit(keys)
 }
 
 /// Finishes data deletions interrupted by a restart.
