@@ -63,6 +63,15 @@ def find_etcd():
     return None
 
 
+def find_etcdctl():
+    """etcdctl, found as find_etcd finds etcd (the tests that read etcd's keys use it)."""
+    for cand in (os.environ.get("RINGGATE_ETCDCTL_BIN"), _deps_env().get("RINGGATE_ETCDCTL_BIN"),
+                 shutil.which("etcdctl")):
+        if cand and os.access(cand, os.X_OK):
+            return cand
+    raise RuntimeError("etcdctl not found: run scripts/install-cluster-deps")
+
+
 def ringgate_binary():
     from conftest import default_binary  # the one lookup of the binary the tests run
     return default_binary()
@@ -209,9 +218,11 @@ class Node:
         deadline = time.monotonic() + READY_TIMEOUT_S
         while True:
             logged = self.log_path.stat().st_size if self.log_path.exists() else 0
-            self.proc = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL,
-                                         stderr=open(self.log_path, "a"),
-                                         **_spawn_opts(self.cluster.detach))
+            # The server logs to stdout: both streams go to the node's log (print_logs).
+            with open(self.log_path, "a") as log:
+                self.proc = subprocess.Popen(self.command(), stdout=log,
+                                             stderr=subprocess.STDOUT,
+                                             **_spawn_opts(self.cluster.detach))
             try:
                 wait_port(self.port, self.proc, what=f"node {self.name}", log=self.log_path)
                 return self

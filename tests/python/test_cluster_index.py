@@ -69,7 +69,7 @@ def index_matches_scan(node, expected_count):
 
 def built_records(c):
     """How many index-built records etcd holds (keys only, read with etcdctl)."""
-    etcdctl = os.environ.get("RINGGATE_ETCDCTL_BIN", "etcdctl")
+    etcdctl = clusterlib.find_etcdctl()
     out = subprocess.run([etcdctl, "--endpoints", c.etcd.endpoint, "get", "--prefix", "",
                           "--keys-only"], check=True, capture_output=True, timeout=30).stdout
     return out.count(b"index-built/")
