@@ -87,6 +87,20 @@ def forwarded(c):
     return sum(n.metric("ringgate_forwarded_requests_total") for n in c.nodes if n.running())
 
 
+def table_and_keys(c, nodes, count):
+    """Creates app.t through a token-aware driver; returns {node name: `count` keys of app.t
+    that node owns} for each of `nodes`."""
+    driver = c.connect()
+    try:
+        s = driver.connect()
+        create_table(s)
+        assert driver.control_connection.wait_for_schema_agreement(wait_time=30)
+        driver.refresh_schema_metadata()
+        return {n.name: keys_owned_by(c, driver, n, count) for n in nodes}
+    finally:
+        driver.shutdown()
+
+
 def keys_owned_by(c, driver, node, count):
     """`count` keys of app.t among 0..199 whose partition `node` owns, by the driver's token
     map (once it knows all three nodes)."""
@@ -97,9 +111,10 @@ def keys_owned_by(c, driver, node, count):
     return owned()
 
 
-@pytest.fixture
-def cluster3():
-    c = clusterlib.LocalCluster(nodes=3, lease_ms=LEASE_MS).start()
+def settled_cluster(**settings):
+    """A fixture's body: a LocalCluster (2 s lease) whose nodes own the initial layout,
+    yielded; its logs printed if the test fails; stopped after."""
+    c = clusterlib.LocalCluster(lease_ms=LEASE_MS, **settings).start()
     try:
         wait_settled(c)
         yield c
@@ -108,6 +123,11 @@ def cluster3():
         raise
     finally:
         c.stop()
+
+
+@pytest.fixture
+def cluster3():
+    yield from settled_cluster(nodes=3)
 
 
 def create_table(session, ks="app", extra=""):
@@ -252,15 +272,8 @@ def test_kill9_under_write_load_keeps_every_acknowledged_write(cluster3):
 def test_unavailability_after_kill9_is_about_a_lease(cluster3):
     """Measures (prints) how long a key owned by a killed node cannot be written."""
     c = cluster3
-    driver = c.connect()
-    try:
-        s = driver.connect()
-        create_table(s)
-        assert driver.control_connection.wait_for_schema_agreement(wait_time=30)
-        victim = c.node("n3")
-        key = keys_owned_by(c, driver, victim, 1)[0]
-    finally:
-        driver.shutdown()
+    victim = c.node("n3")
+    key = table_and_keys(c, [victim], 1)[victim.name][0]
     cl, s = pinned(c.node("n1"))
     try:
         ins = s.prepare("INSERT INTO app.t (pk, v) VALUES (?, ?)")
@@ -283,15 +296,8 @@ def test_unavailability_after_kill9_is_about_a_lease(cluster3):
 
 def test_paused_owner_never_writes_after_its_lease(cluster3):
     c = cluster3
-    driver = c.connect()
-    try:
-        s = driver.connect()
-        create_table(s)
-        assert driver.control_connection.wait_for_schema_agreement(wait_time=30)
-        paused = c.node("n2")
-        keys = keys_owned_by(c, driver, paused, 5)
-    finally:
-        driver.shutdown()
+    paused = c.node("n2")
+    keys = table_and_keys(c, [paused], 5)[paused.name]
     old_cl, old = pinned(paused)
     new_cl, new = pinned(c.node("n1"))
     try:

@@ -25,22 +25,14 @@ from cassandra.query import SimpleStatement
 
 import clusterlib
 import pgserver
-from test_cluster import LEASE_MS, Writer, pinned, wait_settled, wait_until
+from test_cluster import LEASE_MS, Writer, pinned, settled_cluster, wait_until
 
 clusterlib.require_or_skip(pytest)
 
 
 @pytest.fixture
 def cluster():
-    c = clusterlib.LocalCluster(nodes=3, groups=2, lease_ms=LEASE_MS).start()
-    try:
-        wait_settled(c)
-        yield c
-    except BaseException:
-        c.print_logs()
-        raise
-    finally:
-        c.stop()
+    yield from settled_cluster(nodes=3, groups=2)
 
 
 def token(k):

@@ -27,7 +27,7 @@ from cassandra.query import BatchStatement, BatchType, SimpleStatement
 
 import clusterlib
 from test_cluster import (  # noqa: F401 (cluster3 is a fixture)
-    cluster3, create_table, keys_owned_by, pinned, wait_settled, wait_until)
+    cluster3, pinned, table_and_keys, wait_settled, wait_until)
 
 clusterlib.require_or_skip(pytest)
 
@@ -51,15 +51,7 @@ def charge(rs):
 
 def spread_keys(c, per_node=2):
     """`per_node` keys of app.t owned by each node (by a token-aware driver's map)."""
-    driver = c.connect()
-    try:
-        s = driver.connect()
-        create_table(s)
-        assert driver.control_connection.wait_for_schema_agreement(wait_time=30)
-        driver.refresh_schema_metadata()
-        return {n.name: keys_owned_by(c, driver, n, per_node) for n in c.nodes}
-    finally:
-        driver.shutdown()
+    return table_and_keys(c, c.nodes, per_node)
 
 
 def rows_everywhere(c, keys):
