@@ -53,6 +53,15 @@ pub fn run(args: &AdminArgs) -> Result<String, String> {
             user,
             pg_password,
         } => add_group(&mut c, name, &[hosts, dbname, user, pg_password])?,
+        AdminCommand::Move {
+            table,
+            partition_id,
+            group,
+        } => move_partition(&mut c, table, *partition_id, group, opts.timeout)?,
+        AdminCommand::Rebalance => {
+            let (text, json) = super::moves::rebalance(&mut c, opts.timeout)?;
+            Output { text, json }
+        }
         AdminCommand::Compact => maintenance(&mut c, "compact", &[])?,
         AdminCommand::Flush => maintenance(&mut c, "flush", &[])?,
         AdminCommand::GarbageCollect { table } => {
@@ -165,6 +174,36 @@ fn hot(c: &mut Client, table: &str) -> Result<Output, String> {
             text(&largest)
         ),
         json: json!({"hottest": objects(&hottest), "largest": objects(&largest)}),
+    })
+}
+
+/// Moves one partition and waits for the outcome; a failed move is an error.
+fn move_partition(
+    c: &mut Client,
+    table: &str,
+    id: i64,
+    to: &str,
+    timeout: Duration,
+) -> Result<Output, String> {
+    let (ks, t) = split_table(table)?;
+    let (parts, _) = super::moves::layout(c)?;
+    let p = (parts.into_iter())
+        .find(|p| p.keyspace == ks && p.table == t && p.id == id)
+        .ok_or_else(|| format!("{table} has no physical partition {id}"))?;
+    let (state, detail) = super::moves::move_one(c, &p, to, timeout)?;
+    let json = json!({"keyspace_name": ks, "table_name": t, "partition_id": id,
+        "from_group": p.group, "to_group": to, "state": state, "detail": detail});
+    if state == "failed" {
+        return Err(format!(
+            "moving partition {id} of {table} to {to} failed: {detail}"
+        ));
+    }
+    Ok(Output {
+        text: format!(
+            "partition {id} of {table}: {state} {} -> {to} ({detail})\n",
+            p.group
+        ),
+        json,
     })
 }
 

@@ -5,6 +5,7 @@
 //! with `--json` (an array of objects per table of results).
 
 mod commands;
+mod moves;
 mod render;
 mod wire;
 
@@ -65,6 +66,16 @@ pub enum AdminCommand {
         #[arg(long, default_value = "")]
         pg_password: String,
     },
+    /// Move physical partition PARTITION_ID of KEYSPACE.TABLE to storage group GROUP online
+    /// (cluster mode; system_views.partition_moves), and wait until its owner has moved it.
+    Move {
+        table: String,
+        partition_id: i64,
+        group: String,
+    },
+    /// Move partitions between the storage groups until they hold about equal data (e.g.
+    /// after add-group), one at a time.
+    Rebalance,
     /// Compact table data now (drops expired and deleted data past gc_grace_seconds).
     Compact,
     /// Remove the tombstones of KEYSPACE.TABLE and the rows they shadow now.

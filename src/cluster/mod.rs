@@ -17,6 +17,8 @@
 //!   partitions the node owns, per group, on its lease; least-data-first placement.
 //! - `store.rs`: `ClusterStore`, one PostgreSQL store per group plus the etcd metadata
 //!   (`merge.rs`: one ordered scan over the groups' scans).
+//! - `moves.rs`: moving partitions between groups: requests, outcomes, copies left to delete,
+//!   and the switch transaction (fenced by the owner record and the map's revision).
 //! - `schema_versions.rs`: `schema-version/<node name>` = the schema version the node serves,
 //!   on its lease (system.peers shows it; drivers wait for agreement on it).
 //!
@@ -34,6 +36,7 @@ pub mod lease;
 pub mod members;
 mod merge;
 pub mod meta;
+pub mod moves;
 pub mod node;
 pub mod ownership;
 pub mod schema_versions;

@@ -168,6 +168,39 @@ pub async fn release(ctl: &Control, own: &Ownership) -> Result<()> {
     }
 }
 
+/// What holds while `own` stands: the owner key holds exactly its record, on its lease. Joined
+/// to another transaction (a partition move's switch), it makes that apply only while this
+/// node still owns the partition at this epoch.
+pub fn still_owned(ctl: &Control, own: &Ownership) -> Vec<Compare> {
+    let key = owner_key(ctl, own.storage_id, own.partition_id);
+    vec![
+        Compare::value(key.clone(), own.record()),
+        Compare::lease(key, own.lease),
+    ]
+}
+
+/// Hands out the next epoch of a partition `own` still owns, leaving the owner record as it
+/// is: a move opens the partition in its new group with it (fencing any earlier copy there),
+/// and anyone taking the partition later gets a newer one still.
+pub async fn next_epoch(ctl: &Control, own: &Ownership) -> Result<u64> {
+    let ekey = epoch_key(ctl, own.storage_id, own.partition_id);
+    for _ in 0..TAKE_ATTEMPTS {
+        let (epoch, epoch_rev) = read_epoch(ctl, &ekey).await?;
+        let mut compare = still_owned(ctl, own);
+        compare.push(Compare::mod_revision(ekey.clone(), epoch_rev));
+        let txn = Txn::when(compare).then(vec![Op::put(ekey.clone(), (epoch + 1).to_string(), 0)]);
+        if ctl.client.txn(&txn).await?.succeeded {
+            return Ok(epoch + 1);
+        }
+        if renew(ctl, own).await.is_err() {
+            return Err(own.lost());
+        }
+    }
+    Err(ControlError::Contended(
+        String::from_utf8_lossy(&ekey).into_owned(),
+    ))
+}
+
 /// The current owner, if any (None once the owner's lease expired).
 pub async fn owner_of(ctl: &Control, storage_id: u64, partition_id: u64) -> Result<Option<Owner>> {
     let key = owner_key(ctl, storage_id, partition_id);

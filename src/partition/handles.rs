@@ -202,6 +202,11 @@ impl Handles {
         self.partitions()?.open_partition(r, epoch)
     }
 
+    /// A read-only handle on partition `r` (cluster mode: reads need no epoch).
+    pub fn open_reader(&self, r: PartitionRef) -> Result<Arc<dyn PartitionHandle>, StorageError> {
+        self.partitions()?.read_only(r)
+    }
+
     /// Cluster mode: the owner handle of a partition this node serves (None otherwise).
     pub fn owner_handle(&self, part: &PhysicalPartition) -> Option<Arc<dyn PartitionHandle>> {
         part.stats.handle.served().and_then(|s| s.owner())

@@ -399,6 +399,69 @@ impl PartitionMaps {
         )))
     }
 
+    /// Shared metadata: the table's map with partition `pid` placed in group `to` (a move's
+    /// switch, `moves.rs`), built on the stored map and handed to `commit`, which writes it
+    /// together with its own checks (true: written); then installed here. False when the
+    /// partition is no longer stored (split, dropped) or `commit` refused.
+    pub fn regroup(
+        &self,
+        storage_id: u64,
+        pid: u64,
+        to: &str,
+        commit: impl FnOnce(&crate::cluster::moves::NewMap) -> Result<bool, StorageError>,
+    ) -> Result<bool, StorageError> {
+        let _replacing = self.replacing.lock();
+        let key = map_key(storage_id);
+        let meta = self.store.metadata();
+        let Some((doc, revision)) = meta.meta_get_versioned(&key)? else {
+            return Ok(false);
+        };
+        let stored = decode_map(storage_id, &doc)?;
+        let current = self.get(storage_id);
+        let map = match merge_stored(current.as_deref(), stored) {
+            Some(m) => m,
+            None => clone_map(&current.expect("unchanged means present")),
+        };
+        if !map.parts.iter().any(|p| p.id == pid) {
+            return Ok(false);
+        }
+        let parts: Vec<Arc<PhysicalPartition>> = (map.parts.iter())
+            .map(|p| match p.id == pid {
+                true => Arc::new(PhysicalPartition {
+                    id: p.id,
+                    start: p.start,
+                    end: p.end,
+                    group: Some(to.to_string()),
+                    stats: PartStats::default(),
+                }),
+                false => Arc::clone(p),
+            })
+            .collect();
+        let change = crate::cluster::moves::NewMap {
+            key,
+            revision,
+            value: encode_arcs(&parts),
+            changed_key: MAPS_CHANGED_KEY.to_vec(),
+            changed_value: storage_id.to_be_bytes().to_vec(),
+        };
+        if !commit(&change)? {
+            return Ok(false);
+        }
+        self.install(storage_id, Arc::new(PartitionMap { parts }));
+        Ok(true)
+    }
+
+    /// Shared metadata: the group the stored map places partition `pid` in (None: no such
+    /// partition stored).
+    pub fn stored_group(&self, storage_id: u64, pid: u64) -> Result<Option<String>, StorageError> {
+        let Some(doc) = self.store.metadata().meta_get(&map_key(storage_id))? else {
+            return Ok(None);
+        };
+        let stored = decode_map(storage_id, &doc)?;
+        let part = stored.parts.iter().find(|p| p.id == pid);
+        Ok(part.map(|p| p.group_name().to_string()))
+    }
+
     /// Shared metadata: reloads the maps when a split (on any node) rewrote one since the
     /// last call; true if it did. New and dropped tables' maps come with their schema change
     /// (`Catalog::refresh`).

@@ -1,8 +1,11 @@
 //! Tokens, the physical partition map of each table, splits, and request-unit accounting.
 
+pub mod dirty;
 pub mod handles;
 pub mod hot;
 pub mod map;
+pub mod move_runner;
+pub mod moves;
 pub mod ownership;
 pub mod placement;
 pub mod ru;

@@ -45,12 +45,12 @@ use std::time::Duration;
 const TAKES_AT_ONCE: usize = 16;
 
 /// A partition this node took: its etcd record and the owner handle opened with its epoch.
-struct Owned {
-    own: Ownership,
-    handle: Arc<dyn PartitionHandle>,
+pub(super) struct Owned {
+    pub(super) own: Ownership,
+    pub(super) handle: Arc<dyn PartitionHandle>,
     /// The map's object for the partition when it was taken or last counted: a map reloaded
     /// from etcd may bring a new one, with fresh (zero) counters.
-    part: Arc<PhysicalPartition>,
+    pub(super) part: Arc<PhysicalPartition>,
 }
 
 struct Loop {
@@ -62,6 +62,8 @@ struct Loop {
     /// The per-group bytes last published (`cluster::groups`), with the lease generation and
     /// when: published again when they change, at most every [`GROUP_BYTES_EVERY`].
     group_bytes: Option<(u64, std::time::Instant, BTreeMap<String, i64>)>,
+    /// Partition moves between storage groups (`move_runner.rs`).
+    moves: super::move_runner::Runner,
 }
 
 /// Group bytes change with every write; placement needs them only roughly.
@@ -77,6 +79,7 @@ pub fn start(node: &Arc<ClusterNode>, maps: &Arc<PartitionMaps>, handles: &Arc<H
         generation: node.lease_generation(),
         owned: HashMap::new(),
         group_bytes: None,
+        moves: Default::default(),
     };
     let wake = Arc::clone(handles.ownership_wake());
     node.spawn(watch_releases(Arc::downgrade(node), Arc::clone(&wake)));
@@ -198,7 +201,10 @@ impl Loop {
                 }
             }
         }
-        self.take_all(node, handles, to_take).await;
+        self.take_all(node, maps, handles, to_take).await;
+        if let Some(a) = self.moves.round(node, maps, handles, &self.owned).await {
+            self.apply(node, a).await;
+        }
         self.publish(node, &tables, &owners, &want);
         self.publish_group_bytes(node, generation).await
     }
@@ -236,10 +242,37 @@ impl Loop {
         Ok(())
     }
 
+    /// What a move that ended changes (`move_runner.rs`).
+    async fn apply(&mut self, node: &ClusterNode, a: super::move_runner::Apply) {
+        use super::move_runner::Apply;
+        match a {
+            Apply::Handle(key, h) => {
+                if let Some(o) = self.owned.get_mut(&key) {
+                    o.handle = h;
+                }
+            }
+            Apply::GiveUp(key) => {
+                let Some(o) = self.owned.remove(&key) else {
+                    return;
+                };
+                if let Some(s) = o.part.stats.handle.served() {
+                    s.elsewhere(Placement::Unowned);
+                }
+                let _ = ownership::release(node.control(), &o.own).await;
+                tracing::warn!(
+                    storage_id = key.0,
+                    partition = key.1,
+                    "gave a partition up: its move's outcome is unknown; its next owner reads the map"
+                );
+            }
+        }
+    }
+
     /// Takes the partitions, [`TAKES_AT_ONCE`] at a time.
     async fn take_all(
         &mut self,
         node: &Arc<ClusterNode>,
+        maps: &Arc<PartitionMaps>,
         handles: &Arc<Handles>,
         mut todo: Vec<(u64, Arc<PhysicalPartition>)>,
     ) {
@@ -247,7 +280,8 @@ impl Loop {
         loop {
             while running.len() < TAKES_AT_ONCE {
                 let Some((sid, p)) = todo.pop() else { break };
-                running.spawn(take(Arc::clone(node), Arc::clone(handles), sid, p));
+                let (n, m, h) = (Arc::clone(node), Arc::clone(maps), Arc::clone(handles));
+                running.spawn(take(n, m, h, sid, p));
             }
             match running.join_next().await {
                 Some(Ok(Some(o))) => {
@@ -393,17 +427,31 @@ impl Loop {
                 }
             }
             // A map reloaded from etcd brings new partition objects: count and serve them too.
+            // A partition moved to another group is a new object too: its handle is the one
+            // the move switched the old object to (`moves.rs`); until the switch is seen
+            // there, it is not served.
             _ if !Arc::ptr_eq(&mine.part, p) => {
-                let (h, part) = (Arc::clone(&mine.handle), Arc::clone(p));
+                let switched = (mine.part.stats.handle.served()).and_then(|s| s.owner());
+                let h = switched.unwrap_or_else(|| Arc::clone(&mine.handle));
+                if h.partition()
+                    .group
+                    .as_deref()
+                    .unwrap_or(crate::cluster::groups::DEFAULT_GROUP)
+                    != p.group_name()
+                {
+                    return;
+                }
+                if let Some(mine) = self.owned.get_mut(&key) {
+                    mine.handle = Arc::clone(&h);
+                }
+                let part = Arc::clone(p);
                 let counted = tokio::task::spawn_blocking(move || {
                     super::sizes::rebuild_partition(&*h, sid, &part)
                 })
                 .await;
-                if let Ok(Ok(())) = counted {
+                if let (Ok(Ok(())), Some(mine)) = (counted, self.owned.get_mut(&key)) {
                     served.serve(Arc::clone(&mine.handle));
-                    if let Some(mine) = self.owned.get_mut(&key) {
-                        mine.part = Arc::clone(p);
-                    }
+                    mine.part = Arc::clone(p);
                 }
             }
             _ => {}
@@ -450,6 +498,7 @@ impl Loop {
 /// owns, or None (taken by another node first, or failed: logged).
 async fn take(
     node: Arc<ClusterNode>,
+    maps: Arc<PartitionMaps>,
     handles: Arc<Handles>,
     sid: u64,
     p: Arc<PhysicalPartition>,
@@ -470,7 +519,11 @@ async fn take(
         }
     };
     let (h, part, epoch) = (handles, Arc::clone(&p), own.epoch);
-    let opened = tokio::task::spawn_blocking(move || open_and_count(&h, sid, &part, epoch)).await;
+    let opened = tokio::task::spawn_blocking(move || {
+        current_group(&maps, sid, &part)?;
+        open_and_count(&h, sid, &part, epoch)
+    })
+    .await;
     let handle = match opened {
         Ok(Ok(handle)) if lease.is_valid() => handle,
         other => {
@@ -493,6 +546,28 @@ async fn take(
         handle,
         part: p,
     })
+}
+
+/// After a take: the maps followed (a move's switch changed the map before its owner's
+/// record could go, so it is seen now), and the partition still in the group `p` names;
+/// otherwise the take is given up (the next round sees the new map's object).
+fn current_group(
+    maps: &PartitionMaps,
+    sid: u64,
+    p: &PhysicalPartition,
+) -> Result<(), StorageError> {
+    maps.follow()?;
+    let now = maps.get(sid).and_then(|m| {
+        let q = m.parts.iter().find(|q| q.id == p.id)?;
+        Some(q.group_name().to_string())
+    });
+    match now {
+        Some(g) if g == p.group_name() => Ok(()),
+        _ => Err(StorageError::Unavailable(format!(
+            "partition {} of table storage {sid} moved or changed meanwhile",
+            p.id
+        ))),
+    }
 }
 
 /// Opens the partition as owner `epoch` (fencing the previous owner) and counts its data.

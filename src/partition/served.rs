@@ -8,13 +8,22 @@
 //! `placement` read. A commit that loaded the owner handle just before ownership was lost
 //! still reaches PostgreSQL, which refuses it (`Fenced`) once the next owner opened the
 //! partition with its newer epoch: safety rests on the epoch, this is the fast refusal.
+//!
+//! Moving the partition to another storage group (`moves.rs`) needs three things of it:
+//! the keys committed while it is copied ([`Served::track`], `dirty.rs`), a moment when no
+//! commit is in flight ([`Served::freeze`]: commits wait on the gate, a read-write lock each
+//! commit holds shared), and the switch to the new group's handles ([`Served::switch`]),
+//! after which waiting and later commits go to the new group.
 
+use super::dirty::{Dirty, DirtyKey};
 use super::handles::Placement;
-use crate::storage::handle::{Epoch, PartitionHandle, PartitionRef, PartitionSnapshot};
+use crate::storage::handle::{Epoch, LocalWrite, PartitionHandle, PartitionRef, PartitionSnapshot};
 use crate::storage::{Result, ScanIter, StorageError};
 use arc_swap::ArcSwap;
 use bytes::Bytes;
+use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
 use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 struct State {
@@ -25,8 +34,13 @@ struct State {
 
 pub struct Served {
     part: PartitionRef,
-    reader: Arc<dyn PartitionHandle>,
+    reader: ArcSwap<Arc<dyn PartitionHandle>>,
     state: ArcSwap<State>,
+    /// Held shared by every commit, exclusively by a move's last round and switch.
+    gate: RwLock<()>,
+    /// Whether `dirty` records (read without its lock on every commit).
+    tracking: AtomicBool,
+    dirty: Mutex<Option<Dirty>>,
 }
 
 impl Served {
@@ -34,12 +48,51 @@ impl Served {
     pub fn new(part: PartitionRef, reader: Arc<dyn PartitionHandle>) -> Served {
         Served {
             part,
-            reader,
+            reader: ArcSwap::from_pointee(reader),
             state: ArcSwap::from_pointee(State {
                 placement: Placement::Unowned,
                 owner: None,
             }),
+            gate: RwLock::new(()),
+            tracking: AtomicBool::new(false),
+            dirty: Mutex::new(None),
         }
+    }
+
+    /// From now on every commit's keys are recorded (at most `limit_bytes`). Waits for the
+    /// commits in flight, whose keys it would miss.
+    pub fn track(&self, limit_bytes: usize) {
+        let _no_commit = self.gate.write();
+        *self.dirty.lock() = Some(Dirty::new(limit_bytes));
+        self.tracking.store(true, Ordering::Release);
+    }
+
+    /// The keys committed since `track` or the last call; Err(limit) when they overflowed.
+    pub fn take_dirty(&self) -> std::result::Result<Vec<DirtyKey>, usize> {
+        match &mut *self.dirty.lock() {
+            Some(d) => d.take(),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    pub fn stop_tracking(&self) {
+        self.tracking.store(false, Ordering::Release);
+        *self.dirty.lock() = None;
+    }
+
+    /// Waits for the commits in flight and holds every later one until the guard drops.
+    pub fn freeze(&self) -> RwLockWriteGuard<'_, ()> {
+        self.gate.write()
+    }
+
+    /// The partition now lives in another group: reads and commits go through these handles
+    /// (called while frozen, so no commit is in flight on the old ones).
+    pub fn switch(&self, owner: Arc<dyn PartitionHandle>, reader: Arc<dyn PartitionHandle>) {
+        self.reader.store(Arc::new(reader));
+        self.state.store(Arc::new(State {
+            placement: Placement::Local,
+            owner: Some(owner),
+        }));
     }
 
     pub fn placement(&self) -> Placement {
@@ -83,11 +136,11 @@ impl PartitionHandle for Served {
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
-        self.reader.get(key)
+        self.reader.load().get(key)
     }
 
     fn scan(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, reverse: bool) -> ScanIter {
-        self.reader.scan(lower, upper, reverse)
+        self.reader.load().scan(lower, upper, reverse)
     }
 
     fn scan_local(
@@ -97,25 +150,41 @@ impl PartitionHandle for Served {
         upper: Bound<&[u8]>,
         reverse: bool,
     ) -> ScanIter {
-        self.reader.scan_local(prefix, lower, upper, reverse)
+        self.reader.load().scan_local(prefix, lower, upper, reverse)
     }
 
     fn snapshot(&self) -> Arc<dyn PartitionSnapshot> {
-        self.reader.snapshot()
+        self.reader.load().snapshot()
     }
 
     fn get_size(&self, key: &[u8]) -> Result<Option<Bytes>> {
-        self.reader.get_size(key)
+        self.reader.load().get_size(key)
     }
 
     fn scan_sizes(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> ScanIter {
-        self.reader.scan_sizes(lower, upper)
+        self.reader.load().scan_sizes(lower, upper)
+    }
+
+    fn local_records(&self, after: Option<(i64, &[u8])>, limit: usize) -> Result<Vec<LocalWrite>> {
+        self.reader.load().local_records(after, limit)
+    }
+
+    fn get_local(&self, key: &[u8], token: i64) -> Result<Option<Bytes>> {
+        self.reader.load().get_local(key, token)
     }
 
     fn commit(&self, commit: crate::storage::handle::PartitionCommit) -> Result<()> {
+        let _gate = self.gate.read();
+        let tracked = (self.tracking.load(Ordering::Acquire)).then(|| Dirty::keys_of(&commit));
         let state = self.state.load();
         match (&state.owner, &state.placement) {
-            (Some(h), _) => h.commit(commit),
+            (Some(h), _) => {
+                let committed = h.commit(commit);
+                if let (Some(keys), Some(d)) = (tracked, &mut *self.dirty.lock()) {
+                    d.record(keys);
+                }
+                committed
+            }
             (None, placement) => Err(StorageError::NotOwner {
                 storage_id: self.part.storage_id,
                 partition_id: self.part.partition_id,

@@ -123,6 +123,7 @@ pub fn rows(
                             ),
                             ("partition_id", bigint(p.id as i64)),
                             ("owner", owner),
+                            ("storage_group", me.and_then(|_| text(p.group_name()))),
                             ("token_start", bigint(p.start)),
                             ("token_end", bigint(p.end)),
                             ("bytes", bigint(p.stats.bytes.load(Ordering::Relaxed))),

@@ -21,6 +21,8 @@ pub fn may_run_long(schema: &Schema, keyspace: Option<&str>, parsed: &Parsed) ->
         st if super::maintenance::targets(st, keyspace).is_some() => return true,
         // Registering a storage group connects to it.
         st if super::storage_groups::targets(st, keyspace).is_some() => return true,
+        // Requesting a partition move writes to etcd.
+        st if super::partition_moves::targets(st, keyspace).is_some() => return true,
         _ => return false,
     };
     if sel.allow_filtering {

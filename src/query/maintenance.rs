@@ -13,6 +13,8 @@
 use super::{eval, invalid, Engine, Outcome, Result, ResultColumn, Rows};
 use crate::cql::ast::{Insert, InsertValues, Statement};
 use crate::cql::types::CqlType;
+use crate::schema::TableDef;
+use bytes::Bytes;
 use std::sync::Arc;
 
 pub const KEYSPACE: &str = "system_views";
@@ -160,6 +162,17 @@ fn result_row(command: &str, result: &str) -> Rows {
 }
 
 /// The one-row answer of an INSERT that acts on the server: `(key column, result)`.
+/// A row of view `t` from (column, value) pairs (columns `t` lacks are left out).
+pub(super) fn view_row(t: &TableDef, cells: Vec<(&str, Option<Bytes>)>) -> Vec<Option<Bytes>> {
+    let mut row = vec![None; t.columns.len()];
+    for (col, v) in cells {
+        if let Some(i) = t.column_index(col) {
+            row[i] = v;
+        }
+    }
+    row
+}
+
 pub(super) fn answer_row(table: &str, (key, value): (&str, &str), result: &str) -> Rows {
     let col = |name: &str| ResultColumn {
         keyspace: KEYSPACE.into(),

@@ -16,6 +16,7 @@ pub mod index_cluster;
 pub mod long;
 pub mod lwt;
 pub mod maintenance;
+pub mod partition_moves;
 pub mod purge;
 pub mod select;
 mod select_rules;
@@ -728,6 +729,15 @@ impl Engine {
                     now_micros: self.clock.now_micros(),
                 };
                 maintenance::run(self, ins, &ctx)
+            }
+            st if partition_moves::targets(st, keyspace).is_some() => {
+                let ins = partition_moves::targets(st, keyspace).expect("checked");
+                let ctx = eval::Ctx {
+                    binds: &binds,
+                    max_value_bytes: self.limits.max_value_bytes,
+                    now_micros: self.clock.now_micros(),
+                };
+                partition_moves::run(self, ins, &ctx)
             }
             st if storage_groups::targets(st, keyspace).is_some() => {
                 let ins = storage_groups::targets(st, keyspace).expect("checked");

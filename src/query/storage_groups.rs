@@ -101,29 +101,22 @@ pub fn rows(engine: &Engine, t: &TableDef) -> Option<Vec<Vec<Option<Bytes>>>> {
             *parts.entry(p.group_name().to_string()).or_insert(0) += 1;
         }
     }
-    let cell = |name: &str, v: Option<Bytes>| (t.column_index(name), v);
     let text = |s: &str| Some(Bytes::copy_from_slice(s.as_bytes()));
     let bigint = |v: i64| Some(Bytes::copy_from_slice(&v.to_be_bytes()));
     let out = (registry.iter())
         .map(|(name, spec)| {
-            let cells = [
-                cell("name", text(name)),
-                cell("hosts", text(&spec.hosts.join(","))),
-                cell("dbname", text(&spec.dbname)),
-                cell("user_name", text(&spec.user)),
-                cell(
+            let cells = vec![
+                ("name", text(name)),
+                ("hosts", text(&spec.hosts.join(","))),
+                ("dbname", text(&spec.dbname)),
+                ("user_name", text(&spec.user)),
+                (
                     "physical_partitions",
                     bigint(*parts.get(name).unwrap_or(&0)),
                 ),
-                cell("bytes", bigint(*bytes.get(name).unwrap_or(&0))),
+                ("bytes", bigint(*bytes.get(name).unwrap_or(&0))),
             ];
-            let mut row = vec![None; t.columns.len()];
-            for (i, v) in cells {
-                if let Some(i) = i {
-                    row[i] = v;
-                }
-            }
-            row
+            maintenance::view_row(t, cells)
         })
         .collect();
     Some(out)

@@ -436,6 +436,23 @@ const SYSTEM_VIEWS: &[Spec] = &[
             ("bytes", "bigint"),
         ],
     ),
+    // Partition moves between storage groups (cluster mode, `query/partition_moves.rs`):
+    // an INSERT of keyspace_name, table_name, partition_id, to_group requests one; reading
+    // lists pending requests and the last outcome per partition.
+    spec(
+        "partition_moves",
+        &["keyspace_name"],
+        &["table_name", "partition_id"],
+        &[
+            ("keyspace_name", "text"),
+            ("table_name", "text"),
+            ("partition_id", "bigint"),
+            ("to_group", "text"),
+            ("from_group", "text"),
+            ("state", "text"),
+            ("detail", "text"),
+        ],
+    ),
     spec(
         "physical_partitions",
         &["keyspace_name"],
@@ -445,6 +462,7 @@ const SYSTEM_VIEWS: &[Spec] = &[
             ("table_name", "text"),
             ("partition_id", "bigint"),
             ("owner", "text"),
+            ("storage_group", "text"),
             ("token_start", "bigint"),
             ("token_end", "bigint"),
             ("bytes", "bigint"),

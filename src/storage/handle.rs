@@ -254,6 +254,33 @@ pub trait PartitionHandle: Send + Sync {
     /// Checks the epoch, the key range and every condition, and applies the writes, atomically
     /// and durably. Errors: `Fenced`, `Conflict`, `OutOfRange`, or the backend's own.
     fn commit(&self, commit: PartitionCommit) -> Result<()>;
+
+    // Moving a partition to another store (cluster mode, `partition::moves`): what a copy
+    // needs beyond the reads above. Backends whose partitions never move need not offer them.
+
+    /// At most `limit` of the partition's local records of every prefix, in (token, key)
+    /// order, after `after` (None: from the first).
+    fn local_records(&self, after: Option<(i64, &[u8])>, limit: usize) -> Result<Vec<LocalWrite>> {
+        let _ = (after, limit);
+        Err(not_movable())
+    }
+
+    /// One local record's current value (`token`: the token it is owned through).
+    fn get_local(&self, key: &[u8], token: i64) -> Result<Option<Bytes>> {
+        let _ = (key, token);
+        Err(not_movable())
+    }
+
+    /// Deletes at most `limit` of the partition's records (rows, local records, size
+    /// records), checking the epoch as a commit does; how many it deleted (0: none is left).
+    fn clear_some(&self, limit: usize) -> Result<u64> {
+        let _ = limit;
+        Err(not_movable())
+    }
+}
+
+fn not_movable() -> super::StorageError {
+    super::StorageError::Io("this storage backend does not move partitions".into())
 }
 
 /// Hands out partition handles.

@@ -88,6 +88,8 @@ pub(super) fn read_virtual(
             .rows(t, engine.node.listen.ip(), engine.node.listen.port())
     } else if let Some(rows) = crate::query::storage_groups::rows(engine, t) {
         rows
+    } else if let Some(rows) = crate::query::partition_moves::rows(engine, t) {
+        rows
     } else {
         crate::partition::views::rows(
             &engine.maps,

@@ -32,7 +32,7 @@ use parking_lot::Mutex;
 use std::ops::Bound;
 use std::sync::Arc;
 
-fn fenced(part: &PartitionRef, epoch: Epoch, current: Epoch) -> StorageError {
+pub(super) fn fenced(part: &PartitionRef, epoch: Epoch, current: Epoch) -> StorageError {
     StorageError::Fenced {
         storage_id: part.storage_id,
         partition_id: part.partition_id,
@@ -53,7 +53,12 @@ fn check_range(part: &PartitionRef, key: &[u8]) -> Result<()> {
 }
 
 /// The owner row's epoch (0: none), locked `FOR SHARE` or `FOR UPDATE`.
-fn locked_epoch(c: &mut Conn, storage_id: u64, partition_id: u64, lock: &str) -> Result<Epoch> {
+pub(super) fn locked_epoch(
+    c: &mut Conn,
+    storage_id: u64,
+    partition_id: u64,
+    lock: &str,
+) -> Result<Epoch> {
     let stmt = c.stmt(&format!(
         "SELECT epoch FROM ringgate_owner WHERE storage_id = $1 AND partition_id = $2 {lock}"
     ))?;
@@ -187,6 +192,17 @@ struct PgHandle {
 }
 
 impl PgHandle {
+    fn refuse_if_read_only(&self) -> Result<()> {
+        if !self.read_only {
+            return Ok(());
+        }
+        Err(StorageError::NotOwner {
+            storage_id: self.part.storage_id,
+            partition_id: self.part.partition_id,
+            owner: None,
+        })
+    }
+
     fn validate(&self, commit: &PartitionCommit) -> Result<()> {
         let keys = commit.writes.iter().chain(&commit.sizes).map(|(k, _)| k);
         for key in keys.chain(commit.conditions.iter().map(Condition::key)) {
@@ -247,6 +263,19 @@ impl PartitionHandle for PgHandle {
         scan::scan(self.store_source.clone(), SIZES, lower, upper, false)
     }
 
+    fn local_records(&self, after: Option<(i64, &[u8])>, limit: usize) -> Result<Vec<LocalWrite>> {
+        super::moving::local_records(&self.store_source, &self.part, after, limit)
+    }
+
+    fn get_local(&self, key: &[u8], token: i64) -> Result<Option<Bytes>> {
+        super::moving::get_local(&self.store_source, &self.part, key, token)
+    }
+
+    fn clear_some(&self, limit: usize) -> Result<u64> {
+        self.refuse_if_read_only()?;
+        super::moving::clear_some(&self.pool, &self.part, self.epoch, limit)
+    }
+
     fn snapshot(&self) -> Arc<dyn PartitionSnapshot> {
         Arc::new(PgSnapshot {
             conn: Arc::new(begin_snapshot(&self.pool)),
@@ -255,13 +284,7 @@ impl PartitionHandle for PgHandle {
     }
 
     fn commit(&self, commit: PartitionCommit) -> Result<()> {
-        if self.read_only {
-            return Err(StorageError::NotOwner {
-                storage_id: self.part.storage_id,
-                partition_id: self.part.partition_id,
-                owner: None,
-            });
-        }
+        self.refuse_if_read_only()?;
         self.validate(&commit)?;
         let p = &self.part;
         let local = (commit.local.into_iter()).map(|l| (l.key, l.value, Some(l.token)));

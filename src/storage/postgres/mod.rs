@@ -5,11 +5,13 @@
 //! (tables and their version), `errors.rs` (error mapping, the transaction wrapper), `scan.rs`
 //! (gets, paged scans), `write.rs` (a transaction's writes to one table), `store.rs` (`Store`,
 //! `MetaStore`), `handle.rs` (partition handles, snapshots, owner epochs), `commit_fn.rs` (a partition
-//! commit as one call of a server-side function).
+//! commit as one call of a server-side function), `moving.rs` (what moving a partition to
+//! another group reads and deletes).
 
 mod commit_fn;
 mod errors;
 mod handle;
+mod moving;
 mod pool;
 mod scan;
 mod schema;
