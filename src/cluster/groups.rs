@@ -242,6 +242,37 @@ pub fn spread(n: usize, ordered: &[String]) -> Vec<String> {
     }
 }
 
+/// The groups of a split's two children: each, the larger first, goes to the group with the
+/// least data, counting the parent's bytes out of its group and each child placed in (ties:
+/// the parent's group, so balanced groups move nothing, then by name). `bytes`: each group's
+/// bytes (what [`bytes`] sums); `names`: the registered groups.
+pub fn place_children(
+    names: &[String],
+    bytes: &BTreeMap<String, i64>,
+    parent: (&str, i64),
+    children: [i64; 2],
+) -> [String; 2] {
+    let mut load: BTreeMap<&str, i64> = (names.iter())
+        .map(|n| (n.as_str(), bytes.get(n).copied().unwrap_or(0).max(0)))
+        .collect();
+    let own = load.entry(parent.0).or_insert(0);
+    *own = (*own - parent.1.max(0)).max(0);
+    let mut order = [0, 1];
+    if children[1] > children[0] {
+        order = [1, 0];
+    }
+    let mut out = [String::new(), String::new()];
+    for i in order {
+        let g = (load.iter())
+            .min_by_key(|(n, b)| (**b, **n != parent.0, **n))
+            .map(|(n, _)| *n)
+            .unwrap_or(parent.0);
+        *load.entry(g).or_insert(0) += children[i].max(0);
+        out[i] = g.to_string();
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,6 +302,38 @@ mod tests {
             ..s
         };
         assert!(bad.check().is_err());
+    }
+
+    #[test]
+    fn split_children_go_to_the_least_data() {
+        let names = vec!["a".to_string(), "b".into()];
+        // Parent (600) in a, b empty: the larger child stays (a is 0 without the parent,
+        // a tie the parent's group wins), the other goes to b.
+        let bytes = BTreeMap::from([("a".to_string(), 600)]);
+        assert_eq!(
+            place_children(&names, &bytes, ("a", 600), [400, 200]),
+            ["a", "b"]
+        );
+        // a holds 1,000 more: both children go to b.
+        let bytes = BTreeMap::from([("a".to_string(), 1600)]);
+        assert_eq!(
+            place_children(&names, &bytes, ("a", 600), [300, 300]),
+            ["b", "b"]
+        );
+        // Equal without the parent: one child each.
+        let bytes = BTreeMap::from([("a".to_string(), 700), ("b".to_string(), 500)]);
+        let both =
+            |bytes: &BTreeMap<String, i64>| place_children(&names, bytes, ("a", 200), [100, 100]);
+        assert_eq!(both(&bytes), ["a", "b"]);
+        // The parent's group holds less even with both children: both stay.
+        let bytes = BTreeMap::from([("a".to_string(), 600), ("b".to_string(), 900)]);
+        assert_eq!(both(&bytes), ["a", "a"]);
+        // One group: nothing moves.
+        let one = vec!["a".to_string()];
+        assert_eq!(
+            place_children(&one, &bytes, ("a", 200), [100, 100]),
+            ["a", "a"]
+        );
     }
 
     #[test]

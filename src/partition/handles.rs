@@ -145,6 +145,11 @@ impl Handles {
         &self.wake
     }
 
+    /// Cluster mode: this node.
+    pub fn node(&self) -> Option<&Arc<crate::cluster::ClusterNode>> {
+        self.node.as_ref()
+    }
+
     pub fn is_cluster(&self) -> bool {
         self.cluster
     }

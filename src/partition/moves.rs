@@ -42,7 +42,7 @@ use std::time::Instant;
 pub const COPY_BATCH_BYTES: usize = 1 << 20;
 pub const COPY_BATCH_RECORDS: usize = 1000;
 /// A catch-up round this small is the last, done while writes wait.
-pub const FINAL_KEYS: usize = 512;
+pub const FINAL_KEYS: usize = 64;
 pub const CATCH_UP_ROUNDS: usize = 8;
 /// The keys written during a move are kept in memory up to this many bytes (about 48 bytes
 /// plus the key each); beyond, the move fails.
@@ -144,6 +144,7 @@ impl Move {
             Ok(more) => keys.extend(more),
             Err(limit) => return Moved::Failed(overflow(limit)),
         }
+        let last_keys = keys.len();
         if let Err(e) = copy_keys(source, &*target, keys) {
             return Moved::Failed(e.to_string());
         }
@@ -152,8 +153,10 @@ impl Move {
             to: self.to.clone(),
             moved: true,
             detail: format!(
-                "{records} records copied in {} ms",
-                started.elapsed().as_millis()
+                "{records} records copied in {} ms; writes held {} ms for the last {last_keys} \
+                 keys, then one etcd transaction switched it",
+                started.elapsed().as_millis(),
+                paused.elapsed().as_millis()
             ),
             finished_ms: crate::cluster::moves::now_ms(),
         };
@@ -374,4 +377,67 @@ fn copy_keys(
 pub fn cleanup(m: &Move, group: &str) -> Result<u64, String> {
     let h = m.open_fresh(group)?;
     clear(&*h).map_err(|e| e.to_string())
+}
+
+/// After a split (cluster mode, several groups): each child goes to the group with the least
+/// data (`cluster::groups::place_children`); a child placed elsewhere than its parent's group
+/// is moved there by a request its owner runs (a split itself moves no rows). Errors reading
+/// the groups are logged: the children then stay in the parent's group.
+pub fn place_split_children(
+    node: &ClusterNode,
+    meta: &dyn crate::storage::MetaStore,
+    sid: u64,
+    parent: &PhysicalPartition,
+    children: &[Arc<PhysicalPartition>; 2],
+) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let placed = (|| -> Result<[String; 2], String> {
+        let names: Vec<String> = (crate::cluster::groups::list(meta))
+            .map_err(|e| e.to_string())?
+            .into_keys()
+            .collect();
+        if names.len() < 2 {
+            return Ok([
+                parent.group_name().to_string(),
+                parent.group_name().to_string(),
+            ]);
+        }
+        let ctl = node.control().clone();
+        let bytes = etcd(
+            node,
+            async move { crate::cluster::groups::bytes(&ctl).await },
+        )?;
+        let sizes = [0, 1].map(|i| children[i].stats.bytes.load(Relaxed));
+        let parent_bytes = sizes[0] + sizes[1];
+        Ok(crate::cluster::groups::place_children(
+            &names,
+            &bytes,
+            (parent.group_name(), parent_bytes),
+            sizes,
+        ))
+    })();
+    let groups = match placed {
+        Ok(g) => g,
+        Err(e) => {
+            tracing::warn!(storage_id = sid, error = %e, "placing split children failed; they stay in their parent's group");
+            return;
+        }
+    };
+    for (child, to) in children.iter().zip(groups) {
+        if to == child.group_name() {
+            continue;
+        }
+        let (ctl, pid, to2) = (node.control().clone(), child.id, to.clone());
+        let asked = etcd(node, async move {
+            crate::cluster::moves::request(&ctl, sid, pid, &to2).await
+        });
+        match asked {
+            Ok(()) => {
+                tracing::info!(storage_id = sid, partition = child.id, to = %to, "split child placed in the group with the least data (move requested)")
+            }
+            Err(e) => {
+                tracing::warn!(storage_id = sid, partition = child.id, error = %e, "requesting a split child's move failed")
+            }
+        }
+    }
 }

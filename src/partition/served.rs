@@ -196,3 +196,66 @@ impl PartitionHandle for Served {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::handle::PartitionCommit;
+    use crate::storage::{EmbeddedStore, Store, SyncMode};
+
+    fn handle(dir: &std::path::Path) -> (Arc<dyn Store>, Arc<dyn PartitionHandle>) {
+        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(dir, SyncMode::None).unwrap());
+        let part = PartitionRef::new(7, 1, i64::MIN, i64::MAX);
+        let h = store.partitions().unwrap().open_partition(part, 1).unwrap();
+        (store, h)
+    }
+
+    fn key(n: u8) -> Bytes {
+        let mut k = 7u64.to_be_bytes().to_vec();
+        k.extend_from_slice(&[0x80, 0, 0, 0, 0, 0, 0, n]);
+        Bytes::from(k)
+    }
+
+    fn put(s: &Served, n: u8) {
+        let mut c = PartitionCommit::default();
+        c.put(key(n), &b"v"[..]);
+        s.commit(c).unwrap();
+    }
+
+    /// What a move relies on: tracked keys, commits held while frozen, the switch.
+    #[test]
+    fn tracks_holds_and_switches_commits() {
+        let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let ((_sa, a), (_sb, b)) = (handle(da.path()), handle(db.path()));
+        let s = Arc::new(Served::new(a.partition().clone(), Arc::clone(&a)));
+        s.serve(Arc::clone(&a));
+        put(&s, 1);
+        assert!(s.take_dirty().unwrap().is_empty(), "not tracking yet");
+        s.track(1 << 20);
+        put(&s, 2);
+        assert_eq!(s.take_dirty().unwrap(), vec![DirtyKey::Data(key(2))]);
+
+        let frozen = s.freeze();
+        let done = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (s, done) = (Arc::clone(&s), Arc::clone(&done));
+            std::thread::spawn(move || {
+                put(&s, 3);
+                done.store(true, Ordering::SeqCst);
+            })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(!done.load(Ordering::SeqCst), "a commit ran while frozen");
+        s.switch(Arc::clone(&b), Arc::clone(&b));
+        drop(frozen);
+        writer.join().unwrap();
+        // The held commit went to the new handle, and reads follow it.
+        assert!(b.get(&key(3)).unwrap().is_some());
+        assert!(a.get(&key(3)).unwrap().is_none());
+        assert!(s.get(&key(3)).unwrap().is_some());
+        assert_eq!(s.take_dirty().unwrap(), vec![DirtyKey::Data(key(3))]);
+        s.stop_tracking();
+        put(&s, 4);
+        assert!(s.take_dirty().unwrap().is_empty());
+    }
+}

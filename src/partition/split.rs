@@ -175,6 +175,10 @@ pub fn split_one(
                 boundary,
                 at_ms: chrono::Utc::now().timestamp_millis(),
             });
+        if let Some(node) = handles.node() {
+            let meta = maps.store().metadata();
+            super::moves::place_split_children(node, meta, sid, &parent, &[l.clone(), r.clone()]);
+        }
         tracing::info!(
             storage_id = sid,
             parent = pid,

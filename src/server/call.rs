@@ -86,7 +86,15 @@ impl Call {
                 // Boxed: forwarding's and fan-out's state would otherwise be inline in every
                 // request task's future, which tokio copies when it creates and completes it.
                 Some(Route::Owner(owner)) => {
-                    return Some(Box::pin(this.forwarded(owner, produced.tracer)).await)
+                    let tracer = produced.tracer.clone();
+                    let (p, moved) = Box::pin(this.forwarded(owner, produced.tracer)).await;
+                    if !moved || !super::forward::may_wait_for_owner(&this.shared, first) {
+                        return Some(p);
+                    }
+                    hold.tracer = tracer;
+                    let wait = super::forward::UNOWNED_RETRY_MS;
+                    tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+                    continue;
                 }
                 None => {}
             }
@@ -99,13 +107,14 @@ impl Call {
         }
     }
 
-    /// The answer of the partition's owner (`forward.rs`), or Unavailable when it has none.
+    /// The answer of the partition's owner (`forward.rs`), or Unavailable when it has none;
+    /// true when the owner answered that the partition had moved on (nothing ran there).
     async fn forwarded(
         &self,
         owner: Option<String>,
         tracer: Option<Arc<crate::query::trace::Tracer>>,
-    ) -> Produced {
-        let (response, extras) = match &owner {
+    ) -> (Produced, bool) {
+        let (response, mut extras) = match &owner {
             Some(node) => {
                 let mut session = self.session.clone();
                 let clock = &self.shared.engine.clock;
@@ -116,7 +125,11 @@ impl Call {
             }
             None => (super::forward::no_owner(), ResponseExtras::NONE),
         };
-        self.relayed(response, extras, tracer)
+        let payload = &mut extras.custom_payload;
+        let before = payload.len();
+        payload.retain(|(k, _)| k != super::forward::NOT_OWNER_KEY);
+        let moved = payload.len() != before;
+        (self.relayed(response, extras, tracer), moved)
     }
 
     /// Another node's answer (forwarded, fanned out), with this node's trace of the request.
@@ -315,6 +328,9 @@ fn execute(
             not_owner: route,
         };
     }
+    // A forwarded request whose partition changed owner on the way (a split's children, a
+    // takeover): nothing ran; the coordinator looks again (`forward::NOT_OWNER_KEY`).
+    let moved_away = matches!(route, Some(Route::Owner(_))) && super::forward::is_forwarded(env);
     let (response, keyspace) = match result {
         Ok((body, ks)) => (Response::Result(body), ks),
         Err(e) => (Response::Error(convert::error(&e)), None),
@@ -345,6 +361,9 @@ fn execute(
         // clients that cannot parse payloads (see `State::payloads`).
         custom_payload: request_charge(charge),
     };
+    if moved_away {
+        (extras.custom_payload).push((super::forward::NOT_OWNER_KEY.into(), Bytes::new()));
+    }
     match &tracer {
         Some(t) if for_coordinator => extras
             .custom_payload

@@ -82,6 +82,11 @@ pub(super) fn payload_value<'a>(env: &'a RequestEnvelope, key: &str) -> Option<&
     payload.iter().find(|(k, _)| k == key).map(|(_, v)| v)
 }
 
+/// Payload key of an owner's answer to a forwarded request whose partition is no longer its
+/// own (split, handed off, moved on) or has no owner right now: nothing ran, so the coordinator
+/// routes it again (within [`may_wait_for_owner`]) instead of relaying the error.
+pub const NOT_OWNER_KEY: &str = "ringgate-not-owner";
+
 /// Whether a request whose partition has no live owner (a takeover in progress) may look
 /// again, `since` its first attempt: for up to the lease plus a second.
 pub fn may_wait_for_owner(shared: &Shared, since: Instant) -> bool {

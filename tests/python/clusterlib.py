@@ -101,10 +101,20 @@ def require_or_skip(pytest):
     pytest.skip(msg, allow_module_level=True)
 
 
+_GIVEN_PORTS = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
+    """A port free now and not handed out before by this process: the kernel may give a
+    just-released port again, and two nodes' CQL and HTTP ports once collided that way."""
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind((HOST, 0))
+            port = s.getsockname()[1]
+        if port not in _GIVEN_PORTS:
+            _GIVEN_PORTS.add(port)
+            return port
+    raise RuntimeError("no fresh free port in 100 tries")
 
 
 def _die_with_parent():

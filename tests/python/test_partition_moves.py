@@ -192,3 +192,93 @@ def test_rebalance_after_adding_a_group_loses_and_duplicates_nothing(one_group):
         check_scans(c, s, acked | preloaded)
     finally:
         driver.shutdown()
+
+
+def test_a_move_whose_owner_is_killed_is_finished_by_the_next_owner(two_groups):
+    """kill -9 of the moving owner after its bulk copy (in the test pause): the partition stays
+    in its group and is taken over there; the request is still recorded, so the next owner
+    moves it (deleting the partial copy first); nothing acknowledged is lost or doubled."""
+    c = two_groups
+    driver = c.connect(node=c.nodes[0])
+    try:
+        s = driver.connect()
+        create_app_t(driver, s)
+
+        def owners():
+            return {r.partition_id: (r.storage_group, r.owner) for r in s.execute(
+                "SELECT partition_id, storage_group, owner FROM "
+                "system_views.physical_partitions WHERE keyspace_name = 'app' "
+                "AND table_name = 't'")}
+        wait_until("every partition owned", lambda: all(o for _, o in owners().values()))
+        parts = owners()
+        pid, owner = next((p, o) for p, (g, o) in sorted(parts.items())
+                          if g == "default" and o != "n1")
+        victim = c.node(owner)
+        stop, writers = start_writers(s)
+        time.sleep(2)
+        result = {}
+        mover = threading.Thread(target=lambda: result.update(
+            out=admin(c.nodes[0], "move", "app.t", str(pid), "group2", check=False)))
+        mover.start()
+        time.sleep(0.8)
+        victim.kill9()
+        mover.join(120)
+        time.sleep(1)
+        acked, failed = stop_writers(stop, writers)
+        out = result["out"]
+        assert out.returncode == 0, out.stderr
+        moved = json.loads(out.stdout)
+        assert moved["state"] == "moved", moved
+        print(f"\nmove of partition {pid} finished after its owner {owner} was killed: "
+              f"{moved['detail']}; {len(acked)} writes acknowledged, {failed} failed")
+        survivors = [n for n in c.nodes if n is not victim]
+        for n in survivors:
+            cl, ps = pinned(n)
+            try:
+                wait_until(f"{n.name} sees the move", lambda: partitions(ps)[pid][0] == "group2")
+            finally:
+                cl.shutdown()
+        seen = full_scan(s)
+        assert len(seen) == len(set(seen)), "a row appeared twice in the scan"
+        missing = acked - set(seen)
+        assert not missing, f"{len(missing)} acknowledged rows missing from the scan"
+    finally:
+        driver.shutdown()
+
+
+@pytest.fixture
+def small_partitions():
+    yield from settled_cluster(nodes=3, groups=2,
+                               settings={"partitions.physical_split_bytes": "1MiB"})
+
+
+def test_a_split_child_goes_to_the_group_with_the_least_data(small_partitions):
+    """Issue 17: a split child is placed in the group with the least data. A partition of the
+    default group grows past the split size while group2 holds nothing: the larger child stays
+    (ties go to the parent's group), the other is moved to group2 online."""
+    c = small_partitions
+    driver = c.connect()
+    try:
+        s = driver.connect()
+        create_app_t(driver, s)
+        parts = partitions(s)
+        pid = min(p for p, (g, _, _) in parts.items() if g == "default")
+        _, start, end = parts[pid]
+        keys = [k for k in range(20000) if start < token(k) <= end][:330]
+        ins = s.prepare("INSERT INTO app.t (pk, v) VALUES (?, ?)")
+        for k in keys:
+            s.execute(ins, (k, "x" * 4096))
+
+        def children():
+            now = partitions(s)
+            return {p: g for p, (g, lo, hi) in now.items() if start <= lo and hi <= end}
+        wait_until("the partition to split", lambda: len(children()) == 2, timeout_s=60)
+        wait_until("one child moved to group2",
+                   lambda: sorted(children().values()) == ["default", "group2"], timeout_s=60)
+        moved = [p for p, g in children().items() if g == "group2"]
+        states = {r.partition_id: (r.state, r.from_group) for r in s.execute(
+            "SELECT partition_id, state, from_group FROM system_views.partition_moves")}
+        assert states.get(moved[0]) == ("moved", "default"), states
+        check_scans(c, s, set(keys))
+    finally:
+        driver.shutdown()
