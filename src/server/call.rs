@@ -99,6 +99,44 @@ impl Call {
         }
     }
 
+    /// Whether the request may run in its connection's read loop instead of a task of its own
+    /// (`connection.rs`): an EXECUTE of a prepared single-partition SELECT or an INSERT, UPDATE
+    /// or DELETE, on the embedded store without fsync, outside cluster mode (no forwarding,
+    /// no peers to ask) and not traced. Such a request never waits: it reads or commits
+    /// through the store's memtables and journal buffer and returns, in about what a task
+    /// spawn and its wake-up cost (5-8% of the server's CPU for point requests); a request
+    /// that waits for a disk flush or for PostgreSQL keeps the blocking pool (`run`).
+    pub(super) fn runs_inline(&self) -> bool {
+        let storage = &self.shared.config.storage;
+        let Request::Execute(e) = &self.env.request else {
+            return false;
+        };
+        if self.env.tracing
+            || storage.sync != crate::storage::SyncMode::None
+            || storage.backend != crate::config::Backend::Embedded
+            || self.shared.engine.node.cluster.is_some()
+        {
+            return false;
+        }
+        let engine = &self.shared.engine;
+        engine.get_prepared(&e.id).is_ok_and(|p| {
+            use crate::cql::ast::Statement;
+            match &p.parsed.statement {
+                Statement::Select(_) => !engine.prepared_may_run_long(&p, &self.session),
+                Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => true,
+                _ => false,
+            }
+        })
+    }
+
+    /// Runs a request that [`Call::runs_inline`] on the calling thread, once. None when it was
+    /// held by server-side retry (it read and wrote nothing): `run` then runs it in a task, which
+    /// can wait on a timer.
+    pub(super) fn run_inline(&self) -> Option<Produced> {
+        let produced = self.attempt(&Hold::default());
+        (produced.held_ms.is_none() && produced.not_owner.is_none()).then_some(produced)
+    }
+
     /// The answer of the partition's owner (`forward.rs`), or Unavailable when it has none.
     async fn forwarded(
         &self,
