@@ -7,7 +7,7 @@
 use super::{convert, Shared};
 use crate::protocol::request::{BatchStatementKind, Request, RequestEnvelope, Values};
 use crate::protocol::response::{Event, Response, ResponseExtras, ResultBody};
-use crate::query::{BatchItem, Outcome, QueryOptions, Session};
+use crate::query::{BatchItem, Outcome, Prepared, QueryOptions, Session};
 use bytes::Bytes;
 use std::sync::Arc;
 
@@ -19,9 +19,34 @@ pub(super) struct Call {
     pub(super) version: u8,
     pub(super) peer: std::net::IpAddr,
     pub(super) joined: Option<u64>,
+    /// An EXECUTE's statement, looked up once for where it runs and what it runs (None: not
+    /// an EXECUTE, or unknown here: `run` answers Unprepared).
+    prepared: Option<Arc<Prepared>>,
 }
 
 impl Call {
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        env: Arc<RequestEnvelope>,
+        session: Session,
+        peer: std::net::IpAddr,
+        joined: Option<u64>,
+    ) -> Call {
+        let prepared = match &env.request {
+            Request::Execute(e) => shared.engine.get_prepared(&e.id).ok(),
+            _ => None,
+        };
+        Call {
+            version: env.version,
+            shared,
+            env,
+            session,
+            peer,
+            joined,
+            prepared,
+        }
+    }
+
     /// Runs the request until it is answered. Server-side retry: a request held because its
     /// budget is spent did nothing yet; it waits on a timer (no thread, no connection slot) and
     /// runs again. Where it runs: on the blocking pool for fsync commits (every write waits for
@@ -37,9 +62,8 @@ impl Call {
             || storage.backend == crate::config::Backend::Postgres;
         let long = match &self.env.request {
             Request::Query(q) => engine.query_may_run_long(&q.query, &self.session),
-            Request::Execute(e) => engine
-                .get_prepared(&e.id)
-                .is_ok_and(|p| engine.prepared_may_run_long(&p, &self.session)),
+            Request::Execute(_) => (self.prepared.as_ref())
+                .is_some_and(|p| engine.prepared_may_run_long(p, &self.session)),
             _ => false,
         };
         let mut hold = Hold {
@@ -108,7 +132,7 @@ impl Call {
     /// that waits for a disk flush or for PostgreSQL keeps the blocking pool (`run`).
     pub(super) fn runs_inline(&self) -> bool {
         let storage = &self.shared.config.storage;
-        let Request::Execute(e) = &self.env.request else {
+        let Some(p) = &self.prepared else {
             return false;
         };
         if self.env.tracing
@@ -118,15 +142,12 @@ impl Call {
         {
             return false;
         }
-        let engine = &self.shared.engine;
-        engine.get_prepared(&e.id).is_ok_and(|p| {
-            use crate::cql::ast::Statement;
-            match &p.parsed.statement {
-                Statement::Select(_) => !engine.prepared_may_run_long(&p, &self.session),
-                Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => true,
-                _ => false,
-            }
-        })
+        use crate::cql::ast::Statement;
+        match &p.parsed.statement {
+            Statement::Select(_) => !self.shared.engine.prepared_may_run_long(p, &self.session),
+            Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => true,
+            _ => false,
+        }
     }
 
     /// Runs a request that [`Call::runs_inline`] on the calling thread, once. None when it was
@@ -217,7 +238,7 @@ impl Call {
             execute(
                 &self.shared,
                 &mut session,
-                &self.env,
+                (&self.env, self.prepared.as_ref()),
                 self.version,
                 self.peer,
                 hold,
@@ -284,7 +305,7 @@ enum Route {
 fn execute(
     shared: &Shared,
     session: &mut Session,
-    env: &RequestEnvelope,
+    (env, prepared): (&RequestEnvelope, Option<&Arc<Prepared>>),
     version: u8,
     client: std::net::IpAddr,
     hold: &Hold,
@@ -319,9 +340,9 @@ fn execute(
         Some(Err(e)) => Err(e),
         Some(Ok(only)) => {
             opts.ctx.set_only_partitions(only);
-            run(shared, session, env, version, &opts)
+            run(shared, session, (env, prepared), version, &opts)
         }
-        None => run(shared, session, env, version, &opts),
+        None => run(shared, session, (env, prepared), version, &opts),
     };
     if let Err(crate::query::QueryError::Held { retry_after_ms }) = &result {
         opts.ctx.trace(|| {
@@ -404,7 +425,7 @@ fn execute(
 fn run(
     shared: &Shared,
     session: &mut Session,
-    env: &RequestEnvelope,
+    (env, prepared): (&RequestEnvelope, Option<&Arc<Prepared>>),
     version: u8,
     opts: &QueryOptions,
 ) -> Result<(ResultBody, Option<String>), crate::query::QueryError> {
@@ -419,7 +440,10 @@ fn run(
             Ok((convert::prepared(&prepared, version), None))
         }
         Request::Execute(e) => {
-            let prepared = engine.get_prepared(&e.id)?;
+            let prepared = match prepared {
+                Some(p) => Arc::clone(p),
+                None => engine.get_prepared(&e.id)?,
+            };
             let out = engine.execute(session, &prepared, opts)?;
             Ok(finish(shared, out, e.params.skip_metadata))
         }

@@ -573,14 +573,13 @@ async fn spawn_request(
         unsent: Arc::clone(&st.unsent),
         started: std::time::Instant::now(),
     };
-    let call = Call {
-        shared: Arc::clone(shared),
-        env: Arc::clone(&env),
-        session: sess,
-        version: env.version,
-        peer: st.peer.ip(),
-        joined: st.joined,
-    };
+    let call = Call::new(
+        Arc::clone(shared),
+        Arc::clone(&env),
+        sess,
+        st.peer.ip(),
+        st.joined,
+    );
     // Inline while this read's budget lasts and the client reads its answers (a request over
     // the out budget waits, which only a task may).
     if st.inline_left > 0 && answer.unsent.has_room() && call.runs_inline() {
