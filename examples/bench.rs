@@ -22,7 +22,9 @@
 //! `BENCH_SKIP=scan,wide` leaves those phases out (every shape runs), `BENCH_PHASE_SECS` sets the phase time and
 //! `BENCH_READ_KEYS=N` lets reads take keys below N written by an earlier run;
 //! `BENCH_VALUE_BYTES` sets the value size (default 100); `BENCH_SCAN_LOADED=1` scans without
-//! loading first (the scan table of an earlier run on the same server: scans under `perf`).
+//! loading first (the scan table of an earlier run on the same server: scans under `perf`);
+//! `BENCH_SERVER_PID` (set by `scripts/bench`) prints the server's CPU time per point request
+//! of each phase on stderr, a figure a busy machine disturbs less than the rates.
 
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
@@ -260,6 +262,17 @@ fn ms(d: Duration) -> String {
     format!("{:.2}", d.as_secs_f64() * 1e3)
 }
 
+/// `BENCH_SERVER_PID`: that process's CPU time (user + system) in seconds.
+fn server_cpu_secs() -> Option<f64> {
+    let pid = std::env::var("BENCH_SERVER_PID").ok()?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command (which may hold spaces), from field 3 on: utime is 14, stime 15.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0) // USER_HZ is 100 on Linux
+}
+
 /// One shape: writes then reads, each against the canned server and then ringgate.
 async fn point_shape(ringgate: &str, canned: &str, (conns, depth): (usize, usize), s: &Settings) {
     let mut sessions = Vec::new();
@@ -289,7 +302,13 @@ async fn point_shape(ringgate: &str, canned: &str, (conns, depth): (usize, usize
             }
             let stmt = if write { insert } else { select };
             let tasks = conns * depth;
+            let cpu_before = server_cpu_secs();
             let (rate, h) = point_phase(session, stmt, tasks, s, write, keys).await;
+            if let (Some(a), Some(b), "ringgate") = (cpu_before, server_cpu_secs(), *name) {
+                // On a shared machine a robuster A/B figure than the rate.
+                let us = (b - a) * 1e6 / (rate * s.phase.as_secs_f64());
+                eprintln!("{conns} x {depth} {op}: server CPU {us:.1} us/request");
+            }
             let fraction = if *name == "canned" {
                 canned_rate = rate;
                 String::new()

@@ -293,6 +293,17 @@ pub struct BatchItem<'a> {
     pub binds: Binds,
 }
 
+/// What PREPARE worked out for a statement that does not depend on its bound values, valid
+/// for the schema version it was described under: an EXECUTE of a SELECT under that version
+/// answers with these result columns instead of building them again. (The prepared statement
+/// cache bounds these with its statements, in entries and bytes; a schema change makes them
+/// stale, and PREPARE describes the statement again.)
+#[derive(Clone, Copy)]
+pub struct Described<'a> {
+    pub schema_version: uuid::Uuid,
+    pub result_columns: &'a Arc<Vec<ResultColumn>>,
+}
+
 /// A prepared statement.
 #[derive(Debug)]
 pub struct Prepared {
@@ -587,7 +598,7 @@ impl Engine {
         opts.ctx.trace(|| format!("Parsing {text}"));
         let parsed = crate::cql::parse(text).map_err(|e| QueryError::Syntax(e.to_string()))?;
         let ks = opts.keyspace.clone().or_else(|| session.keyspace.clone());
-        self.execute_statement(session, &parsed, ks.as_deref(), opts)
+        self.run_statement(session, &parsed, ks.as_deref(), opts, None)
     }
 
     /// PREPARE: parses, types the bind markers, and caches the statement.
@@ -659,7 +670,11 @@ impl Engine {
         opts: &QueryOptions,
     ) -> Result<Outcome> {
         let ks = p.keyspace.clone().or_else(|| session.keyspace.clone());
-        self.execute_statement(session, &p.parsed, ks.as_deref(), opts)
+        let described = Described {
+            schema_version: p.schema_version,
+            result_columns: &p.result_columns,
+        };
+        self.run_statement(session, &p.parsed, ks.as_deref(), opts, Some(described))
     }
 
     /// A protocol BATCH: statements (parsed text or prepared) each with its own values.
@@ -709,17 +724,20 @@ impl Engine {
         write::run_batch(self, &schema, kind, None, &stmts, ts, &opts.ctx)
     }
 
-    fn execute_statement(
+    /// Runs a statement; `described`: what PREPARE worked out for it, which holds for the
+    /// schema version it names.
+    fn run_statement(
         &self,
         session: &mut Session,
         parsed: &ast::Parsed,
         keyspace: Option<&str>,
         opts: &QueryOptions,
+        described: Option<Described>,
     ) -> Result<Outcome> {
         let binds = bind::BoundValues::new(&opts.binds, parsed, &self.schema(), keyspace)?;
         match &parsed.statement {
             Statement::Select(s) => {
-                select::execute(self, keyspace, s, &binds, opts).map(Outcome::Rows)
+                select::execute(self, keyspace, s, &binds, opts, described).map(Outcome::Rows)
             }
             st if maintenance::targets(st, keyspace).is_some() => {
                 let ins = maintenance::targets(st, keyspace).expect("checked");

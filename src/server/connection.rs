@@ -63,9 +63,15 @@ struct State {
     unsent: Arc<OutBudget>,
     /// Request body bytes (decompressed) held by requests in flight.
     request_bytes: Arc<Semaphore>,
+    /// Requests this read may still run in the read loop (`INLINE_PER_READ`).
+    inline_left: usize,
 }
 
 const READ_CHUNK: usize = 64 * 1024;
+/// Point requests one read runs in the read loop at most (`spawn_request`); the rest of the
+/// frames it brought run as tasks, which the other runtime threads can take, so one busy
+/// connection holds its thread for a bounded time and still spreads over the cores.
+const INLINE_PER_READ: usize = 32;
 /// Writer batches at most this many bytes per write call.
 const WRITE_BATCH_BYTES: usize = 1 << 20;
 
@@ -118,12 +124,14 @@ pub async fn serve<S>(
         request_bytes: Arc::new(Semaphore::new(
             shared.config.limits.max_in_flight_request_bytes.0 as usize,
         )),
+        inline_left: INLINE_PER_READ,
     };
     let max_body = shared.config.limits.max_frame_bytes.0 as usize;
     let mut handshake = HandshakeClock::new(pending, &shared.config.limits);
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     let idle_timeout_ms = shared.config.limits.idle_timeout_ms;
     'conn: loop {
+        st.inline_left = INLINE_PER_READ;
         // Decode and dispatch every complete frame in the buffer.
         loop {
             let next = match &mut st.segments {
@@ -526,8 +534,9 @@ async fn register(
     true
 }
 
-/// A QUERY/PREPARE/EXECUTE/BATCH: waits for a slot and room for its body, then runs in a task
-/// of its own; returns false when the connection is closing.
+/// A QUERY/PREPARE/EXECUTE/BATCH: waits for a slot and room for its body, then runs in the
+/// read loop (a prepared point request, `Call::runs_inline`, within the read's inline budget)
+/// or in a task of its own; returns false when the connection is closing.
 async fn spawn_request(
     shared: &Arc<Shared>,
     st: &mut State,
@@ -535,7 +544,6 @@ async fn spawn_request(
     env: RequestEnvelope,
     body_bytes: usize,
 ) -> bool {
-    let (version, stream) = (env.version, env.stream);
     // Backpressure: wait for a slot, and for room for the body (a body larger than the
     // budget takes all of it), before reading more.
     let Ok(permit) = Arc::clone(&st.in_flight).acquire_owned().await else {
@@ -546,60 +554,90 @@ async fn spawn_request(
     let Ok(body_permit) = Arc::clone(&st.request_bytes).acquire_many_owned(want).await else {
         return false;
     };
-    let shared = Arc::clone(shared);
-    let tx = tx.clone();
-    let compression = st.compression;
     if env.custom_payload.is_some() {
         st.payloads = shared.config.protocol.request_charge.sent(true);
     }
-    let payloads = st.payloads;
     let env = Arc::new(env);
     let mut sess = st.session.clone();
     sess.keyspace = match super::forward::is_forwarded(&env) || super::batchlog::is_replay(&env) {
         true => super::forward::forwarded_keyspace(&env),
         false => st.keyspace.lock().clone(),
     };
-    let peer = st.peer.ip();
-    let joined = st.joined;
-    let keyspace_cell = Arc::clone(&st.keyspace);
-    let unsent = Arc::clone(&st.unsent);
-    let started = std::time::Instant::now();
+    let answer = Answer {
+        tx: tx.clone(),
+        version: env.version,
+        stream: env.stream,
+        compression: st.compression,
+        payloads: st.payloads,
+        keyspace: Arc::clone(&st.keyspace),
+        unsent: Arc::clone(&st.unsent),
+        started: std::time::Instant::now(),
+    };
+    let call = Call::new(
+        Arc::clone(shared),
+        Arc::clone(&env),
+        sess,
+        st.peer.ip(),
+        st.joined,
+    );
+    // Inline while this read's budget lasts and the client reads its answers (a request over
+    // the out budget waits, which only a task may).
+    if st.inline_left > 0 && answer.unsent.has_room() && call.runs_inline() {
+        st.inline_left -= 1;
+        if let Some(produced) = call.run_inline() {
+            answer.send(&env.request, produced).await;
+            return true;
+        }
+    }
     tokio::spawn(async move {
         // Not while the client leaves earlier answers unread (see out_budget.rs).
-        unsent.wait_for_room().await;
-        let call = Call {
-            shared,
-            env: Arc::clone(&env),
-            session: sess,
-            version,
-            peer,
-            joined,
-        };
-        let Some(mut produced) = call.run().await else {
+        answer.unsent.wait_for_room().await;
+        let Some(produced) = call.run().await else {
             return;
         };
-        super::request_metrics::record(&env.request, &produced.response, started);
-        if !payloads {
+        answer.send(&env.request, produced).await;
+        drop(permit);
+        drop(body_permit);
+    });
+    true
+}
+
+/// Where a request's answer goes, and how it is sent.
+struct Answer {
+    tx: mpsc::Sender<Out>,
+    version: u8,
+    stream: i16,
+    compression: Compression,
+    /// See `State::payloads`.
+    payloads: bool,
+    /// The connection's keyspace, which a USE sets.
+    keyspace: Arc<parking_lot::Mutex<Option<String>>>,
+    unsent: Arc<OutBudget>,
+    started: std::time::Instant,
+}
+
+impl Answer {
+    /// Records the request's metrics and queues its response for the writer.
+    async fn send(&self, request: &Request, mut produced: super::call::Produced) {
+        super::request_metrics::record(request, &produced.response, self.started);
+        if !self.payloads {
             // A forwarded request's trace goes back to its coordinator regardless.
             let trace = super::forward::TRACE_KEY;
             produced.extras.custom_payload.retain(|(k, _)| k == trace);
         }
         if let Some(ks) = produced.keyspace {
-            *keyspace_cell.lock() = Some(ks);
+            *self.keyspace.lock() = Some(ks);
         }
         let frame = encode(
-            version,
-            stream,
+            self.version,
+            self.stream,
             &produced.response,
             &produced.extras,
-            compression,
+            self.compression,
         );
-        unsent.queued(frame.len());
-        let _ = tx.send(Out::Response(frame)).await;
-        drop(permit);
-        drop(body_permit);
-    });
-    true
+        self.unsent.queued(frame.len());
+        let _ = self.tx.send(Out::Response(frame)).await;
+    }
 }
 
 fn spawn_event_forwarder(

@@ -55,7 +55,8 @@ impl OutBudget {
         }
     }
 
-    fn has_room(&self) -> bool {
+    /// Whether this connection may execute another request now.
+    pub fn has_room(&self) -> bool {
         let mine = *self.bytes.lock();
         mine <= self.limit
             && (mine == 0 || self.global.bytes.load(Ordering::Relaxed) <= self.global.limit)

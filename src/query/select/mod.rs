@@ -71,6 +71,7 @@ pub fn execute(
     sel: &Select,
     binds: &BoundValues,
     opts: &QueryOptions,
+    described: Option<crate::query::Described>,
 ) -> Result<Rows> {
     let schema = engine.schema();
     let t = resolve_table(&schema, keyspace, &sel.table)?;
@@ -97,7 +98,14 @@ pub fn execute(
             .any(|(p, _, _)| matches!(p, Proj::Agg(..) | Proj::AggOf(..)));
     // Without GROUP BY an aggregate query answers one row: it is not paged.
     let count_only = aggregating && group_cols.is_empty();
-    let columns = Arc::new(result_columns(t, sel)?);
+    // A prepared statement's columns, if described under this very schema (a change of the
+    // table since would make them wrong) and not a feed query (it reads a rewritten SELECT).
+    let columns = match described {
+        Some(d) if d.schema_version == schema.version && feed.is_none() => {
+            Arc::clone(d.result_columns)
+        }
+        _ => Arc::new(result_columns(t, sel)?),
+    };
     let mut plan = plan(t, sel, &ctx)?;
     if t.virtual_table {
         plan.filters = all_filters(t, sel, &ctx)?;
