@@ -38,20 +38,21 @@ pub fn install(engine: &Arc<Engine>) {
         }
         Ok(())
     }));
-    let weak = Arc::downgrade(engine);
+    let (weak, builder) = (
+        Arc::downgrade(engine),
+        super::index_cluster::Builder::start(engine),
+    );
     let spawned = std::thread::Builder::new()
         .name("schema-follow".into())
-        .spawn(move || follow(weak));
+        .spawn(move || follow(weak, builder));
     if let Err(e) = spawned {
         tracing::error!(error = %e, "cannot start the schema follower");
     }
 }
 
-fn follow(engine: Weak<Engine>) {
+fn follow(engine: Weak<Engine>, builder: Option<super::index_cluster::Builder>) {
     let mut failing = false;
     let mut published = None;
-    // (index storage id, partition id) pairs seen built: each is checked in etcd once.
-    let mut built = std::collections::HashSet::new();
     let mut delayed = false;
     loop {
         std::thread::sleep(Duration::from_millis(POLL_MS));
@@ -75,9 +76,12 @@ fn follow(engine: Weak<Engine>) {
                     e.handles.ownership_wake().notify_one();
                 }
                 // After the refresh: a new index is adopted (this node's writes maintain it)
-                // before its existing rows are scanned here (`index_cluster`). Not while etcd
-                // cannot be read: every record lookup would fail and log.
-                super::index_cluster::build_missing(&e, &mut built);
+                // before its existing rows are scanned, on the builder's thread
+                // (`index_cluster`). Not while etcd cannot be read: every record lookup would
+                // fail and log.
+                if let Some(b) = &builder {
+                    b.kick();
+                }
                 if failing {
                     tracing::info!("reading the cluster schema works again");
                 }

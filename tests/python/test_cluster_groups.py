@@ -28,7 +28,8 @@ from cassandra.query import BatchType, SimpleStatement
 import clusterlib
 import pgserver
 from test_cluster import (
-    LEASE_MS, Writer, pinned, settled_cluster, table_and_keys, wait_settled, wait_until)
+    LEASE_MS, Writer, pinned, settled_cluster, started, table_and_keys, wait_settled,
+    wait_until)
 from test_cluster_spanning import batch_of, rows_everywhere, rows_everywhere_one, val
 
 clusterlib.require_or_skip(pytest)
@@ -203,8 +204,7 @@ def test_logged_batch_of_a_node_killed_in_another_group_is_replayed(monkeypatch)
     own group's, so the batch waited for n2 to come back)."""
     # Parts go out one at a time in owner order (n1, n2, n3), 5 s apart.
     monkeypatch.setenv("RINGGATE_TEST_FANOUT_PAUSE_MS", "5000")
-    c = clusterlib.LocalCluster(nodes=3, lease_ms=LEASE_MS, groups=2).start()
-    try:
+    with started(clusterlib.LocalCluster(nodes=3, lease_ms=LEASE_MS, groups=2)) as c:
         wait_settled(c)
         n1, coordinator, n3 = c.nodes
         owned = table_and_keys(c, c.nodes, 2)
@@ -234,8 +234,3 @@ def test_logged_batch_of_a_node_killed_in_another_group_is_replayed(monkeypatch)
             assert len({v[1] for v in got.values()}) == 1, got
         wait_until("the replayed entry deleted",
                    lambda: not batchlog_entries(c.pgs[1], coordinator.name))
-    except BaseException:
-        c.print_logs()
-        raise
-    finally:
-        c.stop()
