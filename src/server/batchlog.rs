@@ -219,14 +219,19 @@ pub fn start(shared: &Arc<Shared>) {
     }
     let shared = Arc::clone(shared);
     tokio::spawn(async move {
+        let failing = Failing::default();
         for turn in 0usize.. {
             tokio::time::sleep(std::time::Duration::from_millis(REPLAY_EVERY_MS)).await;
-            if let Err(e) = round(&shared, turn).await {
+            if let Err(e) = round(&shared, turn, &failing).await {
                 tracing::warn!(error = %e, "cluster batch log replay failed; trying again");
             }
         }
     });
 }
+
+/// The groups whose batch log could not be read last round: each outage is logged once (a
+/// group down for minutes would otherwise log every round on every node).
+type Failing = Arc<parking_lot::Mutex<BTreeSet<String>>>;
 
 /// An entry read for replay, with the group's store it is in (where it is deleted).
 struct Found {
@@ -235,7 +240,7 @@ struct Found {
     value: Bytes,
 }
 
-async fn round(shared: &Arc<Shared>, turn: usize) -> Result<(), String> {
+async fn round(shared: &Arc<Shared>, turn: usize, failing: &Failing) -> Result<(), String> {
     let Some(cluster) = shared.engine.node.cluster.clone() else {
         return Ok(());
     };
@@ -244,8 +249,12 @@ async fn round(shared: &Arc<Shared>, turn: usize) -> Result<(), String> {
     let me = cluster.name().to_string();
     let live: BTreeSet<String> = members.keys().cloned().collect();
     let orphans = lowest == Some(me.as_str());
-    let s = Arc::clone(shared);
-    let found = blocking(move || Ok(collect(&s, &me, orphans.then_some(&live), turn))).await?;
+    let (s, failing) = (Arc::clone(shared), Arc::clone(failing));
+    let found = blocking(move || {
+        let live = orphans.then_some(&live);
+        Ok(collect(&s, &me, live, turn, &failing))
+    })
+    .await?;
     let now_ms = crate::clock::Clock::system().now_millis() as u64;
     for f in found {
         let Some((node, created_ms)) = parse_key(&f.key) else {
@@ -265,7 +274,13 @@ async fn round(shared: &Arc<Shared>, turn: usize) -> Result<(), String> {
 /// those of nodes not in `live`: at most `MAX_PER_ROUND` of each kind in all, the groups
 /// visited from the `turn`-th on so that one group's backlog does not keep the others'
 /// entries waiting. A group that cannot be read is left for the next round.
-fn collect(shared: &Shared, me: &str, live: Option<&BTreeSet<String>>, turn: usize) -> Vec<Found> {
+fn collect(
+    shared: &Shared,
+    me: &str,
+    live: Option<&BTreeSet<String>>,
+    turn: usize,
+    failing: &Failing,
+) -> Vec<Found> {
     let store = &shared.engine.store;
     let mut names = match store.shared_data_groups() {
         Ok(names) if !names.is_empty() => names,
@@ -292,10 +307,15 @@ fn collect(shared: &Shared, me: &str, live: Option<&BTreeSet<String>>, turn: usi
         let (g, own, gone) = match read {
             Ok(r) => r,
             Err(e) => {
-                tracing::warn!(group = %name, error = %e, "a storage group's batch log cannot be read");
+                if failing.lock().insert(name.clone()) {
+                    tracing::warn!(group = %name, error = %e, "a storage group's batch log cannot be read; trying every round");
+                }
                 continue;
             }
         };
+        if failing.lock().remove(&name) {
+            tracing::info!(group = %name, "a storage group's batch log is readable again");
+        }
         own_left -= own.len();
         gone_left -= gone.len();
         out.extend(own.into_iter().chain(gone).map(|(key, value)| Found {
