@@ -2,7 +2,7 @@
 //! (`groups.rs`: every node reads them; owners write them, fenced by their epochs), metadata
 //! (schema, partition maps, the group registry) in etcd, so every node sees one copy; the
 //! cluster batch log (`server::batchlog`) in the `ringgate_meta` table of the node's own
-//! group (`shared_data`).
+//! group (`shared_data`; replays read every group's: `shared_data_of`).
 //!
 //! Per group one `PostgresStore` (its own bounded pool, `storage.postgres.pool_size`
 //! connections), opened on first use from the registry (the node's own group at startup from
@@ -202,6 +202,14 @@ impl Store for ClusterStore {
 
     fn shared_data(&self) -> Option<&dyn Store> {
         Some(&*self.own_store)
+    }
+
+    fn shared_data_groups(&self) -> Result<Vec<String>> {
+        self.registered()
+    }
+
+    fn shared_data_of(&self, name: &str) -> Result<Arc<dyn Store>> {
+        self.group(name)
     }
 
     fn partitions(&self) -> Option<&dyn PartitionStore> {

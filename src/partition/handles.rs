@@ -63,7 +63,13 @@ pub struct Handles {
     node: Option<Arc<crate::cluster::ClusterNode>>,
     /// Starts an ownership round now (a split made partitions nobody owns yet).
     wake: Arc<tokio::sync::Notify>,
+    /// Cluster mode: brings this node's schema up to the cluster's before a partition it took
+    /// is served ([`Handles::catch_up_schema`]; set by `query::follow`).
+    schema_gate: OnceLock<SchemaGate>,
 }
+
+/// See [`Handles::set_schema_gate`].
+pub type SchemaGate = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 /// This process's handle on one physical partition, opened on first use.
 #[derive(Default)]
@@ -107,6 +113,7 @@ impl Handles {
             cluster: false,
             node: None,
             wake: Arc::default(),
+            schema_gate: OnceLock::new(),
         })
     }
 
@@ -119,6 +126,7 @@ impl Handles {
             cluster: true,
             node: Some(node),
             wake: Arc::default(),
+            schema_gate: OnceLock::new(),
         }
     }
 
@@ -148,6 +156,23 @@ impl Handles {
     /// Cluster mode: this node.
     pub fn node(&self) -> Option<&Arc<crate::cluster::ClusterNode>> {
         self.node.as_ref()
+    }
+
+    /// Sets what [`Handles::catch_up_schema`] runs (once; later calls are ignored).
+    pub fn set_schema_gate(&self, gate: SchemaGate) {
+        let _ = self.schema_gate.set(gate);
+    }
+
+    /// Cluster mode, before a partition this node just took is served: adopts every schema
+    /// change committed before now, so its writes maintain every index whose entries the
+    /// previous owner built (`partition::ownership`, `query::index_cluster`).
+    pub fn catch_up_schema(&self) -> Result<(), StorageError> {
+        match self.schema_gate.get() {
+            Some(gate) => gate().map_err(|e| {
+                StorageError::Unavailable(format!("the cluster schema cannot be read: {e}"))
+            }),
+            None => Ok(()),
+        }
     }
 
     pub fn is_cluster(&self) -> bool {

@@ -12,7 +12,8 @@
 //! 3. Takes each partition assigned here that has no owner: the etcd transaction hands out
 //!    epoch + 1, `PartitionStore::open_partition(part, epoch)` then fences the previous owner in
 //!    PostgreSQL (it waits for that owner's commits in flight; none lands after it), the
-//!    partition's size counters are rebuilt from its own records, and only then is it served
+//!    partition's size counters are rebuilt from its own records, this node adopts the
+//!    cluster's current schema if it had not yet, and only then is it served
 //!    (`Placement::Local`; the throughput bucket starts full).
 //! 4. Hands off each partition it owns that is assigned to another ready node: stops serving
 //!    first (`Unowned` until the other node took it), then deletes the owner key; the other
@@ -570,7 +571,9 @@ fn current_group(
     }
 }
 
-/// Opens the partition as owner `epoch` (fencing the previous owner) and counts its data.
+/// Opens the partition as owner `epoch` (fencing the previous owner), counts its data and
+/// brings this node's schema up to the cluster's (after the take: every index the previous
+/// owner built entries for is adopted before this node writes; `Handles::catch_up_schema`).
 fn open_and_count(
     handles: &Handles,
     sid: u64,
@@ -579,5 +582,6 @@ fn open_and_count(
 ) -> Result<Arc<dyn PartitionHandle>, StorageError> {
     let handle = handles.open_owner(p.reference(sid), epoch)?;
     super::sizes::rebuild_partition(&*handle, sid, p)?;
+    handles.catch_up_schema()?;
     Ok(handle)
 }

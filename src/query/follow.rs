@@ -29,22 +29,41 @@ pub fn install(engine: &Arc<Engine>) {
         return;
     }
     let weak = Arc::downgrade(engine);
+    engine.handles.set_schema_gate(Box::new(move || {
+        let Some(e) = weak.upgrade() else {
+            return Ok(());
+        };
+        if e.catalog.refresh().map_err(|err| err.to_string())? {
+            e.handles.ownership_wake().notify_one();
+        }
+        Ok(())
+    }));
+    let (weak, builder) = (
+        Arc::downgrade(engine),
+        super::index_cluster::Builder::start(engine),
+    );
     let spawned = std::thread::Builder::new()
         .name("schema-follow".into())
-        .spawn(move || follow(weak));
+        .spawn(move || follow(weak, builder));
     if let Err(e) = spawned {
         tracing::error!(error = %e, "cannot start the schema follower");
     }
 }
 
-fn follow(engine: Weak<Engine>) {
+fn follow(engine: Weak<Engine>, builder: Option<super::index_cluster::Builder>) {
     let mut failing = false;
     let mut published = None;
-    // (index storage id, partition id) pairs seen built: each is checked in etcd once.
-    let mut built = std::collections::HashSet::new();
+    let mut delayed = false;
     loop {
         std::thread::sleep(Duration::from_millis(POLL_MS));
         let Some(e) = engine.upgrade() else { return };
+        if !delayed && test_delay_ms() > 0 && e.catalog.behind().unwrap_or(false) {
+            drop(e);
+            std::thread::sleep(Duration::from_millis(test_delay_ms()));
+            delayed = true;
+            continue;
+        }
+        delayed = false;
         // Before the refresh, and again after it (below): a driver waiting for schema
         // agreement after DDL on another node sees this node's new version at once.
         publish_version(&e, &mut published);
@@ -57,9 +76,12 @@ fn follow(engine: Weak<Engine>) {
                     e.handles.ownership_wake().notify_one();
                 }
                 // After the refresh: a new index is adopted (this node's writes maintain it)
-                // before its existing rows are scanned here (`index_cluster`). Not while etcd
-                // cannot be read: every record lookup would fail and log.
-                super::index_cluster::build_missing(&e, &mut built);
+                // before its existing rows are scanned, on the builder's thread
+                // (`index_cluster`). Not while etcd cannot be read: every record lookup would
+                // fail and log.
+                if let Some(b) = &builder {
+                    b.kick();
+                }
                 if failing {
                     tracing::info!("reading the cluster schema works again");
                 }
@@ -95,4 +117,17 @@ fn follow_maps(e: &Engine) -> Result<bool, crate::error::ClientError> {
     e.maps
         .follow()
         .map_err(|err| crate::error::ClientError::Server(err.to_string()))
+}
+
+/// Test hook (`RINGGATE_TEST_FOLLOW_DELAY_MS`): the follower adopts a schema change it sees
+/// this much later, so a test can act while this node serves an older schema than the
+/// cluster's (`tests/python/test_cluster_index.py`).
+fn test_delay_ms() -> u64 {
+    static DELAY: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *DELAY.get_or_init(|| {
+        std::env::var("RINGGATE_TEST_FOLLOW_DELAY_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    })
 }

@@ -14,6 +14,14 @@
 //! every [`POLL_MS`]; past that (an owner died and its lease has not expired yet) the index is
 //! rolled back and the statement fails, rather than answering from partial entries.
 //!
+//! Where builds run: on the DDL node, in the statement's own wait ([`wait_built`]); on every
+//! node, on one index builder thread ([`Builder`]), which the schema follower kicks after
+//! each successful poll instead of building on its own thread, so a long build never delays
+//! that node's schema following (DDL adopted, SCHEMA_CHANGE events, schema agreement). One
+//! thread: at most one follower-driven build runs at once per node; kicks while it runs
+//! coalesce into one more pass. Ordering is unchanged: a pass reads the schema the follower
+//! has adopted, so this node's writes maintain an index before its scan begins.
+//!
 //! Owner changes: a partition's new owner (takeover) builds it when it has no record yet.
 //! A split's children are new partitions without records: their owners build them again
 //! (entries are idempotent puts, and the parent's were already in place since keys do not
@@ -24,6 +32,7 @@ use super::Engine;
 use crate::partition::handles::Placement;
 use crate::schema::{IndexDef, TableDef};
 use std::collections::HashSet;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 const BUILT_PREFIX: &[u8] = b"index-built/";
@@ -88,7 +97,7 @@ pub fn build_owned(
     Ok(())
 }
 
-/// The schema follower's pass: builds the owned, unbuilt partitions of every index.
+/// A builder pass: builds the owned, unbuilt partitions of every index.
 pub fn build_missing(engine: &Engine, known: &mut HashSet<(u64, u64)>) {
     let schema = engine.schema();
     // Forgets dropped indexes, so the set stays as small as the schema's partitions.
@@ -107,6 +116,45 @@ pub fn build_missing(engine: &Engine, known: &mut HashSet<(u64, u64)>) {
                 }
             }
         }
+    }
+}
+
+/// The node's index builder thread (see the module doc); it ends when this is dropped.
+pub struct Builder {
+    kicks: std::sync::mpsc::SyncSender<()>,
+}
+
+impl Builder {
+    /// Starts the thread; None if it cannot be started (logged: builds then wait for the
+    /// DDL node's own, and a new owner's partitions are not built).
+    pub fn start(engine: &Arc<Engine>) -> Option<Builder> {
+        // One kick queued at most: later ones coalesce into the pass it starts.
+        let (kicks, queued) = std::sync::mpsc::sync_channel(1);
+        let weak = Arc::downgrade(engine);
+        let spawned = std::thread::Builder::new()
+            .name("index-build".into())
+            .spawn(move || run(weak, queued));
+        match spawned {
+            Ok(_) => Some(Builder { kicks }),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot start the index builder");
+                None
+            }
+        }
+    }
+
+    /// Asks for a [`build_missing`] pass (never blocks).
+    pub fn kick(&self) {
+        let _ = self.kicks.try_send(());
+    }
+}
+
+fn run(engine: Weak<Engine>, queued: std::sync::mpsc::Receiver<()>) {
+    // (index storage id, partition id) pairs seen built: each is checked in etcd once.
+    let mut known = HashSet::new();
+    while queued.recv().is_ok() {
+        let Some(e) = engine.upgrade() else { return };
+        build_missing(&e, &mut known);
     }
 }
 

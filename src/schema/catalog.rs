@@ -115,17 +115,26 @@ impl Catalog {
         )))
     }
 
-    /// Adopts the stored schema if another node changed it; true if it did.
+    /// Adopts the stored schema if another node changed it; true if it did. Once it returns
+    /// Ok, this node's schema includes every change committed before the call.
     pub fn refresh(&self) -> Result<bool, SchemaError> {
-        let meta = self.store.metadata();
-        // The revision alone first: the document is read only when it moved.
-        let stored = meta.meta_revision(SCHEMA_KEY).map_err(server_error)?;
         let before = self.revision.load(Ordering::Acquire);
-        if !meta.is_shared() || stored == before {
+        if !self.behind()? {
             return Ok(false);
         }
         let _guard = self.ddl.lock();
-        Ok(self.adopt_stored(meta)? != before)
+        Ok(self.adopt_stored(self.store.metadata())? != before)
+    }
+
+    /// Whether the stored schema's revision moved past the one adopted here (a shared store
+    /// only; the revision alone is read, not the document).
+    pub fn behind(&self) -> Result<bool, SchemaError> {
+        let meta = self.store.metadata();
+        if !meta.is_shared() {
+            return Ok(false);
+        }
+        let stored = meta.meta_revision(SCHEMA_KEY).map_err(server_error)?;
+        Ok(stored != self.revision.load(Ordering::Acquire))
     }
 
     /// With a shared store: reads the stored document and, if it is not the one in memory,

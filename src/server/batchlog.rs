@@ -19,7 +19,9 @@
 //! Replay (every `REPLAY_EVERY_MS`, at most `MAX_PER_ROUND` entries of each kind): a node
 //! replays its own entries older than `REPLAY_AFTER_MS` (after a restart too; read under its own
 //! key prefix), and the live member with the lowest name replays those of nodes that are no
-//! longer live members. Node names hold no `/` (`cluster.node_name`). The batch goes to this node itself
+//! longer live members. Both read every registered storage group's `ringgate_meta`, not only
+//! the replaying node's own: a gone node's entries are in its group, which may be any (and
+//! would otherwise wait for it to come back). Node names hold no `/` (`cluster.node_name`). The batch goes to this node itself
 //! over an internal connection with payload `ringgate-batchlog-replay` = the entry key (so it
 //! is not logged again), and the entry is deleted when it applied, or when it answered an
 //! error that no replay can change (Invalid, Syntax, Unauthorized...: nothing was applied).
@@ -31,8 +33,9 @@ use crate::protocol::request::{
 };
 use crate::protocol::response::{error_code, ErrorResponse};
 use crate::protocol::types::read_int;
-use crate::storage::{Space, Store, WriteBatch};
+use crate::storage::{Entry, Space, Store, WriteBatch};
 use bytes::{Bytes, BytesMut};
+use std::collections::BTreeSet;
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -44,6 +47,10 @@ const REPLAY_EVERY_MS: u64 = 2_000;
 /// by then (a replay of an entry still in flight would only write the same cells again).
 const REPLAY_AFTER_MS: u64 = 10_000;
 const MAX_PER_ROUND: usize = 64;
+/// Seeks past live nodes' entries, and keys read, per group and round while looking for gone
+/// nodes' entries.
+const MAX_SEEKS: usize = 64;
+const MAX_EXAMINED: usize = 1024;
 /// Largest entry read back (the protocol's frame limit).
 const MAX_ENTRY_BYTES: usize = crate::protocol::frame::DEFAULT_MAX_BODY;
 
@@ -81,15 +88,16 @@ pub async fn write(
 /// Deletes an entry (a failure is logged: the entry is replayed later, harmlessly).
 pub async fn delete(shared: &Arc<Shared>, key: Vec<u8>) {
     let shared = Arc::clone(shared);
-    let done = blocking(move || {
-        let mut batch = WriteBatch::default();
-        batch.delete(Space::Meta, key);
-        data(&shared)?.commit(batch).map_err(|e| e.to_string())
-    })
-    .await;
+    let done = blocking(move || remove(data(&shared)?, key)).await;
     if let Err(e) = done {
         tracing::warn!(error = %e, "a batch log entry could not be deleted; it will be replayed");
     }
+}
+
+fn remove(store: &dyn Store, key: Vec<u8>) -> Result<(), String> {
+    let mut batch = WriteBatch::default();
+    batch.delete(Space::Meta, key);
+    store.commit(batch).map_err(|e| e.to_string())
 }
 
 fn node_name(shared: &Shared) -> String {
@@ -211,74 +219,163 @@ pub fn start(shared: &Arc<Shared>) {
     }
     let shared = Arc::clone(shared);
     tokio::spawn(async move {
-        loop {
+        let failing = Failing::default();
+        for turn in 0usize.. {
             tokio::time::sleep(std::time::Duration::from_millis(REPLAY_EVERY_MS)).await;
-            if let Err(e) = round(&shared).await {
+            if let Err(e) = round(&shared, turn, &failing).await {
                 tracing::warn!(error = %e, "cluster batch log replay failed; trying again");
             }
         }
     });
 }
 
-async fn round(shared: &Arc<Shared>) -> Result<(), String> {
+/// The groups whose batch log could not be read last round: each outage is logged once (a
+/// group down for minutes would otherwise log every round on every node).
+type Failing = Arc<parking_lot::Mutex<BTreeSet<String>>>;
+
+/// An entry read for replay, with the group's store it is in (where it is deleted).
+struct Found {
+    store: Arc<dyn Store>,
+    key: Bytes,
+    value: Bytes,
+}
+
+async fn round(shared: &Arc<Shared>, turn: usize, failing: &Failing) -> Result<(), String> {
     let Some(cluster) = shared.engine.node.cluster.clone() else {
         return Ok(());
     };
     let members = cluster.members();
     let lowest = members.keys().next().map(String::as_str);
     let me = cluster.name().to_string();
-    let (s, live) = (
-        Arc::clone(shared),
-        members.keys().cloned().collect::<Vec<_>>(),
-    );
+    let live: BTreeSet<String> = members.keys().cloned().collect();
     let orphans = lowest == Some(me.as_str());
-    // Own entries under their own prefix, so others' many entries never hide them.
-    let entries = blocking(move || {
-        let store = data(&s)?;
-        let mut out = scan_entries(store, &format!("{PREFIX}{me}/"), |_| true)?;
-        if orphans {
-            out.extend(scan_entries(store, PREFIX, |node| {
-                !live.iter().any(|m| m == node)
-            })?);
-        }
-        Ok(out)
+    let (s, failing) = (Arc::clone(shared), Arc::clone(failing));
+    let found = blocking(move || {
+        let live = orphans.then_some(&live);
+        Ok(collect(&s, &me, live, turn, &failing))
     })
     .await?;
     let now_ms = crate::clock::Clock::system().now_millis() as u64;
-    for (key, value) in entries {
-        let Some((node, created_ms)) = parse_key(&key) else {
+    for f in found {
+        let Some((node, created_ms)) = parse_key(&f.key) else {
             continue;
         };
         let age_ms = now_ms.saturating_sub(created_ms);
         let live = members.contains_key(node);
         if replays(cluster.name(), lowest, live, node, age_ms) {
-            replay(shared, &cluster.member().advertise, key, value).await;
+            replay(shared, &cluster.member().advertise, f).await;
         }
     }
     Ok(())
 }
 
-/// Up to `MAX_PER_ROUND` entries under `prefix` whose node `keep` accepts.
-fn scan_entries(
-    store: &dyn Store,
-    prefix: &str,
-    keep: impl Fn(&str) -> bool,
-) -> Result<Vec<(Bytes, Bytes)>, String> {
+/// This round's entries from every storage group: this node's own (written in its group, but
+/// a restart may have given it another) and, with `live` (this node replays for the gone),
+/// those of nodes not in `live`: at most `MAX_PER_ROUND` of each kind in all, the groups
+/// visited from the `turn`-th on so that one group's backlog does not keep the others'
+/// entries waiting. A group that cannot be read is left for the next round.
+fn collect(
+    shared: &Shared,
+    me: &str,
+    live: Option<&BTreeSet<String>>,
+    turn: usize,
+    failing: &Failing,
+) -> Vec<Found> {
+    let store = &shared.engine.store;
+    let mut names = match store.shared_data_groups() {
+        Ok(names) if !names.is_empty() => names,
+        Ok(_) => return Vec::new(),
+        Err(e) => {
+            tracing::warn!(error = %e, "the storage groups' batch logs cannot be listed");
+            return Vec::new();
+        }
+    };
+    let first = turn % names.len();
+    names.rotate_left(first);
+    let (mut own_left, mut gone_left) = (MAX_PER_ROUND, MAX_PER_ROUND);
+    let mut out = Vec::new();
+    for name in names {
+        let read = store.shared_data_of(&name).map_err(|e| e.to_string());
+        let read = read.and_then(|g| {
+            let own = own_entries(&*g, me, own_left)?;
+            let gone = match live {
+                Some(live) => gone_entries(&*g, live, gone_left)?,
+                None => Vec::new(),
+            };
+            Ok((g, own, gone))
+        });
+        let (g, own, gone) = match read {
+            Ok(r) => r,
+            Err(e) => {
+                if failing.lock().insert(name.clone()) {
+                    tracing::warn!(group = %name, error = %e, "a storage group's batch log cannot be read; trying every round");
+                }
+                continue;
+            }
+        };
+        if failing.lock().remove(&name) {
+            tracing::info!(group = %name, "a storage group's batch log is readable again");
+        }
+        own_left -= own.len();
+        gone_left -= gone.len();
+        out.extend(own.into_iter().chain(gone).map(|(key, value)| Found {
+            store: Arc::clone(&g),
+            key,
+            value,
+        }));
+    }
+    out
+}
+
+/// Up to `max` of node `me`'s entries (under its own key prefix, so that others' many
+/// entries never hide them).
+fn own_entries(store: &dyn Store, me: &str, max: usize) -> Result<Vec<Entry>, String> {
+    let prefix = format!("{PREFIX}{me}/");
     let hi = crate::storage::prefix_successor(prefix.as_bytes()).expect("no 0xff in names");
     let (lo, hi) = (Bound::Included(prefix.as_bytes()), Bound::Excluded(&hi[..]));
-    let kept = store
-        .scan(Space::Meta, lo, hi, false)
-        .filter(|item| match item {
-            Ok((k, _)) => parse_key(k).is_some_and(|(node, _)| keep(node)),
-            Err(_) => true,
-        });
-    kept.take(MAX_PER_ROUND)
+    (store.scan(Space::Meta, lo, hi, false).take(max))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())
 }
 
+/// Up to `max` entries of nodes not in `live`. A live node's entries are skipped with one
+/// seek past its key prefix; at most `MAX_SEEKS` seeks and `MAX_EXAMINED` keys read per call.
+fn gone_entries(
+    store: &dyn Store,
+    live: &BTreeSet<String>,
+    max: usize,
+) -> Result<Vec<Entry>, String> {
+    let end = crate::storage::prefix_successor(PREFIX.as_bytes()).expect("no 0xff");
+    let (mut from, mut out, mut examined) = (PREFIX.as_bytes().to_vec(), Vec::new(), 0);
+    for _ in 0..MAX_SEEKS {
+        let mut past = None;
+        let range = (Bound::Included(&from[..]), Bound::Excluded(&end[..]));
+        for item in store.scan(Space::Meta, range.0, range.1, false) {
+            let (key, value) = item.map_err(|e| e.to_string())?;
+            examined += 1;
+            if out.len() >= max || examined > MAX_EXAMINED {
+                return Ok(out);
+            }
+            match parse_key(&key) {
+                Some((node, _)) if live.contains(node) => {
+                    past = crate::storage::prefix_successor(format!("{PREFIX}{node}/").as_bytes());
+                    break;
+                }
+                Some(_) => out.push((key, value)),
+                None => {}
+            }
+        }
+        match past {
+            Some(next) => from = next,
+            None => return Ok(out),
+        }
+    }
+    Ok(out)
+}
+
 /// Runs one entry's batch again through this node; deletes the entry when it is done.
-async fn replay(shared: &Arc<Shared>, addr: &str, key: Bytes, value: Bytes) {
+async fn replay(shared: &Arc<Shared>, addr: &str, found: Found) {
+    let Found { store, key, value } = found;
     let env = match decode(value) {
         Ok(env) => env,
         Err(e) => {
@@ -305,7 +402,10 @@ async fn replay(shared: &Arc<Shared>, addr: &str, key: Bytes, value: Bytes) {
     };
     tracing::info!(finished, "replayed a cluster batch log entry");
     if finished {
-        delete(shared, key.to_vec()).await;
+        let done = blocking(move || remove(&*store, key.to_vec())).await;
+        if let Err(e) = done {
+            tracing::warn!(error = %e, "a replayed batch log entry could not be deleted");
+        }
     }
 }
 

@@ -274,6 +274,18 @@ pub trait Store: Send + Sync + 'static {
     fn shared_data(&self) -> Option<&dyn Store> {
         None
     }
+    /// Cluster mode: the names of every storage group, each with a shared data store as
+    /// `shared_data` is this node's (other nodes' batch log entries are in theirs). Default:
+    /// none.
+    fn shared_data_groups(&self) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+    /// Cluster mode: storage group `name`'s shared data store (connected on first use).
+    fn shared_data_of(&self, name: &str) -> Result<Arc<dyn Store>> {
+        Err(StorageError::Unavailable(format!(
+            "no storage group {name}: not a cluster"
+        )))
+    }
     /// Installs the filter that background compactions apply to table data, so that data the
     /// layer above no longer needs (expired, deleted) leaves the disk. Default: none.
     fn set_purge_filter(&self, _filter: PurgeFilterFactory) {}

@@ -16,6 +16,7 @@ and ringgate nodes (clusterlib.py), driven by the Python driver with its default
   once.
 """
 
+import contextlib
 import threading
 import time
 import uuid
@@ -111,18 +112,25 @@ def keys_owned_by(c, driver, node, count):
     return owned()
 
 
-def settled_cluster(**settings):
-    """A fixture's body: a LocalCluster (2 s lease) whose nodes own the initial layout,
-    yielded; its logs printed if the test fails; stopped after."""
-    c = clusterlib.LocalCluster(lease_ms=LEASE_MS, **settings).start()
+@contextlib.contextmanager
+def started(c):
+    """LocalCluster `c` started; its nodes' logs printed if the body fails; stopped after."""
+    c.start()
     try:
-        wait_settled(c)
         yield c
     except BaseException:
         c.print_logs()
         raise
     finally:
         c.stop()
+
+
+def settled_cluster(**settings):
+    """A fixture's body: a LocalCluster (2 s lease) whose nodes own the initial layout,
+    yielded; its logs printed if the test fails; stopped after."""
+    with started(clusterlib.LocalCluster(lease_ms=LEASE_MS, **settings)) as c:
+        wait_settled(c)
+        yield c
 
 
 @pytest.fixture

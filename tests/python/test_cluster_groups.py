@@ -8,6 +8,8 @@ groups ("default" by n1 and n3's settings, "group2" by n2's) and three ringgate 
 - kill -9 of a node that owns partitions in both groups under a write load: its partitions are
   taken over by the others on both groups, and every acknowledged write reads back through
   each surviving node.
+- a LOGGED batch whose coordinator (group2) is killed between its parts is replayed from
+  group2's batch log by the lowest live node, whose own group is "default".
 - `ringgate admin add-group` registers a third database; the next table's partitions go to the
   group with the least data first (the empty third one gets 3 of 8), `ringgate admin groups`
   shows it.
@@ -21,11 +23,14 @@ from bisect import bisect_left
 
 import pytest
 from cassandra.metadata import Murmur3Token
-from cassandra.query import SimpleStatement
+from cassandra.query import BatchType, SimpleStatement
 
 import clusterlib
 import pgserver
-from test_cluster import LEASE_MS, Writer, pinned, settled_cluster, wait_until
+from test_cluster import (
+    LEASE_MS, Writer, pinned, settled_cluster, started, table_and_keys, wait_settled,
+    wait_until)
+from test_cluster_spanning import batch_of, rows_everywhere, rows_everywhere_one, val
 
 clusterlib.require_or_skip(pytest)
 
@@ -179,3 +184,53 @@ def test_rows_land_in_their_groups_and_survive_a_kill9(cluster):
     rows = {r["name"]: r for r in admin(survivors[0], "groups")}
     assert rows["third"]["physical_partitions"] == 3, rows
     assert rows["default"]["physical_partitions"] + rows["group2"]["physical_partitions"] == 13
+
+
+def batchlog_entries(pg, node):
+    """Keys of `node`'s cluster batch log entries in PostgreSQL server `pg`, by psql."""
+    psql = str(pgserver.Path(pgserver.find_bin_dir()) / "psql")
+    out = subprocess.run(
+        [psql, "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", "-d", "ringgate",
+         "-Atc", "SELECT convert_from(k, 'UTF8') FROM ringgate_meta "
+                 f"WHERE k >= 'cluster_batchlog/{node}/' AND k < 'cluster_batchlog/{node}0'"],
+        capture_output=True, text=True, check=True, cwd="/")
+    return out.stdout.split()
+
+
+def test_logged_batch_of_a_node_killed_in_another_group_is_replayed(monkeypatch):
+    """The coordinator n2 (group2) of a LOGGED batch over all three owners is killed with
+    kill -9 between its parts: its batch log entry is in group2's server, and n1, the lowest
+    live node, whose own group is "default", replays it from there (it used to read only its
+    own group's, so the batch waited for n2 to come back)."""
+    # Parts go out one at a time in owner order (n1, n2, n3), 5 s apart.
+    monkeypatch.setenv("RINGGATE_TEST_FANOUT_PAUSE_MS", "5000")
+    with started(clusterlib.LocalCluster(nodes=3, lease_ms=LEASE_MS, groups=2)) as c:
+        wait_settled(c)
+        n1, coordinator, n3 = c.nodes
+        owned = table_and_keys(c, c.nodes, 2)
+        keys = sorted(k for ks in owned.values() for k in ks)
+        cl, s = pinned(coordinator)
+        try:
+            insert = s.prepare("INSERT INTO app.t (pk, v) VALUES (?, ?)")
+            fut = s.execute_async(batch_of(BatchType.LOGGED, keys, "g", insert), timeout=30)
+            wait_until("the first part (n1's keys)", lambda: all(
+                r is not None for r in rows_everywhere_one(n1, owned[n1.name]).values()))
+            coordinator.kill9()
+            with pytest.raises(Exception):  # the connection died with the coordinator
+                fut.result()
+        finally:
+            cl.shutdown()
+        # The entry is in the coordinator's group only.
+        assert batchlog_entries(c.pgs[1], coordinator.name), "no entry in group2"
+        assert not batchlog_entries(c.pgs[0], coordinator.name)
+        partial = rows_everywhere_one(n1, keys)
+        assert any(v is None for v in partial.values()), partial
+        began = time.monotonic()
+        wait_until("the batch log replay", lambda: all(
+            v is not None for v in rows_everywhere_one(n3, keys).values()), timeout_s=60)
+        print(f"replayed {time.monotonic() - began:.1f} s after the kill")
+        for name, got in rows_everywhere(c, keys).items():
+            assert {k: v[0] for k, v in got.items()} == {k: val("g", k) for k in keys}, name
+            assert len({v[1] for v in got.values()}) == 1, got
+        wait_until("the replayed entry deleted",
+                   lambda: not batchlog_entries(c.pgs[1], coordinator.name))

@@ -168,6 +168,11 @@ impl PgServer {
 impl PgServer {
     /// Runs `sql` through psql in database `db`, as the superuser.
     pub fn sql(&self, db: &str, sql: &str) {
+        self.query(db, sql);
+    }
+
+    /// Runs `sql` in database `db`; its output rows, one a line, columns split by `|`.
+    pub fn query(&self, db: &str, sql: &str) -> String {
         let mut c = self.cmd("psql");
         c.args([
             "-h",
@@ -178,7 +183,7 @@ impl PgServer {
             "postgres",
         ])
         .args(["-d", db, "-XAtq", "-v", "ON_ERROR_STOP=1", "-c", sql]);
-        run(&mut c, "psql");
+        String::from_utf8_lossy(&run(&mut c, "psql")).into_owned()
     }
 }
 
@@ -187,7 +192,7 @@ fn free_port() -> u16 {
     l.local_addr().unwrap().port()
 }
 
-fn run(c: &mut Command, what: &str) {
+fn run(c: &mut Command, what: &str) -> Vec<u8> {
     let out = c
         .output()
         .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
@@ -197,4 +202,5 @@ fn run(c: &mut Command, what: &str) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    out.stdout
 }

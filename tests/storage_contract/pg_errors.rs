@@ -2,7 +2,8 @@
 //! (retryable); a connection cut right after COMMIT was sent is `Unknown` (not retryable) and
 //! the commit may well have been applied; the pool recovers with a new connection. A read-only
 //! server (a primary demoted in a failover) is `Unavailable`, and the pool drops the
-//! connection instead of reusing it.
+//! connection instead of reusing it; another server's pool (another storage group) keeps its
+//! connections.
 
 use super::support::*;
 use bytes::Bytes;
@@ -135,6 +136,21 @@ fn a_commit_whose_answer_is_lost_is_unknown() {
     assert_eq!(other.get(&k1).unwrap(), Some(Bytes::from_static(b"after")));
 }
 
+/// Database `db` as on a demoted primary: every new session is read-only; the pooled ones
+/// are cut.
+fn demote(pg: &super::pg::PgServer, db: &str) {
+    pg.sql(
+        "postgres",
+        &format!(
+            "ALTER DATABASE {db} SET default_transaction_read_only = on; \
+             SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db}'"
+        ),
+    );
+    // The pooled connection's task reads the server's goodbye and closes (else a commit
+    // sent on it would be of unknown outcome, rightly).
+    std::thread::sleep(std::time::Duration::from_millis(300));
+}
+
 #[test]
 fn a_read_only_server_is_unavailable_and_its_connections_are_dropped() {
     let Some(pg) = super::pg::server() else {
@@ -151,17 +167,7 @@ fn a_read_only_server_is_unavailable_and_its_connections_are_dropped() {
     };
     put("before").unwrap();
 
-    // As a demoted primary: every new session is read-only; the pooled ones are cut.
-    pg.sql(
-        "postgres",
-        &format!(
-            "ALTER DATABASE {db} SET default_transaction_read_only = on; \
-             SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db}'"
-        ),
-    );
-    // The pooled connection's task reads the server's goodbye and closes (else a commit
-    // sent on it would be of unknown outcome, rightly).
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    demote(pg, &db);
     let err = put("refused").unwrap_err();
     assert!(matches!(err, StorageError::Unavailable(_)), "{err}");
     assert!(err.is_retryable());
@@ -174,6 +180,56 @@ fn a_read_only_server_is_unavailable_and_its_connections_are_dropped() {
     put("after").unwrap();
     assert_eq!(
         h.get(&key(1, b"a")).unwrap(),
+        Some(Bytes::from_static(b"after"))
+    );
+}
+
+/// The backend pids of the sessions connected to database `db`.
+fn sessions(pg: &super::pg::PgServer, db: &str) -> std::collections::BTreeSet<String> {
+    let sql = format!("SELECT pid FROM pg_stat_activity WHERE datname = '{db}'");
+    pg.query("postgres", &sql)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_demotion_drops_only_the_demoted_servers_connections() {
+    let Some(pg) = super::pg::server() else {
+        return;
+    };
+    let (url_a, url_b) = (pg.new_database("demoted-a"), pg.new_database("demoted-b"));
+    let db = |url: &str| url.rsplit("dbname=").next().unwrap().to_string();
+    let (db_a, db_b) = (db(&url_a), db(&url_b));
+    let (a, b) = (
+        PostgresStore::open(&config(url_a)).unwrap(),
+        PostgresStore::open(&config(url_b)).unwrap(),
+    );
+    let (ha, hb) = (
+        a.open_partition(parts()[1].clone(), 1).unwrap(),
+        b.open_partition(parts()[1].clone(), 1).unwrap(),
+    );
+    let put = |h: &Arc<dyn ringgate::storage::PartitionHandle>, v: &'static str| {
+        let mut c = PartitionCommit::default();
+        c.put(Bytes::from(key(1, b"a")), v);
+        h.commit(c)
+    };
+    put(&ha, "before").unwrap();
+    put(&hb, "before").unwrap();
+    let b_before = sessions(pg, &db_b);
+    assert!(!b_before.is_empty());
+
+    // A's server is demoted; B's is not.
+    demote(pg, &db_a);
+    let err = put(&ha, "refused").unwrap_err();
+    assert!(matches!(err, StorageError::Unavailable(_)), "{err}");
+
+    // B's pooled connection is reused: no new session was opened on B's database.
+    put(&hb, "after").unwrap();
+    let opened: Vec<_> = sessions(pg, &db_b).difference(&b_before).cloned().collect();
+    assert!(opened.is_empty(), "B reconnected: new sessions {opened:?}");
+    assert_eq!(
+        hb.get(&key(1, b"a")).unwrap(),
         Some(Bytes::from_static(b"after"))
     );
 }

@@ -4,8 +4,8 @@
 //! Retryable (`Unavailable`): no connection or a lost one (I/O), connection exceptions (SQLSTATE
 //! class 08), serialization failures and deadlocks (40), insufficient resources (53), operator
 //! intervention (57P: shutdown, restart), a read-only server (25006: a primary that was demoted
-//! to a standby in a failover; every pooled connection opened before is then dropped, see
-//! `pool::note_demotion`). Anything else is `Io` with PostgreSQL's message.
+//! to a standby in a failover; every connection of that server's pool opened before is then
+//! dropped, see `pool::note_demotion`). Anything else is `Io` with PostgreSQL's message.
 //!
 //! A COMMIT (or the one-statement commit function) whose answer never came (the connection
 //! broke) is `Unknown`: PostgreSQL may have committed it (it may even have reached a

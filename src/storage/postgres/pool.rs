@@ -16,9 +16,14 @@
 //! Failover (a group of a primary and standbys, issue 18): the connection settings list every
 //! host with `target_session_attrs=read-write`, so a new connection reaches whichever host is
 //! the primary now. A lost connection is dropped (above); a read-only answer (the server was
-//! demoted) calls `note_demotion`, after which every connection opened before it is dropped
-//! when next taken or returned, in every pool: `map_err` has no pool at hand, demotions are
-//! rare and reconnecting is cheap. While no host takes a connection (the standby is not
+//! demoted) calls `note_demotion`, after which every connection of that pool (one storage
+//! group's server) opened before it is dropped when next taken or returned; other groups'
+//! pools keep theirs. `map_err` has no pool at hand, so it marks the thread, which is the one
+//! holding the connection (statements run on the caller's thread), and the lease of that
+//! pool, when it is returned or discarded on that thread, moves the pool's count on. A mark
+//! left where no lease follows (a snapshot's connection returned by another thread) is at
+//! worst counted by the next lease returned there: an extra reconnect of one pool; a stale
+//! connection missed that way answers read-only again when used, and is counted then. While no host takes a connection (the standby is not
 //! promoted yet) callers get `Unavailable` at once for a backoff that doubles from
 //! `BACKOFF_MIN_MS` to `BACKOFF_MAX_MS` after each failed attempt (reset by a success), so a
 //! failover does not turn every request into a connection attempt.
@@ -42,12 +47,19 @@ const MAX_STATEMENTS: usize = 64;
 const BACKOFF_MIN_MS: u64 = 50;
 const BACKOFF_MAX_MS: u64 = 1_000;
 
-/// Read-only answers seen (demoted servers); connections opened before the latest are dropped.
-static DEMOTIONS: AtomicU64 = AtomicU64::new(0);
+thread_local! {
+    /// A server answered this thread that it is read-only (module doc).
+    static READ_ONLY_SEEN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
 
-/// A server answered that it is read-only: drop the connections opened before (module doc).
+/// A server answered that it is read-only: the pool of the connection this thread holds drops
+/// its connections opened before (module doc).
 pub(super) fn note_demotion() {
-    DEMOTIONS.fetch_add(1, Ordering::SeqCst);
+    READ_ONLY_SEEN.with(|seen| seen.set(true));
+}
+
+fn take_read_only_seen() -> bool {
+    READ_ONLY_SEEN.with(|seen| seen.replace(false))
 }
 
 pub(super) struct Pool {
@@ -56,6 +68,9 @@ pub(super) struct Pool {
     max: usize,
     state: Mutex<PoolState>,
     returned: Condvar,
+    /// Read-only answers seen on this pool's connections (its server was demoted);
+    /// connections opened before the latest are dropped.
+    demotions: AtomicU64,
 }
 
 #[derive(Default)]
@@ -72,14 +87,15 @@ struct PoolState {
 pub(super) struct Conn {
     pub client: Client,
     stmts: HashMap<String, Statement>,
-    /// `DEMOTIONS` when it was opened.
+    /// Its pool's `demotions` when it was opened.
     demotions: u64,
 }
 
 impl Conn {
-    /// Closed, or opened before a server answered that it is read-only.
-    fn stale(&self) -> bool {
-        self.client.is_closed() || self.demotions < DEMOTIONS.load(Ordering::SeqCst)
+    /// Closed, or opened before its server answered that it is read-only (`demotions`: the
+    /// pool's count).
+    fn stale(&self, demotions: u64) -> bool {
+        self.client.is_closed() || self.demotions < demotions
     }
 }
 
@@ -122,6 +138,7 @@ impl Pool {
             max: max.max(1),
             state: Mutex::new(PoolState::default()),
             returned: Condvar::new(),
+            demotions: AtomicU64::new(0),
         }))
     }
 
@@ -130,7 +147,7 @@ impl Pool {
         let mut st = self.state.lock();
         loop {
             if let Some(c) = st.idle.pop() {
-                if c.stale() {
+                if c.stale(self.demotions()) {
                     st.open -= 1;
                     continue;
                 }
@@ -176,6 +193,17 @@ impl Pool {
         }
     }
 
+    fn demotions(&self) -> u64 {
+        self.demotions.load(Ordering::SeqCst)
+    }
+
+    /// Counts a read-only answer this thread saw while it held one of this pool's connections.
+    fn count_demotion(&self) {
+        if take_read_only_seen() {
+            self.demotions.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
     fn lease(self: &Arc<Self>, conn: Conn) -> Lease {
         Lease {
             pool: Arc::clone(self),
@@ -185,7 +213,7 @@ impl Pool {
 
     /// Opens a connection; its I/O task runs on the pool's runtime until the socket closes.
     fn connect(&self) -> Result<Conn> {
-        let demotions = DEMOTIONS.load(Ordering::SeqCst);
+        let demotions = self.demotions();
         let (tx, rx) = std::sync::mpsc::channel();
         let config = self.config.clone();
         self.runtime().spawn(async move {
@@ -219,8 +247,9 @@ impl Pool {
     }
 
     fn give_back(&self, conn: Conn) {
+        self.count_demotion();
         let mut st = self.state.lock();
-        if conn.stale() {
+        if conn.stale(self.demotions()) {
             st.open -= 1;
         } else {
             st.idle.push(conn);
@@ -255,6 +284,7 @@ impl Lease {
     }
 
     pub fn discard(mut self) {
+        self.pool.count_demotion();
         if self.conn.take().is_some() {
             self.pool.state.lock().open -= 1;
             self.pool.returned.notify_one();
