@@ -44,6 +44,14 @@ pub fn escape(bytes: &[u8], out: &mut Vec<u8>) {
 }
 
 fn unescape(input: &mut &[u8]) -> Result<Vec<u8>, CorruptRow> {
+    // Most keys hold no 0x00: copy up to the terminator at once, into a buffer of the exact
+    // size (a `Bytes` made from it then needs no second allocation; scans decode every key).
+    let first_zero = input.iter().position(|&b| b == 0);
+    if let Some(end) = first_zero.filter(|&z| input.get(z + 1) == Some(&1)) {
+        let out = input[..end].to_vec();
+        *input = &input[end + 2..];
+        return Ok(out);
+    }
     let mut out = Vec::with_capacity(input.len());
     let mut i = 0;
     loop {
@@ -121,6 +129,8 @@ pub struct DecodedKey {
     pub pk: Bytes,
     pub kind: u8,
     pub clustering: Vec<Bytes>,
+    /// Bytes of the key before its kind byte: the partition's key prefix (`partition_prefix`).
+    pub prefix_len: usize,
 }
 
 pub fn decode_key(key: &[u8], clustering: &[(&CqlType, bool)]) -> Result<DecodedKey, CorruptRow> {
@@ -130,6 +140,7 @@ pub fn decode_key(key: &[u8], clustering: &[(&CqlType, bool)]) -> Result<Decoded
     let token = token_from_bytes(key[8..16].try_into().expect("8 bytes"));
     let mut rest = &key[16..];
     let pk = Bytes::from(unescape(&mut rest)?);
+    let prefix_len = key.len() - rest.len();
     let (&kind, mut rest) = rest.split_first().ok_or(CorruptRow("missing kind"))?;
     let mut values = Vec::with_capacity(clustering.len());
     if kind == KIND_ROW && !clustering.is_empty() {
@@ -142,6 +153,7 @@ pub fn decode_key(key: &[u8], clustering: &[(&CqlType, bool)]) -> Result<Decoded
         pk,
         kind,
         clustering: values,
+        prefix_len,
     })
 }
 

@@ -530,6 +530,20 @@ impl RowData {
 
     /// Decodes a stored row; values are slices of `buf` (no copies).
     pub fn decode(buf: &Bytes) -> Result<RowData, CorruptRow> {
+        let mut row = RowData::default();
+        Self::decode_into(buf, &mut row)?;
+        Ok(row)
+    }
+
+    /// `decode` into `row`, replacing what it held but keeping its buffers (scans decode every
+    /// row into one, instead of allocating its cell list per row).
+    pub fn decode_into(buf: &Bytes, row: &mut RowData) -> Result<(), CorruptRow> {
+        row.marker = None;
+        row.deletion = None;
+        row.cells.clear();
+        row.ranges.clear();
+        row.complex.clear();
+        row.pending.clear();
         let mut b = buf.clone();
         let need = |b: &Bytes, n: usize| {
             if b.remaining() < n {
@@ -544,7 +558,6 @@ impl RowData {
             return Err(CorruptRow("unknown row format version"));
         }
         let flags = b.get_u8();
-        let mut row = RowData::default();
         if flags & ROW_MARKER != 0 {
             need(&b, 16)?;
             let (ts, ttl) = (b.get_i64(), b.get_i32());
@@ -647,7 +660,7 @@ impl RowData {
                 });
             }
         }
-        Ok(row)
+        Ok(())
     }
 }
 

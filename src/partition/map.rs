@@ -229,12 +229,20 @@ impl PartitionMaps {
             .into_iter()
             .zip(groups)
             .enumerate()
-            .map(|(i, ((start, end), group))| PhysicalPartition {
-                id: first + i as u64,
-                start,
-                end,
-                group,
-                stats: PartStats::default(),
+            .map(|(i, ((start, end), group))| {
+                let p = PhysicalPartition {
+                    id: first + i as u64,
+                    start,
+                    end,
+                    group,
+                    stats: PartStats::default(),
+                };
+                // A new storage id has no size records: its memo holds them all (none). A
+                // start recounts (`sizes::rebuild`, which also covers `Engine::ensure_maps`'
+                // maps for older tables), a takeover too (`sizes::rebuild_partition`).
+                p.stats.memo.begin();
+                p.stats.memo.complete();
+                p
             })
             .collect();
         batch.put(Space::Meta, map_key(storage_id), encode_parts(&parts));
@@ -546,20 +554,30 @@ fn split_map(
     }
     // Keys do not move in a split: the children share the parent's rows, so they stay in its
     // storage group (moving one elsewhere is a partition move, issue 18).
-    let child = |id: u64, start: Token, end: Token, (bytes, logical): (i64, i64)| {
+    // The children take the parent's size records in memory (the caller holds the parent's
+    // exclusive lock, and writes reach the children only once the new map is installed).
+    let [left_memo, right_memo] = parent.stats.memo.split(boundary);
+    let child = |id: u64,
+                 start: Token,
+                 end: Token,
+                 (bytes, logical): (i64, i64),
+                 memo: super::size_memo::SizeMemo| {
         let p = PhysicalPartition {
             id,
             start,
             end,
             group: parent.group.clone(),
-            stats: PartStats::default(),
+            stats: PartStats {
+                memo,
+                ..PartStats::default()
+            },
         };
         p.stats.bytes.store(bytes, Ordering::SeqCst);
         p.stats.logical.store(logical, Ordering::SeqCst);
         Arc::new(p)
     };
-    let l = child(first, parent.start, boundary, at.left);
-    let r = child(first + 1, boundary, parent.end, at.right);
+    let l = child(first, parent.start, boundary, at.left, left_memo);
+    let r = child(first + 1, boundary, parent.end, at.right, right_memo);
     let mut parts = map.parts.clone();
     parts.splice(pos..=pos, [Arc::clone(&l), Arc::clone(&r)]);
     let new_map = PartitionMap { parts };

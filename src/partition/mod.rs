@@ -10,6 +10,7 @@ pub mod ownership;
 pub mod placement;
 pub mod ru;
 pub mod served;
+pub mod size_memo;
 pub mod sizes;
 pub mod split;
 pub mod split_watch;

@@ -86,6 +86,8 @@ pub struct PartStats {
     pub handle: super::handles::HandleSlot,
     /// Writes' changes to records a split in progress has already counted.
     pub split_watch: super::split_watch::SplitWatch,
+    /// The partition's size records in memory, once counted (`size_memo.rs`).
+    pub memo: super::size_memo::SizeMemo,
 }
 
 fn token_bytes(t: Token) -> [u8; 8] {
@@ -209,19 +211,28 @@ pub fn recorded(
     })
 }
 
-/// `recorded`, routed through the table's current partition map.
+/// The recorded size of the logical partition whose size record key is `key` (0: no record),
+/// routed through the table's current partition map: from the partition's memo when it holds
+/// every record, else read through its handle.
 pub fn recorded_at(
     maps: &PartitionMaps,
     handles: &Handles,
     storage_id: u64,
     token: Token,
-    pk: &[u8],
+    key: &[u8],
 ) -> Result<u64, StorageError> {
     let map = maps
         .get(storage_id)
         .ok_or_else(|| StorageError::Corrupt(format!("no partition map for table {storage_id}")))?;
-    let handle = handles.read(storage_id, map.route(token))?;
-    recorded(&**handle, storage_id, token, pk)
+    let p = map.route(token);
+    if let Some(bytes) = p.stats.memo.get(&key[8..]) {
+        return Ok(bytes);
+    }
+    let handle = handles.read(storage_id, p)?;
+    Ok(match handle.get_size(key)? {
+        Some(v) if v.len() == 8 => u64::from_be_bytes(v[..].try_into().expect("8 bytes")),
+        _ => 0,
+    })
 }
 
 /// Chunks of size records (`split_watch::CHUNK_RECORDS` each, about 0.3 s for all on this
@@ -250,7 +261,12 @@ pub fn recount(
     let done = match count_chunks(handle, storage_id, p, p.end, budget)? {
         Counted::Paused => return Ok(false),
         Counted::Retired => None,
-        Counted::Done(guard, _) => Some(guard),
+        Counted::Done(guard, _) => {
+            // Every record was counted into the memo (`count_chunks` fills it when counting
+            // the whole partition): complete under the same hold of the lock.
+            p.stats.memo.complete();
+            Some(guard)
+        }
     };
     let (bytes, logical) = p.stats.split_watch.totals();
     p.stats.split_watch.stop();
@@ -275,6 +291,8 @@ pub fn rebuild(
     for (sid, map) in maps.all() {
         for p in &map.parts {
             p.stats.counting.store(true, Ordering::SeqCst);
+            // Until its count (the batch log replay wrote records past it).
+            p.stats.memo.off();
             all.push((sid, Arc::clone(p)));
         }
     }
@@ -317,11 +335,25 @@ pub fn rebuild_partition(
     storage_id: u64,
     p: &super::map::PhysicalPartition,
 ) -> Result<(), StorageError> {
+    // Exclusive (no write is in flight; it orders this count with the memo's updates).
+    let _guard = p.stats.lock.write();
+    p.stats.memo.begin();
     let (mut bytes, mut logical) = (0i64, 0i64);
     for r in scan_range(handle, storage_id, p.start, p.end) {
-        bytes += r?.bytes;
+        let r = match r {
+            Ok(r) => r,
+            Err(e) => {
+                p.stats.memo.off();
+                return Err(e);
+            }
+        };
+        bytes += r.bytes;
         logical += 1;
+        p.stats
+            .memo
+            .set(&size_key(storage_id, r.token, &r.pk)[8..], r.bytes as u64);
     }
+    p.stats.memo.complete();
     p.stats.bytes.store(bytes, Ordering::SeqCst);
     p.stats.logical.store(logical, Ordering::SeqCst);
     Ok(())
@@ -359,6 +391,7 @@ fn recount_in_background(
                 tracing::warn!(storage_id = sid, partition = p.id, error = %e, "size recount failed");
                 if failures >= BACKGROUND_ATTEMPTS {
                     // Left counting: its splits keep failing until a restart counts it.
+                    p.stats.memo.off();
                     return true;
                 }
                 std::thread::sleep(std::time::Duration::from_secs(1));
@@ -479,7 +512,7 @@ impl Accounting {
     ) -> Result<(), QueryError> {
         for c in &mut self.changes {
             let key = size_key(c.storage_id, c.token, &c.pk);
-            let old = recorded_at(maps, handles, c.storage_id, c.token, &c.pk)? as i64;
+            let old = recorded_at(maps, handles, c.storage_id, c.token, &key)? as i64;
             let delta = c.new;
             c.old = old;
             c.new = (old + delta).max(0);
@@ -558,7 +591,13 @@ impl Accounting {
                 continue;
             }
             if let Some(f) = commit.take() {
-                f()?;
+                if let Err(e) = f() {
+                    // What was written is unknown: the memos answer nothing until recounted.
+                    for (_, p) in &parts {
+                        p.stats.memo.off();
+                    }
+                    return Err(e);
+                }
             }
             let mut ru = vec![0.0f64; parts.len()];
             for c in &self.changes {
@@ -577,6 +616,9 @@ impl Accounting {
                     p.stats.logical.fetch_add(dl, Ordering::SeqCst);
                 }
                 let key = || size_key(c.storage_id, c.token, &c.pk);
+                if c.new != c.old && p.stats.memo.is_on() {
+                    p.stats.memo.set(&key()[8..], c.new as u64);
+                }
                 p.stats
                     .split_watch
                     .record_change(c.token, key, c.new - c.old, dl);

@@ -284,6 +284,19 @@ mod tests {
         acc.commit(maps, commit).unwrap();
     }
 
+    /// The partition's memo holds exactly its stored size records (`size_memo.rs`).
+    fn assert_memo_exact(handles: &Handles, sid: u64, p: &PhysicalPartition) {
+        let handle = handles.read(sid, p).unwrap();
+        let mut n = 0;
+        for r in scan_range(&**handle, sid, p.start, p.end) {
+            let r = r.unwrap();
+            let key = crate::partition::sizes::size_key(sid, r.token, &r.pk);
+            assert_eq!(p.stats.memo.get(&key[8..]), Some(r.bytes as u64), "{p:?}");
+            n += 1;
+        }
+        assert_eq!(p.stats.memo.records(), Some(n), "{p:?}");
+    }
+
     /// A store with table `sid` in one partition holding a bit more than 3 chunks of logical
     /// partitions of 100 bytes each (keys 0..n).
     #[allow(clippy::type_complexity)]
@@ -318,6 +331,13 @@ mod tests {
     fn a_split_counts_exactly_while_writes_continue_between_its_chunks() {
         let sid = 7;
         let (_dir, maps, handles, map, n) = table_of_chunks(sid);
+        // Counted as at a start: the partition's memo holds its records, and the split
+        // divides it between the children (writes below read and update it).
+        let parent = Arc::clone(&map.parts[0]);
+        let handle = Arc::clone(handles.read(sid, &parent).unwrap());
+        let mut all = usize::MAX;
+        assert!(crate::partition::sizes::recount(&*handle, sid, &parent, &mut all).unwrap());
+        assert_memo_exact(&handles, sid, &parent);
         let stop = Arc::new(AtomicBool::new(false));
         let writer = std::thread::spawn({
             let (maps, handles, stop) =
@@ -354,7 +374,13 @@ mod tests {
                 logical,
                 "{child:?}"
             );
+            assert_memo_exact(&handles, sid, &child);
         }
+        assert_eq!(
+            parent.stats.memo.get(&[0; 9]),
+            None,
+            "the parent's memo is off"
+        );
     }
 
     /// The startup recount (`sizes::recount`) in steps of one chunk, with writes between the
@@ -394,5 +420,14 @@ mod tests {
         assert_eq!(p.stats.bytes.load(Ordering::SeqCst), bytes);
         assert_eq!(p.stats.logical.load(Ordering::SeqCst), logical);
         assert!(wait_counted_for(&p, std::time::Duration::ZERO).is_ok());
+        // The memo filled with the chunks and took the writes in between: exact, and it
+        // follows the writes after.
+        assert_memo_exact(&handles, sid, &p);
+        for i in 0..100 {
+            write(&maps, &handles, sid, i, 0, 7);
+            write(&maps, &handles, sid, i * 2 + 1, 200, 0);
+            write(&maps, &handles, sid, 2 * n + i, 0, 5);
+        }
+        assert_memo_exact(&handles, sid, &p);
     }
 }

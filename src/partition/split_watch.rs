@@ -111,7 +111,9 @@ pub enum Counted<'a> {
 
 /// Counts the size records of `part` with tokens up to `boundary` into its watch, one chunk
 /// per hold of its exclusive lock, at most `budget` chunks (decremented); starts the watch
-/// unless a previous call left it counting.
+/// unless a previous call left it counting. Counting the whole partition (`boundary` is its
+/// end: the recount, `sizes::recount`) also fills its memo (`size_memo.rs`); a split's count
+/// (a boundary inside) leaves it alone.
 pub fn count_chunks<'a>(
     handle: &dyn PartitionHandle,
     sid: u64,
@@ -120,6 +122,7 @@ pub fn count_chunks<'a>(
     budget: &mut usize,
 ) -> Result<Counted<'a>, StorageError> {
     let watch = &part.stats.split_watch;
+    let memo = (boundary == part.end).then_some(&part.stats.memo);
     let mut longest_us = 0u64;
     while *budget > 0 {
         *budget -= 1;
@@ -130,6 +133,9 @@ pub fn count_chunks<'a>(
         }
         if !watch.is_active() {
             watch.start(boundary);
+            if let Some(memo) = memo {
+                memo.begin();
+            }
         }
         let (after, _) = watch.position();
         let (mut bytes, mut logical, mut last) = (0i64, 0i64, None);
@@ -139,7 +145,11 @@ pub fn count_chunks<'a>(
             let r = r?;
             bytes += r.bytes;
             logical += 1;
-            last = Some(size_key(sid, r.token, &r.pk));
+            let key = size_key(sid, r.token, &r.pk);
+            if let Some(memo) = memo {
+                memo.set(&key[8..], r.bytes as u64);
+            }
+            last = Some(key);
         }
         let done = logical < CHUNK_RECORDS as i64;
         if let Some(key) = last {

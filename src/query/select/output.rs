@@ -329,16 +329,20 @@ impl Output<'_> {
         statics: &RowData,
     ) {
         let t = self.table;
-        let pk_parts: Vec<&[u8]> = if t.partition_key.len() == 1 {
-            vec![pk]
+        // No list for the usual one-column key (scans project every row).
+        let one = [pk];
+        let many: Vec<&[u8]>;
+        let pk_parts: &[&[u8]] = if t.partition_key.len() == 1 {
+            &one
         } else {
-            split_composite(pk, t.partition_key.len()).unwrap_or_default()
+            many = split_composite(pk, t.partition_key.len()).unwrap_or_default();
+            &many
         };
         let row_start = self.rows.content.len();
         for (p, _, _) in self.proj {
             let tok_bytes;
             let v: Option<&[u8]> = match p {
-                Proj::Column(i) => column_value(t, *i, &pk_parts, ck, row, statics, self.now),
+                Proj::Column(i) => column_value(t, *i, pk_parts, ck, row, statics, self.now),
                 Proj::Token => {
                     tok_bytes = token.to_be_bytes();
                     Some(&tok_bytes[..])
@@ -351,7 +355,7 @@ impl Output<'_> {
                 Proj::ToJson(inner, ty) => {
                     let raw = match &**inner {
                         Proj::Column(i) => {
-                            column_value(t, *i, &pk_parts, ck, row, statics, self.now)
+                            column_value(t, *i, pk_parts, ck, row, statics, self.now)
                         }
                         _ => None,
                     };
@@ -364,8 +368,7 @@ impl Output<'_> {
                 }
                 Proj::Agg(..) | Proj::AggOf(..) => None,
                 Proj::Expr(e) => {
-                    let rc =
-                        RowCtx::stored(t, &pk_parts, ck, (row, statics), self.now, &self.error);
+                    let rc = RowCtx::stored(t, pk_parts, ck, (row, statics), self.now, &self.error);
                     let v = eval_sexpr(e, &rc);
                     self.rows.push_cell(v.as_deref());
                     continue;

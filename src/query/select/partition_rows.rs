@@ -16,6 +16,8 @@ pub(super) struct PartitionRows<'a> {
     pub(super) header: RowData,
     /// A row of the current partition passed (or an earlier page did: resuming inside it).
     pub(super) matched: bool,
+    /// Each row is decoded into this one (its buffers are reused from row to row).
+    scratch: RowData,
 }
 
 impl<'a> PartitionRows<'a> {
@@ -26,6 +28,7 @@ impl<'a> PartitionRows<'a> {
             static_rows: plan.static_rows,
             header: RowData::default(),
             matched: false,
+            scratch: RowData::default(),
         }
     }
 
@@ -62,8 +65,22 @@ impl<'a> PartitionRows<'a> {
         ranges_key: Option<&[u8]>,
         value: &Bytes,
     ) -> Result<Flow> {
+        let mut data = std::mem::take(&mut self.scratch);
+        RowData::decode_into(value, &mut data)?;
+        let flow = self.decoded_row(out, dk, ranges_key, &mut data);
+        self.scratch = data;
+        Ok(flow)
+    }
+
+    /// `row` once decoded.
+    fn decoded_row(
+        &mut self,
+        out: &mut Output,
+        dk: &row::DecodedKey,
+        ranges_key: Option<&[u8]>,
+        data: &mut RowData,
+    ) -> Flow {
         let now = out.now;
-        let mut data = RowData::decode(value)?;
         if let Some((dts, _)) = self.header.deletion {
             data.shadow_at(dts);
         }
@@ -72,13 +89,13 @@ impl<'a> PartitionRows<'a> {
                 data.shadow_at(dts);
             }
         }
-        complex::materialize(&mut data, self.t, None, now);
+        complex::materialize(data, self.t, None, now);
         let (pk, ck) = (&dk.pk[..], &dk.clustering[..]);
-        if !data.is_live(now) || !passes(self.t, self.filters, pk, ck, &data, &self.header, now) {
-            return Ok(Flow::Continue);
+        if !data.is_live(now) || !passes(self.t, self.filters, pk, ck, data, &self.header, now) {
+            return Flow::Continue;
         }
         self.matched = true;
-        Ok(out.emit(dk.token, pk, ck, &data, &self.header))
+        out.emit(dk.token, pk, ck, data, &self.header)
     }
 
     /// Ends the partition: if none of its rows passed, its live static cells make a row.

@@ -300,28 +300,31 @@ pub(super) fn read_ranges(
         return Ok(());
     };
     let resume = paging.as_ref().filter(|p| !p.last_key.is_empty());
-    // The partition being read: token, key and key prefix.
-    let mut cur: Option<(Token, Bytes, Vec<u8>)> = None;
+    // The partition being read: token, key and key prefix (buffers reused from partition to
+    // partition: a scan of one-row partitions starts one per row).
+    let mut cur: Option<(Token, Vec<u8>, Vec<u8>)> = None;
     let mut reader = PartitionRows::new(t, plan);
     // Ends the partition being read: its static row if none of its rows passed. A page that
     // fills up there resumes after all of the partition's keys.
-    let end_partition =
-        |reader: &PartitionRows, out: &mut Output, cur: &Option<(Token, Bytes, Vec<u8>)>| -> bool {
-            let Some((token, pk, prefix)) = cur else {
-                return false;
-            };
-            match reader.statics(out, *token, pk) {
-                Flow::Continue => false,
-                Flow::Stop(more) => {
-                    if more {
-                        let mut after = prefix.clone();
-                        after.push(KIND_ROW + 1);
-                        out.rows.paging_state = Some(out.page_state(0, after));
-                    }
-                    true
-                }
-            }
+    let end_partition = |reader: &PartitionRows,
+                         out: &mut Output,
+                         cur: &Option<(Token, Vec<u8>, Vec<u8>)>|
+     -> bool {
+        let Some((token, pk, prefix)) = cur else {
+            return false;
         };
+        match reader.statics(out, *token, pk) {
+            Flow::Continue => false,
+            Flow::Stop(more) => {
+                if more {
+                    let mut after = prefix.clone();
+                    after.push(KIND_ROW + 1);
+                    out.rows.paging_state = Some(out.page_state(0, after));
+                }
+                true
+            }
+        }
+    };
     for &(lo, hi) in ranges {
         if lo >= hi {
             continue;
@@ -360,24 +363,30 @@ pub(super) fn read_ranges(
                 let (k, v) = item?;
                 let dk = row::decode_key(&k, &ck_types)?;
                 out.scanned(dk.token, k.len() + v.len());
-                if cur.as_ref().is_none_or(|(_, pk, _)| *pk != dk.pk) {
+                // The key up to its kind byte is the partition's prefix (`partition_prefix`).
+                let prefix = &k[..dk.prefix_len];
+                if cur.as_ref().is_none_or(|(_, _, p)| p[..] != *prefix) {
                     if end_partition(&reader, out, &cur) {
                         return Ok(());
                     }
-                    let prefix = row::partition_prefix(sid, dk.token, &dk.pk);
                     // Resuming inside this partition: an earlier page returned its rows.
-                    let resumed = resume.is_some_and(|p| p.last_key.starts_with(&prefix));
+                    let resumed = resume.is_some_and(|p| p.last_key.starts_with(prefix));
                     if dk.kind != KIND_HEADER {
                         // The header sorts before the rows, so a scan that reaches the
                         // partition's first key without meeting one knows there is none; only
                         // a scan resumed mid-partition started past it and fetches it.
                         if resumed {
-                            reader.load(&**handle, &header_key(prefix.clone()), out.now, true)?;
+                            reader.load(&**handle, &header_key(prefix.to_vec()), out.now, true)?;
                         } else {
                             reader.start(None, out.now, false)?;
                         }
                     }
-                    cur = Some((dk.token, dk.pk.clone(), prefix));
+                    let c = cur.get_or_insert_with(Default::default);
+                    c.0 = dk.token;
+                    c.1.clear();
+                    c.1.extend_from_slice(&dk.pk);
+                    c.2.clear();
+                    c.2.extend_from_slice(prefix);
                 }
                 if dk.kind == KIND_HEADER {
                     reader.start(Some(&v), out.now, false)?;
