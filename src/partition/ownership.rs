@@ -432,7 +432,8 @@ impl Loop {
             // the move switched the old object to (`moves.rs`); until the switch is seen
             // there, it is not served.
             _ if !Arc::ptr_eq(&mine.part, p) => {
-                let switched = (mine.part.stats.handle.served()).and_then(|s| s.owner());
+                let old = mine.part.stats.handle.served().cloned();
+                let switched = old.as_ref().and_then(|s| s.owner());
                 let h = switched.unwrap_or_else(|| Arc::clone(&mine.handle));
                 if h.partition()
                     .group
@@ -447,6 +448,13 @@ impl Loop {
                 }
                 let part = Arc::clone(p);
                 let counted = tokio::task::spawn_blocking(move || {
+                    // Commits still routed through the old object (requests that read the map
+                    // before it changed) finish first and later ones are refused (they route
+                    // again through the new map), so the count below sees all of them.
+                    if let Some(old) = old {
+                        let _no_commit = old.freeze();
+                        old.elsewhere(Placement::Unowned);
+                    }
                     super::sizes::rebuild_partition(&*h, sid, &part)
                 })
                 .await;
