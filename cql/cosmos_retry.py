@@ -2,7 +2,8 @@
 rate limiting: ringgate (and Azure Cosmos DB's API for Cassandra) answers a request over its
 table's throughput with Overloaded (0x1001) and `RetryAfterMs=<n>` in the message. The driver's
 default policy moves such a request to the next host, and a one-node cluster has none
-(NoHostAvailable). This policy waits RetryAfterMs and retries on the same host.
+(NoHostAvailable). This policy waits RetryAfterMs (at least; a jittered backoff doubling from
+10 ms when many clients contend) and retries on the same host.
 
     from cassandra.cluster import Cluster, ExecutionProfile, EXEC_PROFILE_DEFAULT
     from cosmos_retry import CosmosRetryPolicy
@@ -14,6 +15,7 @@ fine for a loader whose requests all go to the throttled table; an application m
 may rather catch OverloadedErrorMessage in its own code, or run the server with
 `throughput.server_side_retry = true`.
 """
+import random
 import re
 import time
 
@@ -31,8 +33,13 @@ class CosmosRetryPolicy(RetryPolicy):
     def on_request_error(self, query, consistency, error, retry_num):
         if isinstance(error, OverloadedErrorMessage) and retry_num < self.max_retries:
             m = RETRY_AFTER.search(str(error))
-            # RetryAfterMs when given, else a growing backoff (100 ms, 200 ms, ...).
-            wait_ms = int(m.group(1)) if m else 100 * (retry_num + 1)
+            hint_ms = int(m.group(1)) if m else 100
+            # RetryAfterMs is when the budget has room for one request; many clients told the
+            # same moment all come back at once and all but one are refused again. So wait at
+            # least the hint, and at least a backoff doubling from 10 ms with jitter: 20
+            # retries then span seconds of contention, not a fraction of one.
+            backoff_ms = min(10 * 2 ** retry_num, self.max_wait_ms) * random.uniform(0.5, 1.0)
+            wait_ms = max(hint_ms, backoff_ms)
             time.sleep(min(wait_ms, self.max_wait_ms) / 1000.0)
             return self.RETRY, consistency
         return super().on_request_error(query, consistency, error, retry_num)
