@@ -145,6 +145,7 @@ pub async fn cleaned(ctl: &Control, sid: u64, pid: u64, group: &str) -> Result<(
 
 /// A table's new map: its key in the metadata store (`meta/` relative), the revision it was
 /// built from, its value; and the maps-changed key and value that make other nodes reload.
+#[derive(Debug, Clone)]
 pub struct NewMap {
     pub key: Vec<u8>,
     pub revision: i64,

@@ -197,7 +197,7 @@ impl Move {
         let done = self
             .maps
             .regroup(self.storage_id, self.part.id, &self.to, |m| {
-                let (m, outcome) = (clone_new_map(m), outcome.clone());
+                let (m, outcome) = (m.clone(), outcome.clone());
                 etcd(&node, async move {
                     crate::cluster::moves::switch(&ctl, &own, &m, &outcome).await
                 })
@@ -224,16 +224,6 @@ fn test_pause() {
     let ms = std::env::var("RINGGATE_TEST_MOVE_PAUSE_MS").ok();
     if let Some(ms) = ms.and_then(|v| v.parse::<u64>().ok()) {
         std::thread::sleep(std::time::Duration::from_millis(ms.min(60_000)));
-    }
-}
-
-fn clone_new_map(m: &crate::cluster::moves::NewMap) -> crate::cluster::moves::NewMap {
-    crate::cluster::moves::NewMap {
-        key: m.key.clone(),
-        revision: m.revision,
-        value: m.value.clone(),
-        changed_key: m.changed_key.clone(),
-        changed_value: m.changed_value.clone(),
     }
 }
 

@@ -128,11 +128,11 @@ pub fn rows(engine: &Engine, t: &TableDef) -> Option<Vec<Vec<Option<Bytes>>>> {
         }
     };
     let schema = engine.schema();
-    let names = |sid: u64| {
-        (schema.keyspaces.values().flat_map(|k| k.tables.values()))
-            .find(|t| t.storage_id == sid)
-            .map(|t| (t.keyspace.clone(), t.name.clone()))
-    };
+    let by_id: std::collections::HashMap<u64, (&str, &str)> = (schema.keyspaces.values())
+        .flat_map(|k| k.tables.values())
+        .map(|t| (t.storage_id, (t.keyspace.as_str(), t.name.as_str())))
+        .collect();
+    let names = |sid: u64| by_id.get(&sid).map(|(k, n)| (k.to_string(), n.to_string()));
     let mut out = Vec::new();
     let requested = pending.into_iter().map(|(s, p, r)| {
         let row = (r.to, String::new(), "requested".to_string(), String::new());
