@@ -735,36 +735,28 @@ impl Engine {
         described: Option<Described>,
     ) -> Result<Outcome> {
         let binds = bind::BoundValues::new(&opts.binds, parsed, &self.schema(), keyspace)?;
+        // Writes to the acting system_views tables (maintenance, partition_moves,
+        // storage_groups) evaluate their values in this context.
+        let view_ctx = || eval::Ctx {
+            binds: &binds,
+            max_value_bytes: self.limits.max_value_bytes,
+            now_micros: self.clock.now_micros(),
+        };
         match &parsed.statement {
             Statement::Select(s) => {
                 select::execute(self, keyspace, s, &binds, opts, described).map(Outcome::Rows)
             }
             st if maintenance::targets(st, keyspace).is_some() => {
                 let ins = maintenance::targets(st, keyspace).expect("checked");
-                let ctx = eval::Ctx {
-                    binds: &binds,
-                    max_value_bytes: self.limits.max_value_bytes,
-                    now_micros: self.clock.now_micros(),
-                };
-                maintenance::run(self, ins, &ctx)
+                maintenance::run(self, ins, &view_ctx())
             }
             st if partition_moves::targets(st, keyspace).is_some() => {
                 let ins = partition_moves::targets(st, keyspace).expect("checked");
-                let ctx = eval::Ctx {
-                    binds: &binds,
-                    max_value_bytes: self.limits.max_value_bytes,
-                    now_micros: self.clock.now_micros(),
-                };
-                partition_moves::run(self, ins, &ctx)
+                partition_moves::run(self, ins, &view_ctx())
             }
             st if storage_groups::targets(st, keyspace).is_some() => {
                 let ins = storage_groups::targets(st, keyspace).expect("checked");
-                let ctx = eval::Ctx {
-                    binds: &binds,
-                    max_value_bytes: self.limits.max_value_bytes,
-                    now_micros: self.clock.now_micros(),
-                };
-                storage_groups::run(self, ins, &ctx)
+                storage_groups::run(self, ins, &view_ctx())
             }
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
                 let ts = write::statement_timestamp(self, session, opts);

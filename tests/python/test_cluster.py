@@ -88,15 +88,22 @@ def forwarded(c):
     return sum(n.metric("ringgate_forwarded_requests_total") for n in c.nodes if n.running())
 
 
+def with_table(c):
+    """A token-aware driver and session on `c`, after creating app.t through it and waiting
+    for schema agreement and the table's metadata."""
+    driver = c.connect()
+    s = driver.connect()
+    create_table(s)
+    assert driver.control_connection.wait_for_schema_agreement(wait_time=30)
+    driver.refresh_schema_metadata()
+    return driver, s
+
+
 def table_and_keys(c, nodes, count):
     """Creates app.t through a token-aware driver; returns {node name: `count` keys of app.t
     that node owns} for each of `nodes`."""
-    driver = c.connect()
+    driver, _ = with_table(c)
     try:
-        s = driver.connect()
-        create_table(s)
-        assert driver.control_connection.wait_for_schema_agreement(wait_time=30)
-        driver.refresh_schema_metadata()
         return {n.name: keys_owned_by(c, driver, n, count) for n in nodes}
     finally:
         driver.shutdown()

@@ -29,8 +29,8 @@ from cassandra.cluster import NoHostAvailable
 
 import clusterlib
 from test_cluster import (  # noqa: F401 (cluster3 is a fixture)
-    LEASE_MS, cluster3, create_table, node_of, owner_host, pinned, started, wait_settled,
-    wait_until)
+    LEASE_MS, cluster3, node_of, owner_host, pinned, started, wait_settled,
+    wait_until, with_table)
 
 clusterlib.require_or_skip(pytest)
 
@@ -40,12 +40,8 @@ VALUES = 7
 def write_rows(c, keys):
     """Writes app.t rows `keys` (v = 'v<k mod 7>') through the token-aware driver; returns
     the names of the nodes owning them."""
-    driver = c.connect()
+    driver, s = with_table(c)
     try:
-        s = driver.connect()
-        create_table(s)
-        assert driver.control_connection.wait_for_schema_agreement(wait_time=30)
-        driver.refresh_schema_metadata()
         wait_until("all nodes known", lambda: len(driver.metadata.all_hosts()) == len(c.running()))
         insert = s.prepare("INSERT INTO app.t (pk, v) VALUES (?, ?)")
         for k in keys:
