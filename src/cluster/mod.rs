@@ -39,6 +39,7 @@ pub mod meta;
 pub mod moves;
 pub mod node;
 pub mod ownership;
+pub mod ring;
 pub mod schema_versions;
 pub mod store;
 
@@ -50,6 +51,7 @@ pub use members::{Member, MemberEvent, MemberWatch};
 pub use meta::EtcdMetaStore;
 pub use node::{ClusterNode, NodeOptions};
 pub use ownership::{Owner, Ownership};
+pub use ring::{Ring, RingMember};
 pub use store::ClusterStore;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

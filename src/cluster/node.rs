@@ -5,14 +5,14 @@
 //! Why its own runtime (one thread): renewing the lease must not wait behind client requests
 //! on the server's runtime; a node that cannot renew loses every partition it owns.
 //!
-//! What the layers above read from here: [`ClusterNode::members`] (system.peers, forwarding
-//! addresses), [`ClusterNode::subscribe`] (TOPOLOGY_CHANGE / STATUS_CHANGE events),
+//! What the layers above read from here: [`ClusterNode::members`] (forwarding addresses),
 //! [`ClusterNode::lease`] and [`ClusterNode::lease_generation`] (ownership takes partitions
 //! on the current lease; a new generation means every earlier ownership is gone), and
-//! [`ClusterNode::tokens_by_node`], which ownership publishes (the end tokens of the physical
-//! partitions each node owns) and system.local / system.peers show.
+//! [`ClusterNode::ring`], which ownership publishes (`ring.rs`: the ready members and their
+//! assigned end tokens) and system.local / system.peers show, with
+//! [`ClusterNode::subscribe`] for its changes (TOPOLOGY_CHANGE / STATUS_CHANGE events).
 
-use super::{members, Control, ControlError, Member, MemberEvent, MemberWatch, NodeLease};
+use super::{members, Control, ControlError, Member, MemberEvent, MemberWatch, NodeLease, Ring};
 use crate::etcd::{ClientOptions, EtcdClient};
 use arc_swap::ArcSwap;
 use std::collections::BTreeMap;
@@ -33,7 +33,7 @@ pub struct NodeOptions {
 }
 
 /// Member events queued for subscribers that lag (a subscriber that falls further behind
-/// misses events and re-reads [`ClusterNode::members`]).
+/// misses events; the ring itself is always current).
 const EVENTS_QUEUED: usize = 256;
 
 pub struct ClusterNode {
@@ -43,7 +43,7 @@ pub struct ClusterNode {
     lease: ArcSwap<NodeLease>,
     generation: AtomicU64,
     members: ArcSwap<BTreeMap<String, Member>>,
-    tokens: ArcSwap<BTreeMap<String, Vec<i64>>>,
+    ring: ArcSwap<Ring>,
     events: tokio::sync::broadcast::Sender<MemberEvent>,
     /// Some until drop.
     runtime: Option<tokio::runtime::Runtime>,
@@ -85,7 +85,7 @@ impl ClusterNode {
             lease: ArcSwap::from_pointee(lease),
             generation: AtomicU64::new(1),
             members: ArcSwap::from_pointee(now.into_iter().map(|m| (m.name.clone(), m)).collect()),
-            tokens: ArcSwap::default(),
+            ring: ArcSwap::default(),
             events: tokio::sync::broadcast::channel(EVENTS_QUEUED).0,
             runtime: Some(runtime),
         });
@@ -131,25 +131,28 @@ impl ClusterNode {
         self.members.load_full()
     }
 
-    /// Joins, leaves and changes of members from now on.
+    /// Changes of the ring drivers are shown, from now on (`ring.rs`).
     pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<MemberEvent> {
         self.events.subscribe()
     }
 
-    /// The end tokens of the physical partitions each node owns (published by ownership).
-    pub fn tokens_by_node(&self) -> Arc<BTreeMap<String, Vec<i64>>> {
-        self.tokens.load_full()
+    /// The ring drivers are shown: ready members and their assigned end tokens (`ring.rs`).
+    pub fn ring(&self) -> Arc<Ring> {
+        self.ring.load_full()
     }
 
-    /// Publishes each node's owned end tokens; a node whose tokens changed is announced as
-    /// `MemberEvent::Moved` (a new node's first tokens too).
-    pub fn publish_tokens(&self, tokens: BTreeMap<String, Vec<i64>>) {
-        let old = self.tokens.swap(Arc::new(tokens));
-        let new = self.tokens.load();
-        for (name, t) in new.iter() {
-            if old.get(name) != Some(t) {
-                let _ = self.events.send(MemberEvent::Moved(name.clone()));
-            }
+    /// Each ready node's assigned end tokens.
+    pub fn tokens_by_node(&self) -> BTreeMap<String, Vec<i64>> {
+        (self.ring.load().iter())
+            .map(|(n, m)| (n.clone(), m.tokens.clone()))
+            .collect()
+    }
+
+    /// Publishes the ring (ownership, every round) and announces what changed.
+    pub fn publish_ring(&self, ring: Ring) {
+        let old = self.ring.swap(Arc::new(ring));
+        for e in super::ring::changes(&old, &self.ring.load()) {
+            let _ = self.events.send(e);
         }
     }
 
@@ -203,7 +206,7 @@ fn poll_interval(lease_ms: u64) -> Duration {
     Duration::from_millis((lease_ms / 5).clamp(100, 1000))
 }
 
-/// Lists members every poll interval and publishes changes; replaces a lease etcd reported
+/// Lists members every poll interval and keeps the latest list; replaces a lease etcd reported
 /// gone (registering again on the new one). Ends with the node.
 async fn watch_loop(node: std::sync::Weak<ClusterNode>, mut watch: MemberWatch) {
     loop {
@@ -212,13 +215,12 @@ async fn watch_loop(node: std::sync::Weak<ClusterNode>, mut watch: MemberWatch) 
         if n.lease().is_lost() {
             rejoin(&n).await;
         }
+        // Drivers hear of members through the ring (`publish_ring`), not from here: a
+        // member is announced once it is ready, with its share.
         match watch.poll().await {
             Ok(events) if !events.is_empty() => {
                 if let Ok(now) = members::list(&n.control).await {
                     n.members.store(Arc::new(now));
-                }
-                for e in events {
-                    let _ = n.events.send(e);
                 }
             }
             Ok(_) => {}

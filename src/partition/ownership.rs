@@ -19,8 +19,9 @@
 //!    first (`Unowned` until the other node took it), then deletes the owner key; the other
 //!    node takes it at once (the deletion wakes its loop). Owned partitions gone from the maps
 //!    (split parents, dropped tables) are released too.
-//! 5. Marks the rest `Remote(owner)` or `Unowned`, and publishes each node's owned end tokens
-//!    (`ClusterNode::publish_tokens`, for system.local / system.peers).
+//! 5. Marks the rest `Remote(owner)` or `Unowned`, and publishes the ring drivers are shown:
+//!    the ready members with their assigned end tokens (`ClusterNode::publish_ring`, for
+//!    system.local / system.peers and topology events; `cluster::ring` says why assigned).
 //!
 //! A round also starts at once when an owner key changes (an etcd watch on `owner/`): a dead
 //! node's partitions are taken as soon as etcd expires its lease, a handed-off one as soon as
@@ -206,7 +207,7 @@ impl Loop {
         if let Some(a) = self.moves.round(node, maps, handles, &self.owned).await {
             self.apply(node, a).await;
         }
-        self.publish(node, &tables, &owners, &want);
+        self.publish(node, &members, &ready, &want);
         self.publish_group_bytes(node, generation).await
     }
 
@@ -467,39 +468,31 @@ impl Loop {
         }
     }
 
-    /// Each node's owned end tokens, from the owner records read this round and this round's
-    /// own takes and hand-offs.
+    /// The ring drivers are shown (`cluster::ring`): the ready members, each with the end
+    /// tokens assigned to it this round (every table's partitions and the initial layout's).
     fn publish(
         &self,
         node: &ClusterNode,
-        tables: &[(u64, Arc<super::map::PartitionMap>)],
-        owners: &BTreeMap<(u64, u64), crate::cluster::Owner>,
+        members: &BTreeMap<String, crate::cluster::Member>,
+        ready: &std::collections::BTreeSet<String>,
         want: &BTreeMap<i64, &str>,
     ) {
-        let mut by_node: BTreeMap<String, Vec<i64>> = BTreeMap::new();
-        // End tokens no partition has yet (the initial layout's) go to their assigned node.
-        let used: std::collections::BTreeSet<i64> = (tables.iter())
-            .flat_map(|(_, m)| m.parts.iter().map(|p| p.end))
-            .collect();
-        for (end, who) in want.iter().filter(|(end, _)| !used.contains(*end)) {
-            by_node.entry(who.to_string()).or_default().push(*end);
-        }
-        for (sid, map) in tables {
-            for p in &map.parts {
-                let key = (*sid, p.id);
-                let who = match (self.owned.contains_key(&key), owners.get(&key)) {
-                    (true, _) => node.name(),
-                    (false, Some(o)) if o.node != node.name() => o.node.as_str(),
-                    _ => continue,
+        let mut ring: crate::cluster::Ring = (members.iter())
+            .filter(|(name, _)| ready.contains(*name))
+            .map(|(name, m)| {
+                let member = crate::cluster::RingMember {
+                    member: m.clone(),
+                    tokens: Vec::new(),
                 };
-                by_node.entry(who.to_string()).or_default().push(p.end);
+                (name.clone(), member)
+            })
+            .collect();
+        for (end, who) in want {
+            if let Some(m) = ring.get_mut(*who) {
+                m.tokens.push(*end);
             }
         }
-        for tokens in by_node.values_mut() {
-            tokens.sort_unstable();
-            tokens.dedup();
-        }
-        node.publish_tokens(by_node);
+        node.publish_ring(ring);
     }
 }
 

@@ -1,24 +1,25 @@
-//! system.local's tokens and address, system.peers and system.peers_v2 in cluster mode: every
-//! live member but this node (`ClusterNode::members`), with its host id, data centre, rack,
-//! address and port from its `advertise`, the schema version it published
-//! (`cluster::schema_versions`; the nil UUID until it has, so a driver's schema agreement
-//! waits for it) and its tokens: the end tokens of the physical partitions it owns
-//! (`ClusterNode::tokens_by_node`), or, while it owns none, one token derived from its host
-//! id, so a driver never sees a node without tokens. A single node has no peers.
+//! system.local's tokens and address, system.peers and system.peers_v2 in cluster mode: the
+//! ring drivers are shown (`ClusterNode::ring`, `cluster/ring.rs`: the live members whose
+//! ownership loops run, so a node is listed once it has its share) but this node, with host
+//! id, data centre, rack, address and port from its `advertise`, the schema version it
+//! published (`cluster::schema_versions`; the nil UUID until it has, so a driver's schema
+//! agreement waits for it) and its tokens: the end tokens of the physical partitions assigned
+//! to it, or, while it has none, one token derived from its host id, so a driver never sees a
+//! node without tokens. A single node has no peers.
 //!
 //! Several nodes may share an IP (a local cluster on 127.0.0.1): peers_v2 tells them apart by
 //! port, and drivers read it first; system.peers (no port) lists them all under one IP.
 
 use super::system::{inet, int, row, text, text_list, uuid, NodeInfo, VRow, RELEASE_VERSION};
 use super::TableDef;
-use crate::cluster::{ClusterNode, Member};
+use crate::cluster::RingMember;
 use std::net::SocketAddr;
 use uuid::Uuid;
 
 /// This node's tokens as system.local shows them (sorted text).
 pub fn local_tokens(node: &NodeInfo) -> Vec<String> {
     let tokens = match &node.cluster {
-        Some(c) => member_tokens(c, c.member()),
+        Some(c) => member_tokens(c.ring().get(c.name()), &c.member().host_id),
         None => node.tokens.clone(),
     };
     sorted_text(tokens)
@@ -38,10 +39,10 @@ fn sorted_text(tokens: Vec<i64>) -> Vec<String> {
     out
 }
 
-fn member_tokens(c: &ClusterNode, m: &Member) -> Vec<i64> {
-    match c.tokens_by_node().get(&m.name) {
-        Some(t) if !t.is_empty() => t.clone(),
-        _ => vec![host_id_token(&m.host_id)],
+fn member_tokens(m: Option<&RingMember>, host_id: &str) -> Vec<i64> {
+    match m {
+        Some(m) if !m.tokens.is_empty() => m.tokens.clone(),
+        _ => vec![host_id_token(host_id)],
     }
 }
 
@@ -62,16 +63,17 @@ pub fn peer_rows(node: &NodeInfo, t: &TableDef, v2: bool) -> Vec<VRow> {
             Default::default()
         }
     };
-    let members = c.members();
-    let others = members.values().filter(|m| m.name != c.name());
+    let ring = c.ring();
+    let others = ring.values().filter(|m| m.member.name != c.name());
     others
-        .filter_map(|m| {
+        .filter_map(|rm| {
+            let m = &rm.member;
             let addr: SocketAddr = m.advertise.parse().ok()?;
             let host_id = Uuid::parse_str(&m.host_id).ok()?;
             let version = (versions.get(&m.name))
                 .and_then(|v| Uuid::parse_str(v).ok())
                 .unwrap_or_default();
-            let tokens = sorted_text(member_tokens(c, m));
+            let tokens = sorted_text(member_tokens(Some(rm), &m.host_id));
             let port = int(addr.port() as i32);
             let mut cells = vec![
                 ("peer", inet(addr.ip())),

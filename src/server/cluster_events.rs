@@ -2,12 +2,14 @@
 //! REGISTERed for them (`Shared::events`):
 //! - SCHEMA_CHANGE for schema changes other nodes made, as this node adopts them
 //!   (`Catalog::subscribe`; changes made here go out with their request's result);
-//! - cluster mode: TOPOLOGY_CHANGE NEW_NODE and STATUS_CHANGE UP when a node joins,
-//!   STATUS_CHANGE UP when one comes back (its record changed: a restart), STATUS_CHANGE DOWN
-//!   and TOPOLOGY_CHANGE REMOVED_NODE when one leaves (its lease ended: stopped or dead), from
-//!   `ClusterNode::subscribe`; TOPOLOGY_CHANGE MOVED_NODE when the end tokens a node owns
-//!   changed (drivers then read system.peers again and rebuild their token maps). The address is the node's `advertise` (its CQL address), the
-//!   one system.peers_v2 shows, so a driver finds the host the event is about.
+//! - cluster mode, from changes of the ring drivers are shown (`ClusterNode::subscribe`,
+//!   `cluster/ring.rs`: members appear there once ready, with their share of the tokens):
+//!   TOPOLOGY_CHANGE NEW_NODE and STATUS_CHANGE UP when a node appears, STATUS_CHANGE UP when
+//!   one's record changed (a restart), STATUS_CHANGE DOWN and TOPOLOGY_CHANGE REMOVED_NODE when
+//!   one leaves (its lease ended: stopped or dead), TOPOLOGY_CHANGE MOVED_NODE when only its
+//!   tokens changed (drivers that follow it read system.peers again). The address is the
+//!   node's `advertise` (its CQL address), the one system.peers_v2 shows, so a driver finds
+//!   the host the event is about.
 
 use super::Shared;
 use crate::cluster::MemberEvent;
@@ -35,8 +37,8 @@ pub fn start(shared: &Arc<Shared>) {
     });
     if let Some(node) = shared.engine.node.cluster.clone() {
         let mut members = node.subscribe();
-        let mut known: HashMap<String, SocketAddr> = (node.members().values())
-            .filter_map(|m| Some((m.name.clone(), m.advertise.parse().ok()?)))
+        let mut known: HashMap<String, SocketAddr> = (node.ring().values())
+            .filter_map(|m| Some((m.member.name.clone(), m.member.advertise.parse().ok()?)))
             .collect();
         let events = shared.events.clone();
         tokio::spawn(async move {

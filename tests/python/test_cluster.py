@@ -76,11 +76,26 @@ def wait_settled(c, tokens=8):
             local = s.execute("SELECT tokens FROM system.local").one().tokens or []
             peers = [p.tokens or [] for p in s.execute("SELECT tokens FROM system.peers_v2")]
             owned = [set(local)] + [set(p) for p in peers]
-            return all(owned) and len(set().union(*owned)) == tokens \
-                and sum(map(len, owned)) == tokens
+            return len(owned) == len(c.running()) and all(owned) \
+                and len(set().union(*owned)) == tokens and sum(map(len, owned)) == tokens
         wait_until("the nodes to own the initial layout", settled)
     finally:
         cl.shutdown()
+
+
+def owners_match(c, driver):
+    """Whether every partition of app.t is owned by the node the driver's token map names
+    for its end token (system_views.physical_partitions, read through the first node)."""
+    by_port = {n.port: n.name for n in c.nodes}
+    owner_of = {t.value: by_port[h.endpoint.port]
+                for t, h in driver.metadata.token_map.token_to_host_owner.items()}
+    cl, s = pinned(c.nodes[0])
+    try:
+        rows = list(s.execute("SELECT token_end, owner FROM system_views.physical_partitions "
+                              "WHERE keyspace_name = 'app' AND table_name = 't'"))
+    finally:
+        cl.shutdown()
+    return bool(rows) and all(owner_of.get(r.token_end) == r.owner for r in rows)
 
 
 def forwarded(c):
@@ -164,14 +179,28 @@ def test_three_nodes_discovered_routed_and_every_row_everywhere(cluster3):
         create_table(s)
         assert driver.control_connection.wait_for_schema_agreement(wait_time=30)
         # Ownership spreads: the table's 8 partitions' end tokens are the ring, each node owns
-        # some; the driver learns it by itself (TOPOLOGY_CHANGE MOVED_NODE, then system.peers).
+        # some; the driver read it from system.local / system.peers_v2 when it connected (the
+        # nodes list a node, and announce it, only with its share).
         def ring_settled():
             tm = driver.metadata.token_map
             if tm is None or len(tm.ring) != 8:
                 return False
             return {h.endpoint.port for h in tm.token_to_host_owner.values()} == set(ports)
-        wait_until("the driver's token map shows the owners", ring_settled, timeout_s=40)
+        try:
+            wait_until("the driver's token map shows the owners", ring_settled, timeout_s=40)
+        except AssertionError:
+            tm = driver.metadata.token_map
+            print("driver ring:", tm and sorted((t.value, h.endpoint.port)
+                                                 for t, h in tm.token_to_host_owner.items()))
+            cl, ps = pinned(c.nodes[0])
+            print("local:", ps.execute("SELECT tokens FROM system.local").one().tokens)
+            for p in ps.execute("SELECT native_port, tokens FROM system.peers_v2"):
+                print("peer:", p.native_port, p.tokens)
+            cl.shutdown()
+            raise
 
+        # The nodes took app.t's partitions as the ring assigns them (one round or two).
+        wait_until("app.t's owners to be the driver's", lambda: owners_match(c, driver))
         ins = s.prepare("INSERT INTO app.t (pk, v) VALUES (?, ?)")
         # Token-aware: each write goes straight to its owner (its trace, kept by the node
         # that coordinated it, shows no hop).
