@@ -83,6 +83,42 @@ fn a_partition_deletion_shadows_older_rows_only() {
     assert_eq!(t.ints("SELECT v FROM ks.n WHERE k = 3"), [[Some(31)]]);
 }
 
+/// Point reads of a table without clustering columns look up no header
+/// (`select/points.rs`): every way to delete or write its partition must keep its state in
+/// the one row key.
+#[test]
+fn a_flat_table_stores_no_partition_header() {
+    let mut t = open(&[]);
+    t.ok(FLAT);
+    let stmts = [
+        "INSERT INTO ks.n (k, v) VALUES (1, 1) USING TTL 100",
+        "UPDATE ks.n SET w = 2 WHERE k = 1",
+        "DELETE w FROM ks.n WHERE k = 1",
+        "DELETE FROM ks.n USING TIMESTAMP 5 WHERE k = 1",
+        "DELETE FROM ks.n WHERE k = 1",
+        "DELETE FROM ks.n WHERE k = 1 IF EXISTS",
+        "INSERT INTO ks.n (k, v) VALUES (1, 3) IF NOT EXISTS",
+        "UPDATE ks.n SET v = 4 WHERE k = 1 IF v = 3",
+        "BEGIN BATCH DELETE FROM ks.n WHERE k = 1; INSERT INTO ks.n (k, w) VALUES (2, 2); APPLY BATCH",
+        "DELETE FROM ks.n WHERE k IN (1, 2, 3)",
+    ];
+    for stmt in stmts {
+        t.ok(stmt);
+        // One stored key per partition written (k = 1, 2, 3 at most), each a row.
+        assert!(t.data_keys() <= 3, "after {stmt}: {} keys", t.data_keys());
+    }
+    let table = t.engine.schema().table("ks", "n").cloned().unwrap();
+    for k in 1..=3i32 {
+        let pk = bytes::Bytes::from(k.to_be_bytes().to_vec());
+        let header = ringgate::format::header_key(&table, &pk);
+        let stored = t
+            .store
+            .get(ringgate::storage::Space::Data, &header)
+            .unwrap();
+        assert!(stored.is_none(), "partition {k} has a header");
+    }
+}
+
 #[test]
 fn an_expired_ttl_hides_the_row_and_its_cells() {
     let mut t = open(&[]);
