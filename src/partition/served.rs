@@ -139,6 +139,10 @@ impl PartitionHandle for Served {
         self.reader.load().get(key)
     }
 
+    fn prefers_point_reads(&self) -> bool {
+        self.reader.load().prefers_point_reads()
+    }
+
     fn scan(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, reverse: bool) -> ScanIter {
         self.reader.load().scan(lower, upper, reverse)
     }

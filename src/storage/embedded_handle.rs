@@ -228,6 +228,10 @@ impl PartitionHandle for EmbeddedHandle {
         Ok(self.data.get(key)?.map(Bytes::from))
     }
 
+    fn prefers_point_reads(&self) -> bool {
+        true
+    }
+
     fn scan(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, reverse: bool) -> ScanIter {
         scan_within(&self.data, &self.part.range, (lower, upper), reverse)
     }

@@ -234,6 +234,15 @@ pub trait PartitionHandle: Send + Sync {
     fn epoch(&self) -> Epoch;
     /// The current value (reads need no epoch check: fencing protects writes).
     fn get(&self, key: &[u8]) -> Result<Option<Bytes>>;
+    /// Whether a read that knows every key it needs (a partition header and whole row keys)
+    /// should `get` them one by one rather than `scan` the range that holds them. True where a
+    /// point lookup is the cheaper access: an LSM store's `get` consults each disk table's
+    /// bloom filter and stops at the newest version, while a range scan seeks into every
+    /// memtable and disk table. A backend that answers each `get` with a round trip (PostgreSQL)
+    /// keeps the one scan. Either way a read sees the same rows.
+    fn prefers_point_reads(&self) -> bool {
+        false
+    }
     /// Keys within the partition's range and `(lower, upper)`; each scan is consistent in itself.
     fn scan(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, reverse: bool) -> ScanIter;
     /// Local records (see the module doc) keyed `prefix ‖ [token u64 BE, sign bit flipped] ‖

@@ -7,6 +7,7 @@
 mod equal_clustering;
 mod gc_grace;
 mod index_build;
+mod point_reads;
 mod prepared;
 mod schema_diff;
 #[path = "../shared/mod.rs"]

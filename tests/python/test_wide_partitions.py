@@ -57,3 +57,18 @@ def test_a_slice_reads_its_rows_only(session, wide, slice_):
 def test_a_whole_partition_read_reads_every_row(session, wide):
     """The counter counts what is read: without a slice the wide partition is read whole."""
     assert stored_rows_read(session, f"SELECT v FROM {wide} WHERE k = 2") == (WIDE_ROWS, WIDE_ROWS)
+
+
+@pytest.mark.parametrize("keys, want", [
+    ("c = 20000", (1, 1)),
+    ("c IN (29999, 5, 40000)", (2, 2)),
+    ("c = 40000", (0, 0)),
+])
+def test_a_whole_key_read_reads_the_rows_it_names(session, wide, keys, want):
+    """A read naming whole primary keys looks each row up (`select/points.rs`): it reads the
+    named rows that exist and nothing else, however wide the partition."""
+    assert stored_rows_read(session, f"SELECT v FROM {wide} WHERE k = 2 AND {keys}") == want
+    # Prepared, as drivers send it: the same rows.
+    prepared = session.prepare(f"SELECT c, v FROM {wide} WHERE k = ? AND c = ?")
+    assert list(session.execute(prepared, (2, 20000))) == [(20000, 20000)]
+    assert list(session.execute(prepared, (2, 40000))) == []

@@ -124,6 +124,44 @@ pub fn decode_composite_key(
     Ok(values)
 }
 
+/// Whether every value of `ty` has a key without a suffix: its key is then its order part, so
+/// two values Cassandra compares as equal have the same key bytes, and a row whose clustering
+/// values are all of such types is found by the exact key a query's values encode to (a point
+/// lookup), never under another serialization of equal values. Tuples and UDTs always write a
+/// suffix (their trailing-null count); booleans, floating point, varint and decimal may.
+pub fn key_has_no_suffix(ty: &CqlType) -> bool {
+    match ty {
+        CqlType::Ascii
+        | CqlType::Text
+        | CqlType::Blob
+        | CqlType::Inet
+        | CqlType::Duration
+        | CqlType::Custom(_)
+        | CqlType::Tinyint
+        | CqlType::Smallint
+        | CqlType::Int
+        | CqlType::Bigint
+        | CqlType::Counter
+        | CqlType::Timestamp
+        | CqlType::Date
+        | CqlType::Time
+        | CqlType::Uuid
+        | CqlType::Timeuuid => true,
+        CqlType::List(elem) | CqlType::Set(elem) | CqlType::Vector(elem, _) => {
+            key_has_no_suffix(elem)
+        }
+        CqlType::Map(k, v) => key_has_no_suffix(k) && key_has_no_suffix(v),
+        CqlType::Frozen(inner) => key_has_no_suffix(inner),
+        CqlType::Boolean
+        | CqlType::Float
+        | CqlType::Double
+        | CqlType::Varint
+        | CqlType::Decimal
+        | CqlType::Tuple(_)
+        | CqlType::Udt(_) => false,
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // writing
 // ---------------------------------------------------------------------------------------------
@@ -832,5 +870,74 @@ fn dec_tuple(
             Ok(out)
         }
         m => Err(bad_marker(m)),
+    }
+}
+
+#[cfg(test)]
+mod suffix_tests {
+    use super::*;
+
+    /// Serialized sample values, well-formed and not (empty, wrong length), for `ty`.
+    fn samples(ty: &CqlType) -> Vec<Vec<u8>> {
+        let mut v = vec![vec![], vec![0x00], vec![0x80, 0x01, 0x02]];
+        v.extend((0u8..4).map(|b| vec![b; 4]));
+        v.extend((0u8..4).map(|b| vec![0xFF - b; 8]));
+        v.push(vec![0x00; 16]);
+        v.push(vec![0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x07]);
+        if matches!(ty, CqlType::Frozen(_)) {
+            // A one-element list/set: count 1, element of 4 bytes.
+            v.push(vec![0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 9]);
+        }
+        v
+    }
+
+    #[test]
+    fn types_without_suffix_encode_every_value_as_its_order_part() {
+        let int_list = CqlType::Frozen(Box::new(CqlType::List(Box::new(CqlType::Int))));
+        let exact = [
+            CqlType::Text,
+            CqlType::Blob,
+            CqlType::Int,
+            CqlType::Bigint,
+            CqlType::Timestamp,
+            CqlType::Date,
+            CqlType::Time,
+            CqlType::Uuid,
+            CqlType::Timeuuid,
+            CqlType::Inet,
+            int_list,
+        ];
+        for ty in &exact {
+            assert!(key_has_no_suffix(ty), "{ty:?}");
+            for v in samples(ty) {
+                for desc in [false, true] {
+                    let mut k = Vec::new();
+                    let order = encode_composite_key(&[(ty, &v, desc)], &mut k);
+                    assert_eq!(order, k.len(), "{ty:?} {v:?} desc={desc}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn types_with_suffixes_are_not_exact() {
+        // Values whose keys carry a suffix: a point lookup by another serialization of an
+        // equal value would miss the stored row.
+        let cases: [(CqlType, Vec<u8>); 5] = [
+            (CqlType::Boolean, vec![0x02]),
+            (CqlType::Double, f64::NAN.to_be_bytes().to_vec()),
+            (CqlType::Varint, vec![0x00, 0x05]),
+            (CqlType::Decimal, vec![0, 0, 0, 2, 0x64]),
+            (
+                CqlType::Tuple(vec![CqlType::Int]),
+                vec![0, 0, 0, 4, 0, 0, 0, 1],
+            ),
+        ];
+        for (ty, v) in &cases {
+            assert!(!key_has_no_suffix(ty), "{ty:?}");
+            let mut k = Vec::new();
+            let order = encode_composite_key(&[(ty, v, false)], &mut k);
+            assert!(order < k.len(), "{ty:?} has a suffix for {v:?}");
+        }
     }
 }

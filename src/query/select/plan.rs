@@ -63,6 +63,11 @@ pub(super) struct Plan {
     /// only when the query selects whole partitions (no restriction on clustering or regular
     /// columns) or is DISTINCT.
     pub(super) static_rows: bool,
+    /// Each slice names one whole row key: its lower bound is `Included(key)` and no other
+    /// key lies in it (every clustering column restricted by = / IN, each of a type whose key
+    /// has no suffix, or no clustering columns at all). A partition read then looks the keys
+    /// up one by one (`select::points`) instead of scanning.
+    pub(super) points: bool,
 }
 
 /// Cassandra's `queriesFullPartitions` (or DISTINCT): no relation names a clustering column or
@@ -165,6 +170,17 @@ pub(super) fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
     };
     let limit = limit_value(sel.limit.as_ref(), "[limit]", "LIMIT", ctx)?;
     let reversed = reversed_order(t, sel, single_partition)?;
+    // A row key is the order parts of its clustering values then their suffixes; a key
+    // without suffixes that names every column is a whole key, and another stored
+    // serialization of equal values would be the same bytes.
+    let points = single_partition
+        && slice_col.is_none()
+        && prefix_vals.len() == t.clustering.len()
+        && t.clustering_columns()
+            .all(|c| value::key_has_no_suffix(&c.ty))
+        && slices
+            .iter()
+            .all(|(lo, _)| matches!(lo, Bound::Included(_)));
     Ok(Plan {
         target,
         slices,
@@ -172,6 +188,7 @@ pub(super) fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
         limit,
         reversed,
         static_rows: selects_whole_partitions(t, sel),
+        points,
     })
 }
 

@@ -188,80 +188,22 @@ pub(super) fn read_stored(
                 let token = table_token(t, pk);
                 // Read through the handle of the physical partition that owns the key.
                 let handle = engine.handle_at(sid, token)?;
-                let prefix = row::partition_prefix(sid, token, pk);
                 let resume = paging
                     .as_ref()
                     .filter(|p| p.partition as usize == i && !p.last_key.is_empty());
-                let header_key = header_key(prefix.clone());
-                // One seek: the header sorts just before the rows, so a forward read whose
-                // first slice starts at the first row scans from the header on and meets it
-                // first (or learns there is none). Others read the header on its own.
-                let mut header_pending = one_seek(plan, resume.is_some());
-                if !header_pending {
-                    reader.load(&*handle, &header_key, out.now, resume.is_some())?;
-                }
-                let mut rows_prefix = prefix;
-                rows_prefix.push(KIND_ROW);
-                let mut slices: Vec<&KeyRange> = plan.slices.iter().collect();
-                if plan.reversed {
-                    slices.reverse();
-                }
-                for (lo, hi) in slices {
-                    let abs = |b: &Bound<Vec<u8>>, is_hi: bool| -> Bound<Vec<u8>> {
-                        match b {
-                            Bound::Included(k) => Bound::Included([&rows_prefix[..], k].concat()),
-                            Bound::Excluded(k) => Bound::Excluded([&rows_prefix[..], k].concat()),
-                            Bound::Unbounded => {
-                                if is_hi {
-                                    Bound::Excluded(
-                                        prefix_successor(&rows_prefix)
-                                            .expect("row prefix has a successor"),
-                                    )
-                                } else {
-                                    Bound::Included(rows_prefix.clone())
-                                }
-                            }
-                        }
-                    };
-                    let mut lo = if header_pending {
-                        Bound::Included(header_key.clone())
-                    } else {
-                        abs(lo, false)
-                    };
-                    let mut hi = abs(hi, true);
-                    if let Some(p) = resume {
-                        if plan.reversed {
-                            hi = min_hi(hi, p.resume_bound());
-                        } else {
-                            lo = max_lo(lo, p.resume_bound());
-                        }
-                    }
-                    let iter = handle.scan(as_ref(&lo), as_ref(&hi), plan.reversed);
-                    for item in iter {
-                        let (k, v) = item?;
-                        if header_pending {
-                            header_pending = false;
-                            let found = k[..] == header_key[..];
-                            reader.start(found.then_some(&v), out.now, false)?;
-                            if found {
-                                continue;
-                            }
-                        }
-                        out.scanned(token, k.len() + v.len());
-                        let dk = row::decode_key(&k, &ck_types)?;
-                        let ck = k.get(rows_prefix.len()..).unwrap_or(&[]);
-                        if let Flow::Stop(more) = reader.row(out, &dk, Some(ck), &v)? {
-                            if more {
-                                out.rows.paging_state = Some(out.page_state(i as u32, k.to_vec()));
-                            }
-                            return Ok(());
-                        }
-                    }
-                    if header_pending {
-                        // The first slice's scan met neither header nor row.
-                        header_pending = false;
-                        reader.start(None, out.now, false)?;
-                    }
+                let at = PartitionAt {
+                    index: i as u32,
+                    token,
+                    prefix: row::partition_prefix(sid, token, pk),
+                };
+                // A page resumed inside the partition scans on from where it stopped.
+                let stopped = if plan.points && resume.is_none() && handle.prefers_point_reads() {
+                    read_points(&*handle, &mut reader, out, plan, &ck_types, at)?
+                } else {
+                    scan_partition(&*handle, &mut reader, out, plan, &ck_types, at, resume)?
+                };
+                if stopped {
+                    return Ok(());
                 }
                 if let Flow::Stop(more) = reader.statics(out, token, pk) {
                     if more && i + 1 < keys.len() {
@@ -282,6 +224,95 @@ pub(super) fn read_stored(
         Target::Range(lo, hi) => read_ranges(engine, t, plan, out, paging, &[(*lo, *hi)]),
         Target::Ranges(ranges) => read_ranges(engine, t, plan, out, paging, ranges),
     }
+}
+
+/// Scans the rows of one named partition, slice after slice, through its `handle`; true when
+/// the output is full (the page state is set).
+fn scan_partition(
+    handle: &dyn PartitionHandle,
+    reader: &mut PartitionRows,
+    out: &mut Output,
+    plan: &Plan,
+    ck_types: &[(&CqlType, bool)],
+    at: PartitionAt,
+    resume: Option<&PagingState>,
+) -> Result<bool> {
+    let PartitionAt {
+        index: i,
+        token,
+        prefix,
+    } = at;
+    let header_key = header_key(prefix.clone());
+    // One seek: the header sorts just before the rows, so a forward read whose first slice
+    // starts at the first row scans from the header on and meets it first (or learns there
+    // is none). Others read the header on its own.
+    let mut header_pending = one_seek(plan, resume.is_some());
+    if !header_pending {
+        reader.load(handle, &header_key, out.now, resume.is_some())?;
+    }
+    let mut rows_prefix = prefix;
+    rows_prefix.push(KIND_ROW);
+    let mut slices: Vec<&KeyRange> = plan.slices.iter().collect();
+    if plan.reversed {
+        slices.reverse();
+    }
+    for (lo, hi) in slices {
+        let abs = |b: &Bound<Vec<u8>>, is_hi: bool| -> Bound<Vec<u8>> {
+            match b {
+                Bound::Included(k) => Bound::Included([&rows_prefix[..], k].concat()),
+                Bound::Excluded(k) => Bound::Excluded([&rows_prefix[..], k].concat()),
+                Bound::Unbounded => {
+                    if is_hi {
+                        Bound::Excluded(
+                            prefix_successor(&rows_prefix).expect("row prefix has a successor"),
+                        )
+                    } else {
+                        Bound::Included(rows_prefix.clone())
+                    }
+                }
+            }
+        };
+        let mut lo = if header_pending {
+            Bound::Included(header_key.clone())
+        } else {
+            abs(lo, false)
+        };
+        let mut hi = abs(hi, true);
+        if let Some(p) = resume {
+            if plan.reversed {
+                hi = min_hi(hi, p.resume_bound());
+            } else {
+                lo = max_lo(lo, p.resume_bound());
+            }
+        }
+        let iter = handle.scan(as_ref(&lo), as_ref(&hi), plan.reversed);
+        for item in iter {
+            let (k, v) = item?;
+            if header_pending {
+                header_pending = false;
+                let found = k[..] == header_key[..];
+                reader.start(found.then_some(&v), out.now, false)?;
+                if found {
+                    continue;
+                }
+            }
+            out.scanned(token, k.len() + v.len());
+            let dk = row::decode_key(&k, ck_types)?;
+            let ck = k.get(rows_prefix.len()..).unwrap_or(&[]);
+            if let Flow::Stop(more) = reader.row(out, &dk, Some(ck), &v)? {
+                if more {
+                    out.rows.paging_state = Some(out.page_state(i, k.to_vec()));
+                }
+                return Ok(true);
+            }
+        }
+        if header_pending {
+            // The first slice's scan met neither header nor row.
+            header_pending = false;
+            reader.start(None, out.now, false)?;
+        }
+    }
+    Ok(false)
 }
 
 /// Reads token ranges (lo exclusive, hi inclusive), sorted and disjoint, through the physical
