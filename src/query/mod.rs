@@ -546,11 +546,7 @@ impl Engine {
     }
 
     pub(crate) fn lock_stripe(&self, storage_id: u64, pk: &[u8]) -> usize {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        storage_id.hash(&mut h);
-        pk.hash(&mut h);
-        (h.finish() as usize) % LOCK_STRIPES
+        (crate::fast_hash::hash_of(&(storage_id, pk)) as usize) % LOCK_STRIPES
     }
 
     pub(crate) fn stripe(&self, i: usize) -> &Mutex<()> {

@@ -29,6 +29,8 @@ pub struct EmbeddedStore {
     pub(super) free_space: Arc<FreeSpaceGuard>,
     /// Owner epochs and commit mutexes of the partitions opened through handles.
     pub(super) owners: super::embedded_handle::Owners,
+    /// Writes to the data space that do not go through a handle (`write_stamps.rs`).
+    pub(super) plain_writes: Arc<super::write_stamps::Counter>,
 }
 
 /// The purge filter factory, installed after the store is open (by the query layer).
@@ -117,6 +119,7 @@ impl EmbeddedStore {
             purge,
             free_space: Arc::new(FreeSpaceGuard::new(dir.to_path_buf(), 0)),
             owners: Default::default(),
+            plain_writes: Default::default(),
         };
         let moved = super::legacy_sizes::move_records(&store)?;
         if moved > 0 {
@@ -245,6 +248,8 @@ impl Store for EmbeddedStore {
             return Err(StorageError::KeyTooLong(op.key.len()));
         }
         self.free_space.check()?;
+        let _writing =
+            (batch.ops.iter().any(|op| op.space == Space::Data)).then(|| self.plain_writes.begin());
         let mut b = self.db.batch().durability(Some(PersistMode::Buffer));
         for op in batch.ops {
             let ks = self.space(op.space);

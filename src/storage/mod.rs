@@ -17,6 +17,7 @@ pub mod free_space;
 pub mod handle;
 mod legacy_sizes;
 pub mod postgres;
+pub(crate) mod write_stamps;
 
 use bytes::Bytes;
 use std::ops::Bound;

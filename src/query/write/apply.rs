@@ -143,13 +143,16 @@ pub(crate) fn apply_once(
             continue;
         }
         let token = table_token(&m.table, &m.pk);
-        let stored = engine.handle_at(m.table.storage_id, token)?.get(&m.key)?;
+        let (stored, stamp) = engine
+            .handle_at(m.table.storage_id, token)?
+            .get_stamped(&m.key)?;
         conditions.push((
             m.table.storage_id,
             token,
             Condition::Unchanged {
                 key: Bytes::copy_from_slice(&m.key),
                 read: stored.clone(),
+                stamp,
             },
         ));
         let old_len = stored.as_ref().map_or(0, |b| m.key.len() + b.len());
