@@ -1,7 +1,8 @@
 //! The embedded store: fjall (an LSM tree with a write-ahead journal) in the data directory.
 //!
 //! Every commit writes one journal batch and hands it to the operating system before returning,
-//! so an acknowledged write survives `kill -9`. With `SyncMode::Fsync` commits also wait for an
+//! except a partition handle's commit with `SyncMode::None`, whose batch reaches the OS before
+//! any answer is sent (`settle.rs`): an acknowledged write survives `kill -9`. With `SyncMode::Fsync` commits also wait for an
 //! fsync; concurrent committers share one fsync (group commit).
 
 use super::free_space::FreeSpaceGuard;
@@ -83,6 +84,8 @@ pub(super) struct GroupCommit {
     committed: AtomicU64,
     state: Mutex<SyncState>,
     done: Condvar,
+    /// `SyncMode::None`: handle commits written to the OS before answers (`settle.rs`).
+    pub(super) settle: super::settle::Settle,
 }
 
 #[derive(Default)]
@@ -260,6 +263,10 @@ impl Store for EmbeddedStore {
         }
         b.commit()?;
         self.after_commit()
+    }
+
+    fn settle_commits(&self) -> Result<()> {
+        self.group.settle.settle(&self.db)
     }
 
     fn flush(&self) -> Result<()> {

@@ -332,7 +332,10 @@ impl PartitionHandle for EmbeddedHandle {
             .iter()
             .map(|&i| self.state.stamps[i].begin())
             .collect();
-        let mut b = self.db.batch().durability(Some(PersistMode::Buffer));
+        // SyncMode::None: the journal reaches the OS before the answer does (`settle.rs`).
+        let deferred = self.sync == SyncMode::None;
+        let durability = (!deferred).then_some(PersistMode::Buffer);
+        let mut b = self.db.batch().durability(durability);
         let local = commit.local.into_iter().map(|l| (l.key, l.value));
         let all = (commit
             .writes
@@ -347,6 +350,9 @@ impl PartitionHandle for EmbeddedHandle {
             }
         }
         b.commit()?;
+        if deferred {
+            self.group.settle.deferred();
+        }
         drop(writing);
         drop(held);
         drop(current);
