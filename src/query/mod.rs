@@ -564,6 +564,13 @@ impl Engine {
         Some(self.locks[i].lock())
     }
 
+    /// Whether writers take this process's lock stripes (always, but for the test hook below).
+    pub(crate) fn takes_write_locks(&self) -> bool {
+        !self
+            .skip_write_locks
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Test hook: writes and lightweight transactions stop taking this process's lock
     /// stripes, as writers in other processes over a shared backend would not share them;
     /// only the conditional commits then keep read-merge-write exact (`tests/engine_races.rs`).

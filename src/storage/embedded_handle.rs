@@ -242,10 +242,17 @@ impl PartitionHandle for EmbeddedHandle {
         if key.len() > MAX_KEY_BYTES {
             return Ok((None, None));
         }
-        let stripe = &self.state.stamps[stripe_of(key)];
         // Taken before the read: see `write_stamps.rs`.
-        let stamp = write_stamps::stamp(self.state.id, stripe, &self.plain_writes);
+        let stamp = self.stamp(key);
         Ok((self.data.get(key)?.map(Bytes::from), stamp))
+    }
+
+    fn stamp(&self, key: &[u8]) -> Option<ReadStamp> {
+        if !self.part.range.contains(key) || key.len() > MAX_KEY_BYTES {
+            return None;
+        }
+        let stripe = &self.state.stamps[stripe_of(key)];
+        write_stamps::stamp(self.state.id, stripe, &self.plain_writes)
     }
 
     fn scan(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, reverse: bool) -> ScanIter {

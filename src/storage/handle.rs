@@ -254,6 +254,11 @@ pub trait PartitionHandle: Send + Sync {
     fn get_stamped(&self, key: &[u8]) -> Result<(Option<Bytes>, Option<ReadStamp>)> {
         Ok((self.get(key)?, None))
     }
+    /// A stamp for a read of `key` made now by other means (the caller knows its value), if
+    /// the backend gives stamps and no write of its stripe is in flight.
+    fn stamp(&self, _key: &[u8]) -> Option<ReadStamp> {
+        None
+    }
     /// Keys within the partition's range and `(lower, upper)`; each scan is consistent in itself.
     fn scan(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, reverse: bool) -> ScanIter;
     /// Local records (see the module doc) keyed `prefix ‖ [token u64 BE, sign bit flipped] ‖

@@ -143,9 +143,7 @@ pub(crate) fn apply_once(
             continue;
         }
         let token = table_token(&m.table, &m.pk);
-        let (stored, stamp) = engine
-            .handle_at(m.table.storage_id, token)?
-            .get_stamped(&m.key)?;
+        let (stored, stamp) = super::row_read::read_row(engine, &m, token)?;
         conditions.push((
             m.table.storage_id,
             token,

@@ -42,6 +42,7 @@ mod insert;
 mod keys;
 pub mod only_partitions;
 mod params;
+mod row_read;
 pub(crate) mod same_row;
 mod static_only;
 mod update;
