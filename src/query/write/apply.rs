@@ -106,7 +106,7 @@ pub(crate) fn apply_once(
     rctx: Option<&crate::query::RequestCtx>,
     extra: Vec<(u64, Token, Condition)>,
 ) -> Result<std::result::Result<(), StorageError>> {
-    let budgets = write_partitions(engine, &muts).0;
+    let budgets = table_budgets(engine, &muts).0;
     // The write's modification sequence, in flight until this attempt ends (change feed).
     let feed = changefeed::ticket(engine, &muts)?;
     let mut conditions = extra;
