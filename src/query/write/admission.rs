@@ -63,7 +63,7 @@ fn require_owner(engine: &Engine, muts: &[Mutation], logged: bool) -> Result<()>
         let Some(map) = engine.maps.get(sid) else {
             continue;
         };
-        let p = map.route(table_token(&m.table, &m.pk));
+        let p = map.route(m.token);
         if !parts.iter().any(|(s, q)| *s == sid && Arc::ptr_eq(q, p)) {
             parts.push((sid, Arc::clone(p)));
         }
@@ -132,7 +132,7 @@ pub(super) fn write_partitions(
         else {
             continue;
         };
-        let p = map.route(table_token(&m.table, &m.pk));
+        let p = map.route(m.token);
         if !parts.iter().any(|(q, _)| Arc::ptr_eq(q, p)) {
             parts.push((Arc::clone(p), budget.clone()));
         }

@@ -142,7 +142,7 @@ pub(crate) fn apply_once(
                 .map_err(invalid)?;
             continue;
         }
-        let token = table_token(&m.table, &m.pk);
+        let token = m.token;
         let (stored, stamp) = super::row_read::read_row(engine, &m, token)?;
         conditions.push((
             m.table.storage_id,
