@@ -95,3 +95,29 @@ def test_writes_answered_in_one_batch_are_read_back_at_once(session, keyspace):
     assert [r.one().v for ok, r in reads] == [i * 7 for i in range(N)]
     count = session.execute(SimpleStatement(f"SELECT count(*) FROM {t}")).one()[0]
     assert count == N
+
+
+def test_concurrent_first_writes_to_new_partitions_are_all_kept(cluster_factory, session, keyspace):
+    """Writers on several connections append to partitions that do not exist yet: the first
+    write of a partition skips reading its row (no size record: `query/write/row_read.rs`);
+    the others, on the same keys at the same time, must still merge with it, not replace it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    t = f"{keyspace}.fresh"
+    session.execute(f"CREATE TABLE {t} (k int PRIMARY KEY, l list<int>)")
+    writers, keys, rounds = 4, 40, 5
+    clusters = [cluster_factory() for _ in range(writers)]
+    sessions = [c.connect() for c in clusters]
+
+    def write(w):
+        s = sessions[w]
+        append = s.prepare(f"UPDATE {t} SET l = l + ? WHERE k = ?")
+        calls = [(append, ([w * 1000 + r], k)) for r in range(rounds) for k in range(keys)]
+        return run_all(s, calls)
+
+    with ThreadPoolExecutor(writers) as pool:
+        results = list(pool.map(write, range(writers)))
+    assert all(ok for per in results for ok, _ in per)
+    rows = {r.k: sorted(r.l) for r in session.execute(f"SELECT k, l FROM {t}")}
+    want = sorted(w * 1000 + r for w in range(writers) for r in range(rounds))
+    assert rows == {k: want for k in range(keys)}
