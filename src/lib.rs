@@ -11,6 +11,7 @@ pub mod config;
 pub mod cql;
 pub mod error;
 pub mod etcd;
+pub mod fast_hash;
 pub mod format;
 pub mod metrics;
 pub mod partition;

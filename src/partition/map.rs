@@ -4,6 +4,7 @@
 
 use super::sizes::PartStats;
 use super::throttle::{Provisioned, SharedPool};
+use crate::fast_hash::FastMap;
 use crate::storage::{Space, StorageError, Store, WriteBatch};
 use crate::tokens::{Token, MAX_TOKEN, MIN_TOKEN};
 use arc_swap::ArcSwap;
@@ -129,7 +130,8 @@ const MAX_MAP_ATTEMPTS: usize = 32;
 
 /// All tables' partition maps.
 pub struct PartitionMaps {
-    maps: ArcSwap<HashMap<u64, Arc<PartitionMap>>>,
+    /// Looked up several times per write: keyed by storage id with the fast hasher.
+    maps: ArcSwap<FastMap<u64, Arc<PartitionMap>>>,
     next_id: AtomicU64,
     /// The revision of [`MAPS_CHANGED_KEY`] last followed (shared metadata).
     followed: std::sync::atomic::AtomicI64,
@@ -154,7 +156,7 @@ pub type Placer = Arc<dyn Fn() -> Vec<String> + Send + Sync>;
 impl PartitionMaps {
     /// Loads every stored map.
     pub fn open(store: Arc<dyn Store>) -> Result<PartitionMaps, StorageError> {
-        let mut maps = HashMap::new();
+        let mut maps = FastMap::default();
         for item in scan_maps(&*store) {
             let (sid, map) = decode_entry(item?)?;
             maps.insert(sid, Arc::new(map));
@@ -255,7 +257,7 @@ impl PartitionMaps {
     pub fn install(&self, storage_id: u64, map: Arc<PartitionMap>) {
         debug_assert!(map.check());
         self.maps.rcu(|m| {
-            let mut m = HashMap::clone(m);
+            let mut m = FastMap::clone(m);
             m.insert(storage_id, Arc::clone(&map));
             m
         });
@@ -265,7 +267,7 @@ impl PartitionMaps {
     pub fn remove(&self, storage_id: u64, batch: &mut WriteBatch) {
         batch.delete(Space::Meta, map_key(storage_id));
         self.maps.rcu(|m| {
-            let mut m = HashMap::clone(m);
+            let mut m = FastMap::clone(m);
             m.remove(&storage_id);
             m
         });
@@ -502,7 +504,7 @@ impl PartitionMaps {
         // A map a local DDL installed during the scan (its table created after the scan
         // read) is kept, not lost to the older listing.
         self.maps.rcu(|now| {
-            let mut next: HashMap<u64, Arc<PartitionMap>> = (now.iter())
+            let mut next: FastMap<u64, Arc<PartitionMap>> = (now.iter())
                 .filter(|(sid, _)| !at_scan.contains_key(*sid))
                 .map(|(sid, m)| (*sid, Arc::clone(m)))
                 .collect();

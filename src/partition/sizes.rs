@@ -105,7 +105,9 @@ fn table_prefix(storage_id: u64) -> Vec<u8> {
 }
 
 pub fn size_key(storage_id: u64, token: Token, pk: &[u8]) -> Vec<u8> {
-    let mut k = table_prefix(storage_id);
+    // Sized once: built on every write (three times), growing it cost two reallocations.
+    let mut k = Vec::with_capacity(16 + pk.len());
+    k.extend_from_slice(&storage_id.to_be_bytes());
     k.extend_from_slice(&token_bytes(token));
     k.extend_from_slice(pk);
     k

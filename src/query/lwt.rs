@@ -443,6 +443,7 @@ fn unchanged(key: &[u8], read: &Option<Bytes>) -> StorageCondition {
     StorageCondition::Unchanged {
         key: Bytes::copy_from_slice(key),
         read: read.clone(),
+        stamp: None,
     }
 }
 

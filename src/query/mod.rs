@@ -546,11 +546,7 @@ impl Engine {
     }
 
     pub(crate) fn lock_stripe(&self, storage_id: u64, pk: &[u8]) -> usize {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        storage_id.hash(&mut h);
-        pk.hash(&mut h);
-        (h.finish() as usize) % LOCK_STRIPES
+        (crate::fast_hash::hash_of(&(storage_id, pk)) as usize) % LOCK_STRIPES
     }
 
     pub(crate) fn stripe(&self, i: usize) -> &Mutex<()> {
@@ -566,6 +562,13 @@ impl Engine {
             return None;
         }
         Some(self.locks[i].lock())
+    }
+
+    /// Whether writers take this process's lock stripes (always, but for the test hook below).
+    pub(crate) fn takes_write_locks(&self) -> bool {
+        !self
+            .skip_write_locks
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Test hook: writes and lightweight transactions stop taking this process's lock

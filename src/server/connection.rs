@@ -98,7 +98,8 @@ pub async fn serve<S>(
         slots: Arc::clone(&in_flight),
         max: max_in_flight,
     };
-    let writer = tokio::spawn(write_loop(wr, rx, Arc::clone(&unsent), others));
+    let store = Arc::clone(&shared.engine.store);
+    let writer = tokio::spawn(write_loop(wr, rx, Arc::clone(&unsent), others, store));
     let mut st = State {
         version: None,
         compression: Compression::None,
@@ -706,6 +707,7 @@ async fn write_loop<W: AsyncRead + AsyncWrite + Send + 'static>(
     mut rx: mpsc::Receiver<Out>,
     unsent: Arc<OutBudget>,
     in_flight: InFlight,
+    store: Arc<dyn crate::storage::Store>,
 ) {
     let mut segments: Option<bool> = None;
     let mut out = BytesMut::with_capacity(64 * 1024);
@@ -736,6 +738,11 @@ async fn write_loop<W: AsyncRead + AsyncWrite + Send + 'static>(
             msg = rx.try_recv().ok();
         }
         flush_segments(&mut pending, &mut out, segments);
+        // No answer before its commit survives kill -9 (one journal write for all of them).
+        if let Err(e) = store.settle_commits() {
+            tracing::error!(error = %e, "cannot write the journal: closing the connection unanswered");
+            break;
+        }
         if wr.write_all(&out).await.is_err() {
             break;
         }

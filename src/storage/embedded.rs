@@ -1,7 +1,8 @@
 //! The embedded store: fjall (an LSM tree with a write-ahead journal) in the data directory.
 //!
 //! Every commit writes one journal batch and hands it to the operating system before returning,
-//! so an acknowledged write survives `kill -9`. With `SyncMode::Fsync` commits also wait for an
+//! except a partition handle's commit with `SyncMode::None`, whose batch reaches the OS before
+//! any answer is sent (`settle.rs`): an acknowledged write survives `kill -9`. With `SyncMode::Fsync` commits also wait for an
 //! fsync; concurrent committers share one fsync (group commit).
 
 use super::free_space::FreeSpaceGuard;
@@ -29,6 +30,8 @@ pub struct EmbeddedStore {
     pub(super) free_space: Arc<FreeSpaceGuard>,
     /// Owner epochs and commit mutexes of the partitions opened through handles.
     pub(super) owners: super::embedded_handle::Owners,
+    /// Writes to the data space that do not go through a handle (`write_stamps.rs`).
+    pub(super) plain_writes: Arc<super::write_stamps::Counter>,
 }
 
 /// The purge filter factory, installed after the store is open (by the query layer).
@@ -81,6 +84,8 @@ pub(super) struct GroupCommit {
     committed: AtomicU64,
     state: Mutex<SyncState>,
     done: Condvar,
+    /// `SyncMode::None`: handle commits written to the OS before answers (`settle.rs`).
+    pub(super) settle: super::settle::Settle,
 }
 
 #[derive(Default)]
@@ -117,6 +122,7 @@ impl EmbeddedStore {
             purge,
             free_space: Arc::new(FreeSpaceGuard::new(dir.to_path_buf(), 0)),
             owners: Default::default(),
+            plain_writes: Default::default(),
         };
         let moved = super::legacy_sizes::move_records(&store)?;
         if moved > 0 {
@@ -245,6 +251,8 @@ impl Store for EmbeddedStore {
             return Err(StorageError::KeyTooLong(op.key.len()));
         }
         self.free_space.check()?;
+        let _writing =
+            (batch.ops.iter().any(|op| op.space == Space::Data)).then(|| self.plain_writes.begin());
         let mut b = self.db.batch().durability(Some(PersistMode::Buffer));
         for op in batch.ops {
             let ks = self.space(op.space);
@@ -255,6 +263,10 @@ impl Store for EmbeddedStore {
         }
         b.commit()?;
         self.after_commit()
+    }
+
+    fn settle_commits(&self) -> Result<()> {
+        self.group.settle.settle(&self.db)
     }
 
     fn flush(&self) -> Result<()> {

@@ -19,12 +19,14 @@
 
 use super::embedded::{boxed_iter, clamp_lower, clamp_upper, EmbeddedStore, GroupCommit};
 use super::handle::*;
+use super::write_stamps::{self, Counter};
 use super::{HexKey, Result, ScanIter, Space, StorageError, SyncMode, MAX_KEY_BYTES};
 use bytes::Bytes;
 use fjall::{Database, Keyspace, PersistMode, Readable};
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Opened partitions by (storage id, partition id).
@@ -34,34 +36,38 @@ pub(crate) struct Owners(Mutex<HashMap<(u64, u64), Arc<PartState>>>);
 /// Condition-key lock stripes per opened partition.
 const KEY_LOCKS: usize = 64;
 
-/// One partition's owner epoch and condition-key locks.
+/// One partition's owner epoch, condition-key locks and write stamps (`write_stamps.rs`),
+/// both striped by key hash.
 struct PartState {
+    /// Unique in the process (a stamp names the state it was taken from).
+    id: u64,
     epoch: RwLock<Epoch>,
     keys: [Mutex<()>; KEY_LOCKS],
+    stamps: [Counter; KEY_LOCKS],
 }
 
 impl PartState {
     fn new(epoch: Epoch) -> PartState {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         PartState {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             epoch: RwLock::new(epoch),
             keys: std::array::from_fn(|_| Mutex::new(())),
+            stamps: std::array::from_fn(|_| Counter::default()),
         }
     }
 
     /// The stripes of `keys`, sorted and distinct (locked in that order: no deadlock).
     fn stripes<'a>(&self, keys: impl Iterator<Item = &'a Bytes>) -> Vec<usize> {
-        use std::hash::{Hash, Hasher};
-        let mut v: Vec<usize> = keys
-            .map(|k| {
-                let mut h = std::collections::hash_map::DefaultHasher::new();
-                k.hash(&mut h);
-                h.finish() as usize % KEY_LOCKS
-            })
-            .collect();
+        let mut v: Vec<usize> = keys.map(|k| stripe_of(k)).collect();
         v.sort_unstable();
         v.dedup();
         v
     }
+}
+
+fn stripe_of(key: &[u8]) -> usize {
+    crate::fast_hash::hash_of(key) as usize % KEY_LOCKS
 }
 
 fn owner_key(storage_id: u64, partition_id: u64) -> Vec<u8> {
@@ -128,6 +134,7 @@ impl PartitionStore for EmbeddedStore {
             sync: self.sync,
             group: Arc::clone(&self.group),
             free_space: Arc::clone(&self.free_space),
+            plain_writes: Arc::clone(&self.plain_writes),
         }))
     }
 
@@ -209,6 +216,8 @@ struct EmbeddedHandle {
     group: Arc<GroupCommit>,
     /// The store's disk reserve: handle commits are refused below it too.
     free_space: Arc<super::free_space::FreeSpaceGuard>,
+    /// The store's writes to the data space outside the handles (`write_stamps.rs`).
+    plain_writes: Arc<Counter>,
 }
 
 impl PartitionHandle for EmbeddedHandle {
@@ -230,6 +239,24 @@ impl PartitionHandle for EmbeddedHandle {
 
     fn prefers_point_reads(&self) -> bool {
         true
+    }
+
+    fn get_stamped(&self, key: &[u8]) -> Result<(Option<Bytes>, Option<ReadStamp>)> {
+        check_range(&self.part, key)?;
+        if key.len() > MAX_KEY_BYTES {
+            return Ok((None, None));
+        }
+        // Taken before the read: see `write_stamps.rs`.
+        let stamp = self.stamp(key);
+        Ok((self.data.get(key)?.map(Bytes::from), stamp))
+    }
+
+    fn stamp(&self, key: &[u8]) -> Option<ReadStamp> {
+        if !self.part.range.contains(key) || key.len() > MAX_KEY_BYTES {
+            return None;
+        }
+        let stripe = &self.state.stamps[stripe_of(key)];
+        write_stamps::stamp(self.state.id, stripe, &self.plain_writes)
     }
 
     fn scan(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, reverse: bool) -> ScanIter {
@@ -292,6 +319,9 @@ impl PartitionHandle for EmbeddedHandle {
             return Err(fenced(&self.part, self.epoch, *current));
         }
         for cond in &commit.conditions {
+            if self.unchanged_since_read(cond) {
+                continue;
+            }
             let now = self.data.get(cond.key())?;
             if !cond.holds(now.as_deref()) {
                 return Err(StorageError::Conflict {
@@ -303,7 +333,20 @@ impl PartitionHandle for EmbeddedHandle {
             return Ok(());
         }
         self.free_space.check()?;
-        let mut b = self.db.batch().durability(Some(PersistMode::Buffer));
+        // Counted on the written keys' stripes from before the write until after it (whether
+        // it succeeds or not): stamps taken meanwhile are none, earlier ones expire.
+        let written = commit.writes.iter().map(|(k, _)| k);
+        let written = self
+            .state
+            .stripes(written.chain(commit.local.iter().map(|l| &l.key)));
+        let writing: Vec<_> = written
+            .iter()
+            .map(|&i| self.state.stamps[i].begin())
+            .collect();
+        // SyncMode::None: the journal reaches the OS before the answer does (`settle.rs`).
+        let deferred = self.sync == SyncMode::None;
+        let durability = (!deferred).then_some(PersistMode::Buffer);
+        let mut b = self.db.batch().durability(durability);
         let local = commit.local.into_iter().map(|l| (l.key, l.value));
         let all = (commit
             .writes
@@ -318,9 +361,30 @@ impl PartitionHandle for EmbeddedHandle {
             }
         }
         b.commit()?;
+        if deferred {
+            self.group.settle.deferred();
+        }
+        drop(writing);
         drop(held);
         drop(current);
         self.group.after_commit(&self.db, self.sync)
+    }
+}
+
+impl EmbeddedHandle {
+    /// Whether `cond` is an `Unchanged` whose read's stamp shows no write since (it holds
+    /// without reading the key again; `write_stamps.rs`).
+    fn unchanged_since_read(&self, cond: &Condition) -> bool {
+        let Condition::Unchanged {
+            key,
+            stamp: Some(stamp),
+            ..
+        } = cond
+        else {
+            return false;
+        };
+        let stripe = &self.state.stamps[stripe_of(key)];
+        write_stamps::still(stamp, self.state.id, stripe, &self.plain_writes)
     }
 }
 

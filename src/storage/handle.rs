@@ -150,7 +150,22 @@ pub enum Condition {
     Absent(Bytes),
     /// The key still holds exactly what was read earlier (None: still absent). The value is
     /// the version: stored rows carry write timestamps, so an equal value is the same write.
-    Unchanged { key: Bytes, read: Option<Bytes> },
+    /// `stamp`: what [`PartitionHandle::get_stamped`] gave with `read`, if anything; a backend
+    /// may use it to know the key unchanged without reading it again.
+    Unchanged {
+        key: Bytes,
+        read: Option<Bytes>,
+        stamp: Option<ReadStamp>,
+    },
+}
+
+/// What the embedded store saw when it read a key (`storage::write_stamps`): opaque outside
+/// the storage layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadStamp {
+    pub(crate) owner: u64,
+    pub(crate) key: u64,
+    pub(crate) store: u64,
 }
 
 impl Condition {
@@ -242,6 +257,16 @@ pub trait PartitionHandle: Send + Sync {
     /// keeps the one scan. Either way a read sees the same rows.
     fn prefers_point_reads(&self) -> bool {
         false
+    }
+    /// `get`, with a stamp to put in a [`Condition::Unchanged`] on what it read (None: the
+    /// commit compares by reading the key again, as backends without stamps always do).
+    fn get_stamped(&self, key: &[u8]) -> Result<(Option<Bytes>, Option<ReadStamp>)> {
+        Ok((self.get(key)?, None))
+    }
+    /// A stamp for a read of `key` made now by other means (the caller knows its value), if
+    /// the backend gives stamps and no write of its stripe is in flight.
+    fn stamp(&self, _key: &[u8]) -> Option<ReadStamp> {
+        None
     }
     /// Keys within the partition's range and `(lower, upper)`; each scan is consistent in itself.
     fn scan(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, reverse: bool) -> ScanIter;

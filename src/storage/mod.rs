@@ -17,6 +17,8 @@ pub mod free_space;
 pub mod handle;
 mod legacy_sizes;
 pub mod postgres;
+mod settle;
+pub(crate) mod write_stamps;
 
 use bytes::Bytes;
 use std::ops::Bound;
@@ -262,6 +264,12 @@ pub trait Store: Send + Sync + 'static {
     fn commit(&self, batch: WriteBatch) -> Result<()>;
     /// Makes everything committed so far durable on disk (used at shutdown).
     fn flush(&self) -> Result<()>;
+    /// Makes every commit made so far survive `kill -9` where commits defer that (the embedded
+    /// store with `SyncMode::None`, `settle.rs`); called before answers are sent. A no-op by
+    /// default: other stores' commits are as durable as they get when they return.
+    fn settle_commits(&self) -> Result<()> {
+        Ok(())
+    }
     /// The metadata store (`handle.rs`): schema, partition maps, server records.
     fn metadata(&self) -> &dyn handle::MetaStore;
     /// The per-partition contract (`handle.rs`), if this backend offers it.

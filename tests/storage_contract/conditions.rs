@@ -36,21 +36,24 @@ fn absent_and_unchanged_conditions_on(dir: &TempDir) {
     assert_eq!(h.get(&k).unwrap(), Some(b("v1")));
     assert_eq!(h.get(&other).unwrap(), None);
 
-    // Unchanged with what was read: holds.
-    let read = h.get(&k).unwrap();
+    // Unchanged with what was read: holds (with the backend's stamp of the read, if any).
+    let (read, stamp) = h.get_stamped(&k).unwrap();
+    assert_eq!(read, Some(b("v1")));
     let mut c = PartitionCommit::default();
     c.require(Condition::Unchanged {
         key: k.clone(),
         read: read.clone(),
+        stamp,
     })
     .put(k.clone(), "v2");
     h.commit(c).unwrap();
 
-    // The same (stale) read again: Conflict, nothing written.
+    // The same (stale) read and stamp again: Conflict, nothing written.
     let mut c = PartitionCommit::default();
     c.require(Condition::Unchanged {
         key: k.clone(),
         read,
+        stamp,
     })
     .put(k.clone(), "v3");
     assert!(matches!(h.commit(c), Err(StorageError::Conflict { .. })));
@@ -61,6 +64,7 @@ fn absent_and_unchanged_conditions_on(dir: &TempDir) {
     c.require(Condition::Unchanged {
         key: other.clone(),
         read: None,
+        stamp: None,
     })
     .delete(k.clone());
     h.commit(c).unwrap();
@@ -95,12 +99,14 @@ fn two_writers_race_on_one_key_exactly_one_wins_on(dir: &TempDir) {
                 .map(|(who, h)| {
                     let (k, barrier) = (k.clone(), Arc::clone(&barrier));
                     s.spawn(move || {
-                        let read = h.get(&k).unwrap();
+                        // Stamped reads: a stamp must not let both commits pass.
+                        let (read, stamp) = h.get_stamped(&k).unwrap();
                         barrier.wait();
                         let mut c = PartitionCommit::default();
                         c.require(Condition::Unchanged {
                             key: k.clone(),
                             read,
+                            stamp,
                         })
                         .put(k, format!("round {round} by {who}"));
                         h.commit(c)

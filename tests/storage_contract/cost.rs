@@ -45,8 +45,12 @@ fn cost_of_a_conditional_commit_on(dir: &TempDir) {
     for i in 0..COMMITS {
         let read = h.get(&k(i)).unwrap();
         let mut c = PartitionCommit::default();
-        c.require(Condition::Unchanged { key: k(i), read })
-            .put(k(i), vec![3u8; 100]);
+        c.require(Condition::Unchanged {
+            key: k(i),
+            read,
+            stamp: None,
+        })
+        .put(k(i), vec![3u8; 100]);
         h.commit(c).unwrap();
     }
     let conditional = per_commit_ns(start);

@@ -63,7 +63,7 @@ fn require_owner(engine: &Engine, muts: &[Mutation], logged: bool) -> Result<()>
         let Some(map) = engine.maps.get(sid) else {
             continue;
         };
-        let p = map.route(table_token(&m.table, &m.pk));
+        let p = map.route(m.token);
         if !parts.iter().any(|(s, q)| *s == sid && Arc::ptr_eq(q, p)) {
             parts.push((sid, Arc::clone(p)));
         }
@@ -124,31 +124,50 @@ pub(super) fn write_partitions(
     engine: &Engine,
     muts: &[Mutation],
 ) -> (Vec<(u64, Budget)>, PartBudgets) {
-    let schema = engine.schema();
-    let mut budgets: Vec<(u64, Budget)> = Vec::new();
+    let (budgets, maps) = table_budgets(engine, muts);
     let mut parts: PartBudgets = Vec::new();
     for m in muts {
-        let Some(map) = engine.maps.get(m.table.storage_id) else {
+        let sid = m.table.storage_id;
+        let Some((map, (_, budget))) = maps.iter().zip(&budgets).find(|(_, (s, _))| *s == sid)
+        else {
             continue;
         };
-        let budget = match budgets.iter().find(|(s, _)| *s == m.table.storage_id) {
-            Some((_, b)) => b.clone(),
-            None => {
-                let b = crate::partition::throttle::table_budget(
-                    &engine.maps,
-                    &schema,
-                    &m.table,
-                    &map,
-                    &engine.limits.throughput,
-                );
-                budgets.push((m.table.storage_id, b.clone()));
-                b
-            }
-        };
-        let p = map.route(table_token(&m.table, &m.pk));
+        let p = map.route(m.token);
         if !parts.iter().any(|(q, _)| Arc::ptr_eq(q, p)) {
-            parts.push((Arc::clone(p), budget));
+            parts.push((Arc::clone(p), budget.clone()));
         }
     }
     (budgets, parts)
+}
+
+/// The throughput budget of each table the mutations write (tables without a map have none),
+/// with its map.
+pub(super) fn table_budgets(
+    engine: &Engine,
+    muts: &[Mutation],
+) -> (
+    Vec<(u64, Budget)>,
+    Vec<Arc<crate::partition::map::PartitionMap>>,
+) {
+    let schema = engine.schema();
+    let (mut budgets, mut maps) = (Vec::new(), Vec::new());
+    for m in muts {
+        let sid = m.table.storage_id;
+        if budgets.iter().any(|(s, _)| *s == sid) {
+            continue;
+        }
+        let Some(map) = engine.maps.get(sid) else {
+            continue;
+        };
+        let b = crate::partition::throttle::table_budget(
+            &engine.maps,
+            &schema,
+            &m.table,
+            &map,
+            &engine.limits.throughput,
+        );
+        budgets.push((sid, b));
+        maps.push(map);
+    }
+    (budgets, maps)
 }

@@ -106,7 +106,7 @@ pub(crate) fn apply_once(
     rctx: Option<&crate::query::RequestCtx>,
     extra: Vec<(u64, Token, Condition)>,
 ) -> Result<std::result::Result<(), StorageError>> {
-    let budgets = write_partitions(engine, &muts).0;
+    let budgets = table_budgets(engine, &muts).0;
     // The write's modification sequence, in flight until this attempt ends (change feed).
     let feed = changefeed::ticket(engine, &muts)?;
     let mut conditions = extra;
@@ -142,14 +142,15 @@ pub(crate) fn apply_once(
                 .map_err(invalid)?;
             continue;
         }
-        let token = table_token(&m.table, &m.pk);
-        let stored = engine.handle_at(m.table.storage_id, token)?.get(&m.key)?;
+        let token = m.token;
+        let (stored, stamp) = super::row_read::read_row(engine, &m, token)?;
         conditions.push((
             m.table.storage_id,
             token,
             Condition::Unchanged {
                 key: Bytes::copy_from_slice(&m.key),
                 read: stored.clone(),
+                stamp,
             },
         ));
         let old_len = stored.as_ref().map_or(0, |b| m.key.len() + b.len());

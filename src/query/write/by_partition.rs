@@ -13,7 +13,6 @@ use crate::storage::batch_log::Part;
 use crate::storage::handle::{Condition, LocalWrite, PartitionCommit};
 use crate::storage::{Result, Space, StorageError, WriteBatch};
 use crate::tokens::Token;
-use std::collections::HashMap;
 
 /// `owners[i]`: (storage id, token) of the row op `i` was written for; ops past its end are
 /// size records. `conditions`: (storage id, token, condition) for the rows read and merged.
@@ -54,15 +53,18 @@ pub(crate) fn split(
     Ok(parts.list)
 }
 
+/// The commits being built, one per physical partition. A write touches one or a few
+/// partitions: looked up by a linear search (a hash map cost more than the search).
 #[derive(Default)]
 struct Parts {
-    at: HashMap<(u64, u64), usize>,
     list: Vec<Part>,
     /// (storage id, partition) of each entry of `list`.
     placed: Vec<(
         u64,
         std::sync::Arc<crate::partition::map::PhysicalPartition>,
     )>,
+    /// The map of each table seen (looked up once per table, not once per op).
+    maps: Vec<(u64, std::sync::Arc<crate::partition::map::PartitionMap>)>,
 }
 
 impl Parts {
@@ -73,19 +75,29 @@ impl Parts {
         sid: u64,
         token: Token,
     ) -> Result<&mut PartitionCommit> {
-        let map = maps
-            .get(sid)
-            .ok_or_else(|| StorageError::Corrupt(format!("no partition map for table {sid}")))?;
+        let map = match self.maps.iter().find(|(s, _)| *s == sid) {
+            Some((_, m)) => m,
+            None => {
+                let m = maps.get(sid).ok_or_else(|| {
+                    StorageError::Corrupt(format!("no partition map for table {sid}"))
+                })?;
+                self.maps.push((sid, m));
+                &self.maps[self.maps.len() - 1].1
+            }
+        };
         let p = map.route(token);
-        let at = match self.at.get(&(sid, p.id)) {
-            Some(&at) => at,
+        let at = match self
+            .placed
+            .iter()
+            .position(|(s, q)| *s == sid && q.id == p.id)
+        {
+            Some(at) => at,
             None => {
                 self.list.push(Part {
                     handle: handles.get(sid, p)?,
                     commit: PartitionCommit::default(),
                 });
                 self.placed.push((sid, std::sync::Arc::clone(p)));
-                self.at.insert((sid, p.id), self.list.len() - 1);
                 self.list.len() - 1
             }
         };

@@ -93,7 +93,16 @@ pub(super) fn insert_mutations(
     sort_update(&mut static_cells);
     let _ = engine;
     let mut out = Vec::new();
-    for pk in pks {
+    let last = pks.len().saturating_sub(1);
+    for (i, pk) in pks.into_iter().enumerate() {
+        // The last partition takes the cells (one partition: no copy of them).
+        let (cells, static_cells) = match i == last {
+            true => (
+                std::mem::take(&mut cells),
+                std::mem::take(&mut static_cells),
+            ),
+            false => (cells.clone(), static_cells.clone()),
+        };
         if let Some(ck) = &ck {
             let marker = Some(Marker {
                 timestamp_micros: p.timestamp_micros,
@@ -107,12 +116,12 @@ pub(super) fn insert_mutations(
                 RowData {
                     marker,
                     deletion: None,
-                    ..cells.clone()
+                    ..cells
                 },
             ));
         }
         if has_static {
-            out.push(Mutation::header(table, &pk, static_cells.clone()));
+            out.push(Mutation::header(table, &pk, static_cells));
         }
     }
     Ok(out)

@@ -192,6 +192,16 @@ pub(super) fn partition_keys(
     pk_vals: Vec<Option<Vec<Bytes>>>,
 ) -> Result<Vec<Bytes>> {
     require_all(table, &table.partition_key, &pk_vals, "partition key parts")?;
+    // One value per column (no IN), what a point write is: no combinations to build.
+    if pk_vals
+        .iter()
+        .all(|v| v.as_ref().is_some_and(|v| v.len() == 1))
+    {
+        let refs: Vec<&[u8]> = pk_vals.iter().flatten().map(|v| &v[0][..]).collect();
+        let k = Bytes::from(partition_key_bytes(&refs));
+        check_partition_key(&k)?;
+        return Ok(vec![k]);
+    }
     let cols: Vec<Vec<Bytes>> = pk_vals.into_iter().map(|v| v.unwrap_or_default()).collect();
     combinations(&cols)
         .into_iter()

@@ -42,6 +42,7 @@ mod insert;
 mod keys;
 pub mod only_partitions;
 mod params;
+mod row_read;
 pub(crate) mod same_row;
 mod static_only;
 mod update;
@@ -91,16 +92,28 @@ pub fn statement_timestamp(engine: &Engine, session: &mut Session, opts: &QueryO
 pub struct Mutation {
     pub table: Arc<TableDef>,
     pub pk: Bytes,
+    /// The token of `pk` (a write routes and charges by it several times: a Murmur3 hash each).
+    pub token: Token,
     pub key: Vec<u8>,
     pub update: RowData,
+}
+
+/// The token a data key starts with (after its storage id; `format::keys`).
+fn token_in_key(key: &[u8]) -> Token {
+    let b: [u8; 8] = key[8..16]
+        .try_into()
+        .expect("data keys start with id and token");
+    crate::format::keys::token_from_bytes(b)
 }
 
 impl Mutation {
     /// A write of `update` to the row of partition `pk` with clustering values `ck`.
     fn row(table: &Arc<TableDef>, pk: &Bytes, ck: &[Bytes], update: RowData) -> Mutation {
+        let key = row_key(table, pk, ck);
         Mutation {
             table: Arc::clone(table),
-            key: row_key(table, pk, ck),
+            token: token_in_key(&key),
+            key,
             pk: pk.clone(),
             update,
         }
@@ -109,9 +122,11 @@ impl Mutation {
     /// A write of `update` to the header of partition `pk` (static cells, partition deletion,
     /// range tombstones).
     fn header(table: &Arc<TableDef>, pk: &Bytes, update: RowData) -> Mutation {
+        let key = header_key(table, pk);
         Mutation {
             table: Arc::clone(table),
-            key: header_key(table, pk),
+            token: token_in_key(&key),
+            key,
             pk: pk.clone(),
             update,
         }

@@ -63,7 +63,7 @@ pub(super) fn keep(
     keep_by(muts, only, |m| {
         let sid = m.table.storage_id;
         let map = engine.maps.get(sid)?;
-        Some((sid, map.route(super::table_token(&m.table, &m.pk)).id))
+        Some((sid, map.route(m.token).id))
     })
 }
 
