@@ -112,7 +112,7 @@ pub fn execute(
         Some(d) => Arc::clone(d.result_columns),
         None => Arc::new(result_columns(t, sel)?),
     };
-    let mut plan = plan(t, sel, &ctx)?;
+    let mut plan = plan(t, sel, &ctx, shape)?;
     if t.virtual_table {
         plan.filters = all_filters(t, sel, &ctx)?;
     }

@@ -127,8 +127,9 @@ pub(super) fn eval_unset_as(
     }
 }
 
-pub(super) fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
-    crate::query::select_rules::check(t, sel)?;
+/// Plans `sel` on `t` for one request; `shape` is its bind-independent part, which also
+/// checked the WHERE clause's rules that need no values (`shape_of`).
+pub(super) fn plan(t: &TableDef, sel: &Select, ctx: &Ctx, shape: &Shape) -> Result<Plan> {
     let mut need_filtering = false;
     // Validate every relation first.
     let (token, tuple_filters, entry_filters) = check_relations(t, sel, ctx)?;
@@ -195,7 +196,7 @@ pub(super) fn plan(t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Plan> {
         filters,
         limit,
         reversed,
-        static_rows: selects_whole_partitions(t, sel),
+        static_rows: shape.static_rows,
         points,
         tokens,
     })

@@ -3,12 +3,14 @@
 //!
 //! Why: a prepared point read planned its projection (column lookups by name, types and names
 //! cloned) on every EXECUTE, about 700 of its ~25,600 instructions (callgrind, 4 x 32). What
-//! is kept: the projection and the GROUP BY columns. Valid only under the schema version the
-//! statement was described under (`Described::schema_version`: any DDL makes a new version, and
-//! an EXECUTE under another one plans from scratch) and for the table it was planned for. Only
-//! a selection of plain columns (or `*`) is kept: other selectors may hold bind markers
-//! (`selection_marker`), whose values differ per request. Bound: one shape per prepared
-//! statement, counted in the prepared statement cache's byte estimate (`Prepared::cost_bytes`).
+//! is kept: the projection, the GROUP BY columns, whether the query selects whole partitions,
+//! and that the WHERE clause passed the rules that need no values (`select_rules::check`).
+//! Valid only under the schema version the statement was described under
+//! (`Described::schema_version`: any DDL makes a new version, and an EXECUTE under another one
+//! plans from scratch) and for the table it was planned for. Only a selection of plain columns
+//! (or `*`) is kept: other selectors may hold bind markers (`selection_marker`), whose values
+//! differ per request. Bound: one shape per prepared statement, counted in the prepared
+//! statement cache's byte estimate (`Prepared::cost_bytes`).
 
 use super::*;
 use std::sync::OnceLock;
@@ -20,6 +22,8 @@ pub struct Shape {
     storage_id: u64,
     pub(super) proj: Vec<(Proj, String, CqlType)>,
     pub(super) group_cols: Vec<usize>,
+    /// `Plan::static_rows` (`selects_whole_partitions`).
+    pub(super) static_rows: bool,
 }
 
 /// Where a prepared statement keeps its shape: empty until its first EXECUTE under its own
@@ -55,7 +59,11 @@ pub(super) fn shape_of<'a>(
         storage_id: t.storage_id,
         proj: plan_projection(t, Some(ctx), sel)?,
         group_cols: group_by_columns(t, sel)?,
+        static_rows: selects_whole_partitions(t, sel),
     };
+    // The WHERE clause's bind-independent rules, after the selection's (Cassandra prepares the
+    // selection first): a kept shape has passed them, so `plan` does not check them again.
+    crate::query::select_rules::check(t, sel)?;
     match cell.filter(|_| keepable(sel)) {
         Some(cell) => match cell.set(shape) {
             Ok(()) => Ok(cell.get().expect("just set")),
