@@ -302,6 +302,8 @@ pub struct BatchItem<'a> {
 pub struct Described<'a> {
     pub schema_version: uuid::Uuid,
     pub result_columns: &'a Arc<Vec<ResultColumn>>,
+    /// A SELECT's bind-independent plan, kept by its first EXECUTE under this version.
+    pub shape: &'a select::ShapeCell,
 }
 
 /// A prepared statement.
@@ -319,12 +321,16 @@ pub struct Prepared {
     pub result_columns: Arc<Vec<ResultColumn>>,
     /// The schema version the metadata above was described under.
     pub schema_version: uuid::Uuid,
+    /// A SELECT's projection and GROUP BY, planned by its first EXECUTE under
+    /// `schema_version` (`select/shape.rs`).
+    pub select_shape: select::ShapeCell,
 }
 
 impl Prepared {
-    /// Estimated memory: the text, its syntax tree (about as large again) and the metadata.
+    /// Estimated memory: the text, its syntax tree (about as large again) and the metadata
+    /// (a result column counted twice: its description and its kept projection).
     fn cost_bytes(&self) -> usize {
-        let columns = self.bind_columns.len() + self.result_columns.len();
+        let columns = self.bind_columns.len() + 2 * self.result_columns.len();
         2 * self.query.len() + 128 * columns + 512
     }
 }
@@ -634,6 +640,7 @@ impl Engine {
             pk_indexes: info.pk_indexes,
             result_columns: Arc::new(info.result_columns),
             schema_version: schema.version,
+            select_shape: Default::default(),
         });
         let size = prepared.cost_bytes();
         if size > PREPARED_SHARD_BYTES {
@@ -676,6 +683,7 @@ impl Engine {
         let described = Described {
             schema_version: p.schema_version,
             result_columns: &p.result_columns,
+            shape: &p.select_shape,
         };
         self.run_statement(session, &p.parsed, ks.as_deref(), opts, Some(described))
     }
@@ -906,6 +914,7 @@ mod prepared_cache_tests {
             pk_indexes: Vec::new(),
             result_columns: Arc::default(),
             schema_version: uuid::Uuid::nil(),
+            select_shape: Default::default(),
         })
     }
 

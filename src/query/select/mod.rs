@@ -34,6 +34,7 @@ mod points;
 mod read;
 mod routing;
 mod selection;
+mod shape;
 mod slices;
 mod timing;
 mod token_selector;
@@ -59,6 +60,8 @@ use self::read::*;
 use self::routing::*;
 pub use self::selection::result_columns;
 use self::selection::*;
+use self::shape::*;
+pub use self::shape::{Shape, ShapeCell};
 pub(crate) use self::slices::clustering_slices;
 pub(crate) use self::slices::max_lo;
 pub(crate) use self::slices::min_hi;
@@ -92,27 +95,28 @@ pub fn execute(
             "Change feed queries are not supported on system tables",
         ));
     }
-    let proj = plan_projection(t, Some(&ctx), sel)?;
-    let group_cols = group_by_columns(t, sel)?;
+    // A prepared statement's columns and shape, if described under this very schema (a change
+    // of the table since would make them wrong) and not a feed query (it reads a rewritten
+    // SELECT).
+    let described = described.filter(|d| d.schema_version == schema.version && feed.is_none());
+    let mut planned = None;
+    let shape = shape_of(t, sel, &ctx, described.map(|d| d.shape), &mut planned)?;
+    let (proj, group_cols) = (&shape.proj, shape.group_cols.clone());
     let aggregating = !group_cols.is_empty()
         || proj
             .iter()
             .any(|(p, _, _)| matches!(p, Proj::Agg(..) | Proj::AggOf(..)));
     // Without GROUP BY an aggregate query answers one row: it is not paged.
     let count_only = aggregating && group_cols.is_empty();
-    // A prepared statement's columns, if described under this very schema (a change of the
-    // table since would make them wrong) and not a feed query (it reads a rewritten SELECT).
     let columns = match described {
-        Some(d) if d.schema_version == schema.version && feed.is_none() => {
-            Arc::clone(d.result_columns)
-        }
-        _ => Arc::new(result_columns(t, sel)?),
+        Some(d) => Arc::clone(d.result_columns),
+        None => Arc::new(result_columns(t, sel)?),
     };
-    let mut plan = plan(t, sel, &ctx)?;
+    let mut plan = plan(t, sel, &ctx, shape)?;
     if t.virtual_table {
         plan.filters = all_filters(t, sel, &ctx)?;
     }
-    let per_partition = per_partition_limit(t, sel, &proj, &ctx)?;
+    let per_partition = per_partition_limit(t, sel, proj, &ctx)?;
     if !t.virtual_table {
         opts.ctx.trace(|| routing(engine, t, &plan.target));
     }
@@ -130,7 +134,7 @@ pub fn execute(
     };
     let mut out = Output {
         rows: Rows::new(columns),
-        proj: &proj,
+        proj,
         table: t,
         page_rows,
         page_bytes: if page_rows == usize::MAX {
@@ -140,7 +144,7 @@ pub fn execute(
         },
         remaining,
         now: ctx.now_micros.div_euclid(1000),
-        agg: aggregating.then(|| Aggregation::new(&proj, t, group_cols)),
+        agg: aggregating.then(|| Aggregation::new(proj, t, group_cols)),
         resume_inclusive: false,
         json: sel.json,
         aggregating,
@@ -203,12 +207,10 @@ pub fn execute(
         crate::partition::ru::charge_partitions(&out.meter);
         // A single-partition read counts towards that logical partition's heat.
         if let (Target::Partitions(keys), [(p, rows, bytes)]) = (&plan.target, &out.meter[..]) {
-            if let [k] = &keys[..] {
-                p.stats.hot.record(
-                    table_token(t, k),
-                    k,
-                    crate::partition::ru::read_cost(*rows, *bytes),
-                );
+            if let ([k], [token]) = (&keys[..], &plan.tokens[..]) {
+                p.stats
+                    .hot
+                    .record(*token, k, crate::partition::ru::read_cost(*rows, *bytes));
             }
         }
         if let Some(budget) = budget.as_ref().filter(|_| opts.ctx.debits_budget()) {

@@ -19,18 +19,18 @@ pub(super) fn admit_read(
     };
     // Cluster mode: a read of one partition key runs on its partition's owner (whose bucket
     // charges it); reads of several run here, reading the shared store.
-    if let Target::Partitions(keys) = &plan.target {
-        if let [key] = &keys[..] {
-            let p = map.route(table_token(t, key));
+    if let Target::Partitions(_) = &plan.target {
+        if let [token] = plan.tokens[..] {
+            let p = map.route(token);
             crate::partition::placement::require_local(&engine.handles, [(t.storage_id, &**p)])?;
         }
     }
     let budget = throttle::table_budget(&engine.maps, schema, t, map, &engine.limits.throughput);
     let mut parts: Vec<&crate::partition::map::PhysicalPartition> = Vec::new();
     match &plan.target {
-        Target::Partitions(keys) => {
-            for k in keys {
-                let p = map.route(table_token(t, k));
+        Target::Partitions(_) => {
+            for &token in &plan.tokens {
+                let p = map.route(token);
                 if !parts.iter().any(|q| q.id == p.id) {
                     parts.push(p);
                 }
@@ -184,8 +184,7 @@ pub(super) fn read_stored(
         Target::Partitions(keys) => {
             let mut reader = PartitionRows::new(t, plan);
             let start = paging.as_ref().map_or(0, |p| p.partition as usize);
-            for (i, pk) in keys.iter().enumerate().skip(start) {
-                let token = table_token(t, pk);
+            for (i, (pk, &token)) in keys.iter().zip(&plan.tokens).enumerate().skip(start) {
                 // Read through the handle of the physical partition that owns the key.
                 let handle = engine.handle_at(sid, token)?;
                 let resume = paging

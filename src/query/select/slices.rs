@@ -9,6 +9,20 @@ pub(crate) fn clustering_slices(
     prefix_vals: &[Vec<Bytes>],
     slice: Option<&(usize, Vec<(Operator, Bytes)>)>,
 ) -> Vec<KeyRange> {
+    if prefix_vals.is_empty() && slice.is_none() {
+        // The whole partition (every point read of a table without clustering columns): what
+        // the general path yields for the one empty prefix, without its allocations (about
+        // 690 of such a read's ~23,600 instructions, callgrind).
+        return vec![(Bound::Included(Vec::new()), Bound::Unbounded)];
+    }
+    general_slices(t, prefix_vals, slice)
+}
+
+fn general_slices(
+    t: &TableDef,
+    prefix_vals: &[Vec<Bytes>],
+    slice: Option<&(usize, Vec<(Operator, Bytes)>)>,
+) -> Vec<KeyRange> {
     let types: Vec<(&CqlType, bool)> = t.clustering_columns().map(|c| (&c.ty, c.desc)).collect();
     // Every combination of the = / IN values of the prefix columns.
     let mut prefixes: Vec<Vec<u8>> = crate::query::write::combinations(prefix_vals)
@@ -101,4 +115,31 @@ pub(crate) fn max_lo(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
 
 pub(crate) fn min_hi(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
     tighter(a, b, false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_whole_partition_shortcut_is_what_the_general_path_yields() {
+        let mut seen = [false; 2];
+        for ks in crate::schema::system::keyspaces() {
+            for t in ks.tables.values() {
+                seen[usize::from(t.clustering.is_empty())] = true;
+                assert_eq!(
+                    clustering_slices(t, &[], None),
+                    general_slices(t, &[], None),
+                    "{}.{}",
+                    t.keyspace,
+                    t.name
+                );
+            }
+        }
+        assert_eq!(
+            seen,
+            [true, true],
+            "tables with and without clustering columns"
+        );
+    }
 }
