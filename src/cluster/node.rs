@@ -131,6 +131,25 @@ impl ClusterNode {
         self.members.load_full()
     }
 
+    /// The record of member `name`: from the list kept current every poll interval or, when it
+    /// is not there (it joined or came back since the last poll), from etcd at once (the list is
+    /// replaced by what etcd said). None when etcd has no such member or did not answer.
+    pub async fn member_now(self: &Arc<Self>, name: &str) -> Option<Member> {
+        if let Some(m) = self.members().get(name) {
+            return Some(m.clone());
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let node = Arc::clone(self);
+        self.rt().spawn(async move {
+            let listed = members::list(&node.control).await;
+            if let Ok(now) = &listed {
+                node.members.store(Arc::new(now.clone()));
+            }
+            let _ = tx.send(listed.ok());
+        });
+        rx.await.ok().flatten()?.get(name).cloned()
+    }
+
     /// Changes of the ring drivers are shown, from now on (`ring.rs`).
     pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<MemberEvent> {
         self.events.subscribe()

@@ -124,7 +124,9 @@ pub async fn forward_part(
     let engine = &shared.engine;
     let cluster =
         (engine.node.cluster.as_ref()).ok_or_else(|| unavailable("not a cluster".into()))?;
-    let Some(addr) = cluster.members().get(owner).map(|m| m.advertise.clone()) else {
+    // An owner that took the partition since this node last listed the members (it just
+    // joined or restarted) is looked up in etcd rather than refused.
+    let Some(addr) = cluster.member_now(owner).await.map(|m| m.advertise) else {
         return Err(unavailable(format!(
             "the owner of this request's partition, node {owner}, is not a live member"
         )));
