@@ -78,7 +78,7 @@ impl Call {
         let this = Arc::new(self);
         let first = std::time::Instant::now();
         loop {
-            let produced = if long {
+            let mut produced = if long {
                 let slot = Arc::clone(&this.shared.long_requests)
                     .acquire_owned()
                     .await
@@ -95,11 +95,11 @@ impl Call {
             } else {
                 this.attempt(&hold)
             };
-            match produced.not_owner {
+            match produced.not_owner.take() {
                 Some(Route::Owners(parts, logged)) => {
                     return Some(Box::pin(this.fanned_out(parts, logged, produced.tracer)).await)
                 }
-                Some(Route::Owner(None))
+                Some(Route::Owner(None) | Route::Await)
                     if super::forward::may_wait_for_owner(&this.shared, first) =>
                 {
                     hold.tracer = produced.tracer;
@@ -107,6 +107,7 @@ impl Call {
                     tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
                     continue;
                 }
+                Some(Route::Await) => return Some(produced),
                 // Boxed: forwarding's and fan-out's state would otherwise be inline in every
                 // request task's future, which tokio copies when it creates and completes it.
                 Some(Route::Owner(owner)) => {
@@ -312,6 +313,12 @@ enum Route {
     /// A write over partitions of several owners: sent to each (`spanning.rs`); a LOGGED batch
     /// (true) through the cluster batch log.
     Owners(super::spanning::Parts, bool),
+    /// A part of a write spanning owners, sent here by its coordinator, for a partition that no
+    /// node serves yet as this node sees it (its owner, maybe this node, is still opening it,
+    /// e.g. right after CREATE TABLE): it runs again here after a wait, within the same window
+    /// as a coordinator's wait for an owner; then the answer it carries (nothing ran) goes back.
+    /// A part cannot be sent on: its coordinator merges the owners' answers.
+    Await,
 }
 
 /// Runs a QUERY/PREPARE/EXECUTE/BATCH.
@@ -390,6 +397,8 @@ fn execute(
     // A forwarded request whose partition changed owner on the way (a split's children, a
     // takeover): nothing ran; the coordinator looks again (`forward::NOT_OWNER_KEY`).
     let moved_away = matches!(route, Some(Route::Owner(_))) && super::forward::is_forwarded(env);
+    let awaits_owner = matches!(route, Some(Route::Owner(None)))
+        && super::spanning::only_partitions(env).is_some();
     let (response, keyspace) = match result {
         Ok((body, ks)) => (Response::Result(body), ks),
         Err(e) => (Response::Error(convert::error(&e)), None),
@@ -436,7 +445,7 @@ fn execute(
         extras,
         held_ms: None,
         tracer: None,
-        not_owner: None,
+        not_owner: awaits_owner.then_some(Route::Await),
     }
 }
 
