@@ -129,6 +129,12 @@ pub struct Limits {
     /// Request body bytes (after decompression) a connection's requests in flight may hold;
     /// past it the server stops reading from the connection until some complete.
     pub max_in_flight_request_bytes: ByteSize,
+    /// A write (INSERT, UPDATE, DELETE, BATCH) that waits for its storage (PostgreSQL, or a
+    /// disk flush with `storage.sync = "fsync"`) this long is answered with a WriteTimeout
+    /// (its outcome is unknown: it may still commit), as Cassandra's write_request_timeout.
+    pub write_timeout_ms: u64,
+    /// The same for a single-partition SELECT: ReadTimeout. Scans are not timed.
+    pub read_timeout_ms: u64,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -412,6 +418,8 @@ impl Default for Limits {
             max_unsent_bytes_per_connection: ByteSize(32 << 20),
             max_unsent_bytes: ByteSize(512 << 20),
             max_in_flight_request_bytes: ByteSize(64 << 20),
+            write_timeout_ms: 5_000,
+            read_timeout_ms: 5_000,
         }
     }
 }
@@ -767,6 +775,11 @@ impl Config {
             || self.limits.max_in_flight_request_bytes.0 > u32::MAX as u64
         {
             return Err("limits.max_in_flight_request_bytes must be between 1 and 4GiB".into());
+        }
+        if self.limits.write_timeout_ms == 0 || self.limits.read_timeout_ms == 0 {
+            return Err(
+                "limits.write_timeout_ms and limits.read_timeout_ms must be at least 1".into(),
+            );
         }
         if self.limits.max_in_flight_per_connection == 0 {
             return Err("limits.max_in_flight_per_connection must be at least 1".into());

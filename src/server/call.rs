@@ -52,8 +52,9 @@ impl Call {
     /// runs again. Where it runs: on the blocking pool for fsync commits (every write waits for
     /// a disk flush) and, within `Shared::long_requests` slots, for requests that may run long;
     /// else on the runtime thread (point reads and writes: a hand-off would cost them more than
-    /// they take). None if the blocking task died.
-    pub(super) async fn run(self) -> Option<Produced> {
+    /// they take). None if the blocking task died. A request answered at its deadline
+    /// (`deadline.rs`) comes with its storage call, still running.
+    pub(super) async fn run(self) -> Option<(Produced, Option<super::deadline::Lingering>)> {
         let engine = &self.shared.engine;
         // Requests that wait for a disk flush or for PostgreSQL (whose client blocks the calling
         // thread, `storage/postgres/pool.rs`) run on the blocking pool.
@@ -89,15 +90,19 @@ impl Call {
                 p.ok()?
             } else if fsync {
                 let (call, h) = (Arc::clone(&this), hold.clone());
-                tokio::task::spawn_blocking(move || call.attempt(&h))
-                    .await
-                    .ok()?
+                let task = tokio::task::spawn_blocking(move || call.attempt(&h));
+                let (p, lingering) = super::deadline::wait(task, this.deadline()).await?;
+                if lingering.is_some() {
+                    return Some((p, lingering));
+                }
+                p
             } else {
                 this.attempt(&hold)
             };
             match produced.not_owner.take() {
                 Some(Route::Owners(parts, logged)) => {
-                    return Some(Box::pin(this.fanned_out(parts, logged, produced.tracer)).await)
+                    let p = Box::pin(this.fanned_out(parts, logged, produced.tracer)).await;
+                    return Some((p, None));
                 }
                 Some(Route::Owner(None) | Route::Await)
                     if super::forward::may_wait_for_owner(&this.shared, first) =>
@@ -107,14 +112,14 @@ impl Call {
                     tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
                     continue;
                 }
-                Some(Route::Await) => return Some(produced),
+                Some(Route::Await) => return Some((produced, None)),
                 // Boxed: forwarding's and fan-out's state would otherwise be inline in every
                 // request task's future, which tokio copies when it creates and completes it.
                 Some(Route::Owner(owner)) => {
                     let tracer = produced.tracer.clone();
                     let (p, moved) = Box::pin(this.forwarded(owner, produced.tracer)).await;
                     if !moved || !super::forward::may_wait_for_owner(&this.shared, first) {
-                        return Some(p);
+                        return Some((p, None));
                     }
                     hold.tracer = tracer;
                     let wait = super::forward::UNOWNED_RETRY_MS;
@@ -124,12 +129,19 @@ impl Call {
                 None => {}
             }
             let Some(wait_ms) = produced.held_ms else {
-                return Some(produced);
+                return Some((produced, None));
             };
             hold.since.get_or_insert_with(std::time::Instant::now);
             hold.tracer = produced.tracer;
             tokio::time::sleep(std::time::Duration::from_millis(wait_ms)).await;
         }
+    }
+
+    /// How long a request on the blocking pool may wait for its storage (`deadline.rs`);
+    /// None: not timed (scans run on long-request slots, not here; DDL, USE, ...).
+    fn deadline(&self) -> Option<(super::deadline::Timed, std::time::Duration)> {
+        let timed = super::deadline::Timed::of(&self.env.request, self.prepared.as_deref())?;
+        Some((timed, timed.limit(&self.shared.config.limits)))
     }
 
     /// Whether the request may run in its connection's read loop instead of a task of its own
@@ -236,14 +248,7 @@ impl Call {
     fn attempt(&self, hold: &Hold) -> Produced {
         if rejoined_since(&self.shared, self.joined) {
             let e = "this node lost its cluster lease while the request waited; reconnect";
-            return Produced {
-                response: Response::Error(super::forward::unavailable(e.into())),
-                keyspace: None,
-                extras: ResponseExtras::NONE,
-                held_ms: None,
-                tracer: None,
-                not_owner: None,
-            };
+            return Produced::answer(Response::Error(super::forward::unavailable(e.into())));
         }
         let mut session = self.session.clone();
         // The last resort for bugs: a panic is answered with a Server error (panic_guard.rs).
@@ -258,14 +263,7 @@ impl Call {
                 hold,
             )
         })
-        .unwrap_or_else(|e| Produced {
-            response: Response::Error(e),
-            keyspace: None,
-            extras: ResponseExtras::NONE,
-            held_ms: None,
-            tracer: None,
-            not_owner: None,
-        })
+        .unwrap_or_else(|e| Produced::answer(Response::Error(e)))
     }
 }
 
@@ -303,6 +301,20 @@ pub(super) struct Produced {
     tracer: Option<Arc<crate::query::trace::Tracer>>,
     /// Cluster mode: where the request goes instead of running here.
     not_owner: Option<Route>,
+}
+
+impl Produced {
+    /// A plain answer: no keyspace change, extras, hold or route.
+    pub(super) fn answer(response: Response) -> Produced {
+        Produced {
+            response,
+            keyspace: None,
+            extras: ResponseExtras::NONE,
+            held_ms: None,
+            tracer: None,
+            not_owner: None,
+        }
+    }
 }
 
 /// Cluster mode: a request for partitions this node does not own (alone).

@@ -593,10 +593,14 @@ async fn spawn_request(
     tokio::spawn(async move {
         // Not while the client leaves earlier answers unread (see out_budget.rs).
         answer.unsent.wait_for_room().await;
-        let Some(produced) = call.run().await else {
+        let Some((produced, lingering)) = call.run().await else {
             return;
         };
         answer.send(&env.request, produced).await;
+        // Answered at its deadline: the slot stays taken until its storage call ends.
+        if let Some(call) = lingering {
+            let _ = call.await;
+        }
         drop(permit);
         drop(body_permit);
     });

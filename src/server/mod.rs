@@ -7,6 +7,7 @@ mod call;
 mod cluster_events;
 mod connection;
 pub mod convert;
+pub(crate) mod deadline;
 mod fanout;
 mod forward;
 mod handshake;
