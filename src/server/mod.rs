@@ -9,6 +9,7 @@ mod connection;
 pub mod convert;
 mod fanout;
 mod forward;
+mod gathered;
 mod handshake;
 pub mod http;
 mod out_budget;
