@@ -452,7 +452,7 @@ fn run(
     match &env.request {
         Request::Query(q) => {
             let out = engine.query(session, &q.query, opts)?;
-            Ok(finish(shared, out, q.params.skip_metadata))
+            Ok(finish(shared, out, q.params.skip_metadata, None))
         }
         Request::Prepare(p) => {
             let prepared = engine.prepare(session, &p.query, p.keyspace.as_deref())?;
@@ -464,7 +464,15 @@ fn run(
                 None => engine.get_prepared(&e.id)?,
             };
             let out = engine.execute(session, &prepared, opts)?;
-            Ok(finish(shared, out, e.params.skip_metadata))
+            // Rows answered with the columns PREPARE described reuse their encoding.
+            let described = match &out {
+                Outcome::Rows(r) => Arc::ptr_eq(&r.columns, &prepared.result_columns),
+                _ => false,
+            };
+            let encoded = described
+                .then(|| convert::encoded_columns(&prepared, version))
+                .flatten();
+            Ok(finish(shared, out, e.params.skip_metadata, encoded))
         }
         Request::Batch(b) => run_batch(shared, session, b, opts),
         _ => Err(crate::query::QueryError::Server(
@@ -521,7 +529,7 @@ fn run_batch(
         }
     }
     let out = engine.batch(session, &items, opts)?;
-    Ok(finish(shared, out, false))
+    Ok(finish(shared, out, false, None))
 }
 
 /// Records a traced request's session (system_traces).
@@ -596,7 +604,12 @@ pub(super) fn zero_charge(payloads: bool) -> ResponseExtras {
     }
 }
 
-fn finish(shared: &Shared, out: Outcome, skip_metadata: bool) -> (ResultBody, Option<String>) {
+fn finish(
+    shared: &Shared,
+    out: Outcome,
+    skip_metadata: bool,
+    encoded: Option<crate::protocol::response::EncodedColumns>,
+) -> (ResultBody, Option<String>) {
     let ks = match &out {
         Outcome::SetKeyspace(k) => Some(k.clone()),
         _ => None,
@@ -606,5 +619,5 @@ fn finish(shared: &Shared, out: Outcome, skip_metadata: bool) -> (ResultBody, Op
             .events
             .send(Arc::new(Event::SchemaChange(convert::schema_change(c))));
     }
-    (convert::outcome(out, skip_metadata), ks)
+    (convert::outcome(out, skip_metadata, encoded), ks)
 }

@@ -19,8 +19,8 @@ pub use event::{
     Event, SchemaChange, SchemaChangeTarget, SchemaChangeType, StatusChangeType, TopologyChangeType,
 };
 pub use result::{
-    metadata_flags, result_kind, type_id, ColumnSpec, ColumnType, Prepared, ResultBody, Rows,
-    RowsMetadata, RowsWriter,
+    metadata_flags, result_kind, type_id, ColumnSpec, ColumnType, EncodedColumns,
+    EncodedColumnsCache, Prepared, ResultBody, Rows, RowsMetadata, RowsWriter,
 };
 
 use bytes::{Bytes, BytesMut};

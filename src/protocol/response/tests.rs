@@ -97,6 +97,7 @@ fn rows_sample(version: u8) -> Rows {
         }
     }
     w.into_rows(RowsMetadata {
+        encoded: None,
         columns,
         paging_state: Some(b(b"next")),
         no_metadata: false,
@@ -429,6 +430,7 @@ fn rows_metadata_flags() {
     // No metadata with paging state: flags 6, count, paging state, nothing else.
     out.clear();
     RowsMetadata {
+        encoded: None,
         columns: cols.clone(),
         paging_state: Some(b(b"p")),
         no_metadata: true,
@@ -443,6 +445,7 @@ fn rows_metadata_flags() {
     // v5 metadata changed: flags 1|8, count, new id, then the specs.
     out.clear();
     let md = RowsMetadata {
+        encoded: None,
         columns: cols.clone(),
         paging_state: None,
         no_metadata: false,
@@ -463,6 +466,73 @@ fn rows_metadata_flags() {
         ..md
     };
     assert!(bad.encode(&mut BytesMut::new(), 5).is_err());
+}
+
+#[test]
+fn rows_metadata_with_encoded_columns_encodes_as_with_the_columns() {
+    let global = vec![
+        spec("ks", "t", "a", ColumnType::Int),
+        spec(
+            "ks",
+            "t",
+            "b",
+            ColumnType::List(Box::new(ColumnType::Varchar)),
+        ),
+    ];
+    let mixed = vec![global[0].clone(), spec("ks", "u", "c", ColumnType::Blob)];
+    for cols in [global, mixed, Vec::new()] {
+        for version in 3..=5 {
+            for (paging_state, no_metadata) in [(None, false), (Some(b(b"p")), false), (None, true)]
+            {
+                let plain = RowsMetadata {
+                    columns: cols.clone(),
+                    paging_state: paging_state.clone(),
+                    no_metadata,
+                    ..RowsMetadata::default()
+                };
+                let encoded = RowsMetadata {
+                    columns: Vec::new(),
+                    encoded: Some(EncodedColumns::new(&cols, version).unwrap()),
+                    ..plain.clone()
+                };
+                let (mut want, mut got) = (BytesMut::new(), BytesMut::new());
+                plain.encode(&mut want, version).unwrap();
+                encoded.encode(&mut got, version).unwrap();
+                assert_eq!(
+                    got, want,
+                    "v{version} {cols:?} {paging_state:?} {no_metadata}"
+                );
+            }
+        }
+    }
+    // Columns encoded for one version are refused by another.
+    let v4 = RowsMetadata {
+        encoded: Some(EncodedColumns::new(&[spec("k", "t", "a", ColumnType::Int)], 4).unwrap()),
+        ..RowsMetadata::default()
+    };
+    assert!(v4.encode(&mut BytesMut::new(), 5).is_err());
+}
+
+#[test]
+fn encoded_columns_cache_keeps_one_encoding_per_version() {
+    let cache = EncodedColumnsCache::default();
+    let cols = [spec("ks", "t", "a", ColumnType::Int)];
+    let made = std::cell::Cell::new(0);
+    let make = |v| {
+        made.set(made.get() + 1);
+        EncodedColumns::new(&cols, v).ok()
+    };
+    for version in [4, 5, 4, 3, 5] {
+        let got = cache.get_or_make(version, || make(version)).unwrap();
+        assert_eq!(got.version, version);
+    }
+    assert_eq!(made.get(), 3, "made once per version");
+    assert!(cache.get_or_make(2, || make(2)).is_none());
+    assert!(cache.get_or_make(6, || make(6)).is_none());
+    // A making that gives another version's encoding is not kept.
+    let other = EncodedColumnsCache::default();
+    assert!(other.get_or_make(4, || make(5)).is_none());
+    assert_eq!(other.get_or_make(4, || make(4)).unwrap().version, 4);
 }
 
 #[test]
