@@ -123,26 +123,6 @@ def test_concurrent_first_writes_to_new_partitions_are_all_kept(cluster_factory,
     assert rows == {k: want for k in range(keys)}
 
 
-def execute_body(prepared_id, values):
-    """An EXECUTE body: the id, consistency ONE, flags VALUES, the values as [bytes]."""
-    import cqlwire
-
-    body = cqlwire.short(len(prepared_id)) + prepared_id
-    body += cqlwire.short(cqlwire.CONSISTENCY_ONE) + bytes([0x01])
-    body += cqlwire.short(len(values)) + b"".join(cqlwire.bytes_(v) for v in values)
-    return body
-
-
-def prepared_id(conn, cql):
-    import cqlwire
-
-    f = conn.prepare(cql)
-    assert f.opcode == cqlwire.RESULT, f
-    r = cqlwire.Reader(f.body)
-    assert r.int() == cqlwire.RESULT_PREPARED
-    return r.short_bytes()
-
-
 def test_requests_sent_in_one_write_get_one_answer_each(server, session, keyspace):
     """Hundreds of EXECUTEs in one send, so that reads of the socket hold many at once (the
     read loop runs up to 32 per read and gathers their answers into one message for the
@@ -158,23 +138,23 @@ def test_requests_sent_in_one_write_get_one_answer_each(server, session, keyspac
     tk = f"{keyspace}.one_send_text"
     session.execute(f"CREATE TABLE {tk} (k text PRIMARY KEY, v text)")
     with cqlwire.ready_connection(server.host, server.port) as c:
-        ins = prepared_id(c, f"INSERT INTO {t} (k, v) VALUES (?, ?)")
-        ins_text = prepared_id(c, f"INSERT INTO {tk} (k, v) VALUES (?, ?)")
-        sel = prepared_id(c, f"SELECT v FROM {t} WHERE k = ?")
+        ins = c.prepared_id(f"INSERT INTO {t} (k, v) VALUES (?, ?)")
+        ins_text = c.prepared_id(f"INSERT INTO {tk} (k, v) VALUES (?, ?)")
+        sel = c.prepared_id(f"SELECT v FROM {t} WHERE k = ?")
         kinds, blob = {}, b""
         for stream in range(1, 601):
             key = struct.pack(">i", stream)
             if stream % 7 == 0:
-                kind, body = "long-key", execute_body(ins_text, [b"x" * 70_000, b"v"])
+                kind, body = "long-key", cqlwire.execute_body(ins_text, [b"x" * 70_000, b"v"])
             elif stream % 11 == 0:
-                kind, body = "bad-value", execute_body(ins, [b"\x01\x02", b"v"])
+                kind, body = "bad-value", cqlwire.execute_body(ins, [b"\x01\x02", b"v"])
             elif stream % 13 == 0:
-                kind, body = "unprepared", execute_body(b"\x00" * 16, [key])
+                kind, body = "unprepared", cqlwire.execute_body(b"\x00" * 16, [key])
             elif stream > 300 and (stream - 300) % 7 != 0:
                 # Reads of keys written earlier in this same send (stream - 300 < 300).
-                kind, body = "read", execute_body(sel, [struct.pack(">i", stream - 300)])
+                kind, body = "read", cqlwire.execute_body(sel, [struct.pack(">i", stream - 300)])
             else:
-                kind, body = "write", execute_body(ins, [key, f"v{stream}".encode()])
+                kind, body = "write", cqlwire.execute_body(ins, [key, f"v{stream}".encode()])
             kinds[stream] = kind
             blob += cqlwire.frame(cqlwire.EXECUTE, body, stream=stream)
         c.send(blob)
