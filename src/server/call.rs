@@ -415,10 +415,11 @@ fn execute(
             .filter(|_| env.tracing)
             .map(|t| t.session_id),
         warnings: opts.ctx.take_warnings(),
+        custom_payload: Vec::new(),
         // The request charge (Cosmos DB's custom payload) on every response, errors included
         // (what was consumed before the error) and zero charges (PREPARE); left out later for
         // clients that cannot parse payloads (see `State::payloads`).
-        custom_payload: request_charge(charge),
+        request_charge: Some(charge.to_be_bytes()),
     };
     if moved_away {
         (extras.custom_payload).push((super::forward::NOT_OWNER_KEY.into(), Bytes::new()));
@@ -583,23 +584,11 @@ fn record_trace(
         .record(t.finish(client, command, request, params));
 }
 
-/// The `RequestCharge` custom payload: an 8-byte big-endian double.
-fn request_charge(ru: f64) -> Vec<(String, Bytes)> {
-    vec![(
-        "RequestCharge".to_string(),
-        Bytes::copy_from_slice(&ru.to_be_bytes()),
-    )]
-}
-
 /// The extras of a response that consumed nothing (READY, AUTH_SUCCESS): a zero charge for
 /// clients that read payloads, nothing for the others.
 pub(super) fn zero_charge(payloads: bool) -> ResponseExtras {
     ResponseExtras {
-        custom_payload: if payloads {
-            request_charge(0.0)
-        } else {
-            Vec::new()
-        },
+        request_charge: payloads.then(|| 0f64.to_be_bytes()),
         ..ResponseExtras::NONE
     }
 }

@@ -715,6 +715,7 @@ fn settle_answer(
         // A forwarded request's trace goes back to its coordinator regardless.
         let trace = super::forward::TRACE_KEY;
         produced.extras.custom_payload.retain(|(k, _)| k == trace);
+        produced.extras.request_charge = None;
     }
     if let Some(ks) = produced.keyspace.take() {
         *keyspace.lock() = Some(ks);

@@ -331,6 +331,7 @@ fn extras_are_written_in_spec_order() {
         tracing_id: Some([0x11; 16]),
         warnings: vec!["Aggregation query used without partition key".into()],
         custom_payload: vec![("RequestCharge".into(), b(&2.83f64.to_be_bytes()))],
+        request_charge: None,
     };
     let resp = Response::Result(ResultBody::Void);
     let out = encode(4, 1, &resp, &extras, Compression::None);
@@ -352,6 +353,36 @@ fn extras_are_written_in_spec_order() {
     assert_eq!(d.header.flags, flags::TRACING);
     assert_eq!(d.extras.tracing_id, Some([0x11; 16]));
     assert!(d.extras.warnings.is_empty());
+}
+
+#[test]
+fn the_request_charge_is_the_first_custom_payload_entry() {
+    let charge = 2.83f64.to_be_bytes();
+    let other = ("trace".to_string(), b(b"t"));
+    let resp = Response::Result(ResultBody::Void);
+    for rest in [vec![], vec![other.clone()]] {
+        let as_field = ResponseExtras {
+            request_charge: Some(charge),
+            custom_payload: rest.clone(),
+            ..ResponseExtras::NONE
+        };
+        let mut in_payload = vec![("RequestCharge".to_string(), b(&charge))];
+        in_payload.extend(rest);
+        let as_entry = ResponseExtras {
+            custom_payload: in_payload.clone(),
+            ..ResponseExtras::NONE
+        };
+        for version in [4, 5] {
+            let got = encode(version, 3, &resp, &as_field, Compression::None);
+            let want = encode(version, 3, &resp, &as_entry, Compression::None);
+            assert_eq!(got, want, "v{version}");
+            let d = round_trip(version, &resp, &as_field, Compression::None);
+            assert_eq!(d.extras.custom_payload, in_payload);
+        }
+        // v3 has no custom payload.
+        let v3 = encode(3, 3, &resp, &as_field, Compression::None);
+        assert_eq!(v3[1] & flags::CUSTOM_PAYLOAD, 0);
+    }
 }
 
 #[test]
