@@ -19,7 +19,8 @@
 //!
 //! For profiling one phase: `BENCH_ONLY=ringgate-write|ringgate-read|canned-read|...|scan|wide` runs
 //! only that phase (a comma-separated list: those; point phases in the first shape),
-//! `BENCH_SKIP=scan,wide` leaves those phases out (every shape runs), `BENCH_PHASE_SECS` sets the phase time and
+//! `BENCH_SKIP=scan,wide` leaves those phases out (every shape runs), `BENCH_SHAPE=64x4` runs
+//! the point phases in that shape alone, `BENCH_PHASE_SECS` sets the phase time and
 //! `BENCH_READ_KEYS=N` lets reads take keys below N written by an earlier run;
 //! `BENCH_VALUE_BYTES` sets the value size (default 100); `BENCH_SCAN_LOADED=1` scans without
 //! loading first (the scan table of an earlier run on the same server: scans under `perf`);
@@ -69,6 +70,17 @@ impl Settings {
         let listed =
             |list: &Option<String>| list.as_ref().map(|l| l.split(',').any(|p| p == phase));
         listed(&self.only).unwrap_or(true) && !listed(&self.skip).unwrap_or(false)
+    }
+}
+
+/// `BENCH_SHAPE`: `CONNECTIONSxIN_FLIGHT`, e.g. `64x4`.
+fn parse_shape(s: &str) -> (usize, usize) {
+    let parsed = s
+        .split_once('x')
+        .and_then(|(c, d)| Some((c.parse().ok()?, d.parse().ok()?)));
+    match parsed {
+        Some((c, d)) if c > 0 && d > 0 => (c, d),
+        _ => panic!("BENCH_SHAPE={s}: want CONNECTIONSxIN_FLIGHT, e.g. 64x4"),
     }
 }
 
@@ -496,12 +508,12 @@ async fn main() {
         "| connections x in flight | op | server | ops/s | p50 ms | p99 ms | p999 ms | fraction |"
     );
     println!("|---|---|---|---|---|---|---|---|");
-    let shapes = if settings.only.is_some() {
-        &SHAPES[..1]
-    } else {
-        &SHAPES[..]
+    let shapes: Vec<(usize, usize)> = match std::env::var("BENCH_SHAPE").ok() {
+        Some(s) => vec![parse_shape(&s)],
+        None if settings.only.is_some() => SHAPES[..1].to_vec(),
+        None => SHAPES.to_vec(),
     };
-    for &shape in shapes {
+    for shape in shapes {
         if !matches!(settings.only.as_deref(), Some("scan" | "wide")) {
             point_shape(ringgate, canned, shape, &settings).await;
         }

@@ -122,6 +122,7 @@ fn response_frames() -> Vec<(u8, Vec<u8>)> {
             "RequestCharge".into(),
             Bytes::from_static(&[0x40, 0, 0, 0, 0, 0, 0, 0]),
         )],
+        request_charge: None,
     };
     let mut frames = vec![];
     for version in 3..=5 {

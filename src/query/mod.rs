@@ -324,13 +324,17 @@ pub struct Prepared {
     /// A SELECT's projection and GROUP BY, planned by its first EXECUTE under
     /// `schema_version` (`select/shape.rs`).
     pub select_shape: select::ShapeCell,
+    /// `result_columns` as a response encodes them, per protocol version, made by the first
+    /// EXECUTE that answers with them (`server/call.rs`).
+    pub encoded_columns: crate::protocol::response::EncodedColumnsCache,
 }
 
 impl Prepared {
     /// Estimated memory: the text, its syntax tree (about as large again) and the metadata
-    /// (a result column counted twice: its description and its kept projection).
+    /// (a result column counted three times: its description, its kept projection and its
+    /// encoded specs).
     fn cost_bytes(&self) -> usize {
-        let columns = self.bind_columns.len() + 2 * self.result_columns.len();
+        let columns = self.bind_columns.len() + 3 * self.result_columns.len();
         2 * self.query.len() + 128 * columns + 512
     }
 }
@@ -641,6 +645,7 @@ impl Engine {
             result_columns: Arc::new(info.result_columns),
             schema_version: schema.version,
             select_shape: Default::default(),
+            encoded_columns: Default::default(),
         });
         let size = prepared.cost_bytes();
         if size > PREPARED_SHARD_BYTES {
@@ -915,6 +920,7 @@ mod prepared_cache_tests {
             result_columns: Arc::default(),
             schema_version: uuid::Uuid::nil(),
             select_shape: Default::default(),
+            encoded_columns: Default::default(),
         })
     }
 

@@ -436,10 +436,11 @@ fn execute(
             .filter(|_| env.tracing)
             .map(|t| t.session_id),
         warnings: opts.ctx.take_warnings(),
+        custom_payload: Vec::new(),
         // The request charge (Cosmos DB's custom payload) on every response, errors included
         // (what was consumed before the error) and zero charges (PREPARE); left out later for
         // clients that cannot parse payloads (see `State::payloads`).
-        custom_payload: request_charge(charge),
+        request_charge: Some(charge.to_be_bytes()),
     };
     if moved_away {
         (extras.custom_payload).push((super::forward::NOT_OWNER_KEY.into(), Bytes::new()));
@@ -473,7 +474,7 @@ fn run(
     match &env.request {
         Request::Query(q) => {
             let out = engine.query(session, &q.query, opts)?;
-            Ok(finish(shared, out, q.params.skip_metadata))
+            Ok(finish(shared, out, q.params.skip_metadata, None))
         }
         Request::Prepare(p) => {
             let prepared = engine.prepare(session, &p.query, p.keyspace.as_deref())?;
@@ -485,7 +486,15 @@ fn run(
                 None => engine.get_prepared(&e.id)?,
             };
             let out = engine.execute(session, &prepared, opts)?;
-            Ok(finish(shared, out, e.params.skip_metadata))
+            // Rows answered with the columns PREPARE described reuse their encoding.
+            let described = match &out {
+                Outcome::Rows(r) => Arc::ptr_eq(&r.columns, &prepared.result_columns),
+                _ => false,
+            };
+            let encoded = described
+                .then(|| convert::encoded_columns(&prepared, version))
+                .flatten();
+            Ok(finish(shared, out, e.params.skip_metadata, encoded))
         }
         Request::Batch(b) => run_batch(shared, session, b, opts),
         _ => Err(crate::query::QueryError::Server(
@@ -542,7 +551,7 @@ fn run_batch(
         }
     }
     let out = engine.batch(session, &items, opts)?;
-    Ok(finish(shared, out, false))
+    Ok(finish(shared, out, false, None))
 }
 
 /// Records a traced request's session (system_traces).
@@ -596,28 +605,21 @@ fn record_trace(
         .record(t.finish(client, command, request, params));
 }
 
-/// The `RequestCharge` custom payload: an 8-byte big-endian double.
-fn request_charge(ru: f64) -> Vec<(String, Bytes)> {
-    vec![(
-        "RequestCharge".to_string(),
-        Bytes::copy_from_slice(&ru.to_be_bytes()),
-    )]
-}
-
 /// The extras of a response that consumed nothing (READY, AUTH_SUCCESS): a zero charge for
 /// clients that read payloads, nothing for the others.
 pub(super) fn zero_charge(payloads: bool) -> ResponseExtras {
     ResponseExtras {
-        custom_payload: if payloads {
-            request_charge(0.0)
-        } else {
-            Vec::new()
-        },
+        request_charge: payloads.then(|| 0f64.to_be_bytes()),
         ..ResponseExtras::NONE
     }
 }
 
-fn finish(shared: &Shared, out: Outcome, skip_metadata: bool) -> (ResultBody, Option<String>) {
+fn finish(
+    shared: &Shared,
+    out: Outcome,
+    skip_metadata: bool,
+    encoded: Option<crate::protocol::response::EncodedColumns>,
+) -> (ResultBody, Option<String>) {
     let ks = match &out {
         Outcome::SetKeyspace(k) => Some(k.clone()),
         _ => None,
@@ -627,5 +629,5 @@ fn finish(shared: &Shared, out: Outcome, skip_metadata: bool) -> (ResultBody, Op
             .events
             .send(Arc::new(Event::SchemaChange(convert::schema_change(c))));
     }
-    (convert::outcome(out, skip_metadata), ks)
+    (convert::outcome(out, skip_metadata, encoded), ks)
 }

@@ -2,6 +2,7 @@
 //! answered as they complete), and a writer task that batches responses into few writes.
 
 use super::call::{rejoined_since, zero_charge, Call};
+use super::gathered::{Framing, Gathered};
 use super::handshake::HandshakeClock;
 use super::out_budget::OutBudget;
 use super::quickack::QuickAck;
@@ -15,7 +16,7 @@ use crate::query::Session;
 use bytes::{Bytes, BytesMut};
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::sync::{mpsc, watch, Semaphore, TryAcquireError};
 
 /// What the reader hands the writer.
 enum Out {
@@ -65,13 +66,18 @@ struct State {
     request_bytes: Arc<Semaphore>,
     /// Requests this read may still run in the read loop (`INLINE_PER_READ`).
     inline_left: usize,
+    /// The answers of the requests this read ran in the read loop, not yet handed to the writer.
+    gathered: Gathered,
 }
 
 const READ_CHUNK: usize = 64 * 1024;
 /// Point requests one read runs in the read loop at most (`spawn_request`); the rest of the
 /// frames it brought run as tasks, which the other runtime threads can take, so one busy
-/// connection holds its thread for a bounded time and still spreads over the cores.
-const INLINE_PER_READ: usize = 32;
+/// connection holds its thread for a bounded time (64 point requests, well under a
+/// millisecond) and still spreads over the cores. With 32, a tenth of the bench's 4 x 32
+/// point requests became tasks (the driver puts more than 32 on one connection at times),
+/// each about 1,800 instructions dearer.
+const INLINE_PER_READ: usize = 64;
 /// Writer batches at most this many bytes per write call.
 const WRITE_BATCH_BYTES: usize = 1 << 20;
 
@@ -126,6 +132,7 @@ pub async fn serve<S>(
             shared.config.limits.max_in_flight_request_bytes.0 as usize,
         )),
         inline_left: INLINE_PER_READ,
+        gathered: Gathered::default(),
     };
     let max_body = shared.config.limits.max_frame_bytes.0 as usize;
     let mut handshake = HandshakeClock::new(pending, &shared.config.limits);
@@ -164,6 +171,7 @@ pub async fn serve<S>(
             }
             handshake.progress(st.started, st.authenticated);
         }
+        hand_over(&mut st, &tx).await;
         if st.stale {
             break;
         }
@@ -190,6 +198,7 @@ pub async fn serve<S>(
         }
     }
     // Let in-flight requests finish, then close the writer.
+    hand_over(&mut st, &tx).await;
     if let Some(f) = st.forwarder.take() {
         f.abort();
     }
@@ -230,13 +239,27 @@ fn encode(
     compression: Compression,
 ) -> Bytes {
     let mut out = BytesMut::with_capacity(256);
-    if let Err(e) = encode_response(&mut out, version, stream, resp, extras, compression) {
-        out.clear();
+    encode_into(&mut out, version, stream, resp, extras, compression);
+    out.freeze()
+}
+
+/// Appends the response frame to `out`; a response that cannot be encoded is answered with a
+/// Server error instead.
+pub(super) fn encode_into(
+    out: &mut BytesMut,
+    version: u8,
+    stream: i16,
+    resp: &Response,
+    extras: &ResponseExtras,
+    compression: Compression,
+) {
+    // `encode_response` leaves `out` as it was when it fails.
+    if let Err(e) = encode_response(out, version, stream, resp, extras, compression) {
         let err = Response::Error(ErrorResponse::server(format!(
             "cannot encode response: {e}"
         )));
         let _ = encode_response(
-            &mut out,
+            out,
             version,
             stream,
             &err,
@@ -244,7 +267,13 @@ fn encode(
             Compression::None,
         );
     }
-    out.freeze()
+}
+
+/// Hands the answers gathered in the read loop to the writer (see `gathered.rs`).
+async fn hand_over(st: &mut State, tx: &mpsc::Sender<Out>) {
+    if let Some(answers) = st.gathered.take() {
+        let _ = tx.send(Out::Response(answers)).await;
+    }
 }
 
 fn protocol_error(version: u8, stream: i16, msg: impl Into<String>) -> Out {
@@ -546,14 +575,30 @@ async fn spawn_request(
     body_bytes: usize,
 ) -> bool {
     // Backpressure: wait for a slot, and for room for the body (a body larger than the
-    // budget takes all of it), before reading more.
-    let Ok(permit) = Arc::clone(&st.in_flight).acquire_owned().await else {
-        return false;
+    // budget takes all of it), before reading more; the answers gathered so far go out first.
+    let permit = match Arc::clone(&st.in_flight).try_acquire_owned() {
+        Ok(p) => p,
+        Err(TryAcquireError::Closed) => return false,
+        Err(TryAcquireError::NoPermits) => {
+            hand_over(st, tx).await;
+            let Ok(p) = Arc::clone(&st.in_flight).acquire_owned().await else {
+                return false;
+            };
+            p
+        }
     };
     let budget = shared.config.limits.max_in_flight_request_bytes.0;
     let want = body_bytes.min(budget as usize).min(u32::MAX as usize) as u32;
-    let Ok(body_permit) = Arc::clone(&st.request_bytes).acquire_many_owned(want).await else {
-        return false;
+    let body_permit = match Arc::clone(&st.request_bytes).try_acquire_many_owned(want) {
+        Ok(p) => p,
+        Err(TryAcquireError::Closed) => return false,
+        Err(TryAcquireError::NoPermits) => {
+            hand_over(st, tx).await;
+            let Ok(p) = Arc::clone(&st.request_bytes).acquire_many_owned(want).await else {
+                return false;
+            };
+            p
+        }
     };
     if env.custom_payload.is_some() {
         st.payloads = shared.config.protocol.request_charge.sent(true);
@@ -564,16 +609,7 @@ async fn spawn_request(
         true => super::forward::forwarded_keyspace(&env),
         false => st.keyspace.lock().clone(),
     };
-    let answer = Answer {
-        tx: tx.clone(),
-        version: env.version,
-        stream: env.stream,
-        compression: st.compression,
-        payloads: st.payloads,
-        keyspace: Arc::clone(&st.keyspace),
-        unsent: Arc::clone(&st.unsent),
-        started: std::time::Instant::now(),
-    };
+    let started = std::time::Instant::now();
     let call = Call::new(
         Arc::clone(shared),
         Arc::clone(&env),
@@ -583,13 +619,39 @@ async fn spawn_request(
     );
     // Inline while this read's budget lasts and the client reads its answers (a request over
     // the out budget waits, which only a task may).
-    if st.inline_left > 0 && answer.unsent.has_room() && call.runs_inline() {
+    if st.inline_left > 0 && st.unsent.has_room() && call.runs_inline() {
         st.inline_left -= 1;
-        if let Some(produced) = call.run_inline() {
-            answer.send(&env.request, produced).await;
+        if let Some(mut produced) = call.run_inline() {
+            settle_answer(
+                &env.request,
+                &mut produced,
+                started,
+                st.payloads,
+                &st.keyspace,
+            );
+            let framing = Framing {
+                version: env.version,
+                stream: env.stream,
+                compression: st.compression,
+            };
+            let (resp, extras) = (&produced.response, &produced.extras);
+            st.gathered.push(&framing, resp, extras, &st.unsent);
+            if st.gathered.is_full() {
+                hand_over(st, tx).await;
+            }
             return true;
         }
     }
+    let answer = Answer {
+        tx: tx.clone(),
+        version: env.version,
+        stream: env.stream,
+        compression: st.compression,
+        payloads: st.payloads,
+        keyspace: Arc::clone(&st.keyspace),
+        unsent: Arc::clone(&st.unsent),
+        started,
+    };
     tokio::spawn(async move {
         // Not while the client leaves earlier answers unread (see out_budget.rs).
         answer.unsent.wait_for_room().await;
@@ -624,15 +686,13 @@ struct Answer {
 impl Answer {
     /// Records the request's metrics and queues its response for the writer.
     async fn send(&self, request: &Request, mut produced: super::call::Produced) {
-        super::request_metrics::record(request, &produced.response, self.started);
-        if !self.payloads {
-            // A forwarded request's trace goes back to its coordinator regardless.
-            let trace = super::forward::TRACE_KEY;
-            produced.extras.custom_payload.retain(|(k, _)| k == trace);
-        }
-        if let Some(ks) = produced.keyspace {
-            *self.keyspace.lock() = Some(ks);
-        }
+        settle_answer(
+            request,
+            &mut produced,
+            self.started,
+            self.payloads,
+            &self.keyspace,
+        );
         let frame = encode(
             self.version,
             self.stream,
@@ -642,6 +702,27 @@ impl Answer {
         );
         self.unsent.queued(frame.len());
         let _ = self.tx.send(Out::Response(frame)).await;
+    }
+}
+
+/// What every answer goes through before it is encoded: the request's metrics, the payloads
+/// this client may read (see `State::payloads`), the keyspace a USE chose.
+fn settle_answer(
+    request: &Request,
+    produced: &mut super::call::Produced,
+    started: std::time::Instant,
+    payloads: bool,
+    keyspace: &parking_lot::Mutex<Option<String>>,
+) {
+    super::request_metrics::record(request, &produced.response, started);
+    if !payloads {
+        // A forwarded request's trace goes back to its coordinator regardless.
+        let trace = super::forward::TRACE_KEY;
+        produced.extras.custom_payload.retain(|(k, _)| k == trace);
+        produced.extras.request_charge = None;
+    }
+    if let Some(ks) = produced.keyspace.take() {
+        *keyspace.lock() = Some(ks);
     }
 }
 
@@ -704,8 +785,12 @@ impl InFlight {
 /// task's send wakes this task into the runtime's next-to-run slot, so without the yield it
 /// would write each response alone, one `send` syscall per response (0.95 per prepared read
 /// under `scripts/bench`, about a third of the server's CPU); yielding lets the request tasks
-/// already queued on this thread finish and queue theirs first. A lone request's answer is
-/// written at once.
+/// already queued on this thread finish and queue theirs first. It also yields while commits
+/// wait for the journal to reach the OS (`Store::settle_commits`): the other connections'
+/// read loops already queued run first and commit, and the journal write that this writer
+/// or the first of them makes covers them all (with 64 connections x 4 requests in flight, one
+/// journal `write` per batch of answers of each connection before). A lone request's answer
+/// on an idle server is written at once.
 async fn write_loop<W: AsyncRead + AsyncWrite + Send + 'static>(
     mut wr: tokio::io::WriteHalf<W>,
     mut rx: mpsc::Receiver<Out>,
@@ -717,7 +802,7 @@ async fn write_loop<W: AsyncRead + AsyncWrite + Send + 'static>(
     let mut out = BytesMut::with_capacity(64 * 1024);
     let mut pending = BytesMut::new();
     while let Some(first) = rx.recv().await {
-        if in_flight.others() {
+        if in_flight.others() || store.has_unsettled_commits() {
             tokio::task::yield_now().await;
         }
         let mut msg = Some(first);

@@ -3,8 +3,8 @@
 use crate::cql::types::CqlType;
 use crate::protocol::request::{QueryParams, Request, RequestEnvelope, Value, Values};
 use crate::protocol::response::{
-    ColumnSpec, ColumnType, ErrorExtra, ErrorResponse, Prepared as PPrepared, ResultBody,
-    Rows as PRows, RowsMetadata, SchemaChange as PSchemaChange, SchemaChangeTarget,
+    ColumnSpec, ColumnType, EncodedColumns, ErrorExtra, ErrorResponse, Prepared as PPrepared,
+    ResultBody, Rows as PRows, RowsMetadata, SchemaChange as PSchemaChange, SchemaChangeTarget,
     SchemaChangeType,
 };
 use crate::query::{Binds, BoundValue, Outcome, Prepared, QueryError, QueryOptions, ResultColumn};
@@ -148,14 +148,20 @@ pub fn schema_change(c: &SchemaChange) -> PSchemaChange {
     }
 }
 
-pub fn outcome(o: Outcome, skip_metadata: bool) -> ResultBody {
+/// The result body of an outcome; `encoded`: its rows' columns already encoded for the
+/// response's version (a prepared SELECT's, `call.rs`).
+pub fn outcome(o: Outcome, skip_metadata: bool, encoded: Option<EncodedColumns>) -> ResultBody {
     match o {
         Outcome::Void => ResultBody::Void,
         Outcome::SetKeyspace(k) => ResultBody::SetKeyspace(k),
         Outcome::SchemaChange(c) => ResultBody::SchemaChange(schema_change(&c)),
         Outcome::Rows(r) => ResultBody::Rows(PRows {
             metadata: RowsMetadata {
-                columns: specs(&r.columns),
+                columns: match encoded {
+                    Some(_) => Vec::new(),
+                    None => specs(&r.columns),
+                },
+                encoded,
                 paging_state: r.paging_state,
                 no_metadata: skip_metadata,
                 new_metadata_id: None,
@@ -164,6 +170,13 @@ pub fn outcome(o: Outcome, skip_metadata: bool) -> ResultBody {
             rows_content: r.content.freeze(),
         }),
     }
+}
+
+/// A prepared statement's result columns encoded for `version`, made once per version (see
+/// `EncodedColumns`); None when they cannot be encoded (then each response tries and fails).
+pub fn encoded_columns(p: &Prepared, version: u8) -> Option<EncodedColumns> {
+    let make = || EncodedColumns::new(&specs(&p.result_columns), version).ok();
+    p.encoded_columns.get_or_make(version, make).cloned()
 }
 
 /// The v5 result metadata id: a digest of the result columns.
@@ -184,6 +197,7 @@ pub fn prepared(p: &Prepared, version: u8) -> ResultBody {
         bind_columns: specs(&p.bind_columns),
         pk_indexes: p.pk_indexes.clone(),
         result: RowsMetadata {
+            encoded: None,
             columns: specs(&p.result_columns),
             paging_state: None,
             no_metadata: p.result_columns.is_empty(),

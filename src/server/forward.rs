@@ -251,6 +251,7 @@ fn relayed(a: Answer) -> (Response, ResponseExtras) {
         tracing_id: None,
         warnings: a.warnings,
         custom_payload: a.custom_payload,
+        request_charge: None,
     };
     let response = Response::Relayed {
         opcode: a.opcode,

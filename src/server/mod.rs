@@ -10,6 +10,7 @@ pub mod convert;
 pub(crate) mod deadline;
 mod fanout;
 mod forward;
+mod gathered;
 mod handshake;
 pub mod http;
 mod out_budget;

@@ -216,6 +216,7 @@ fn merge(answers: Vec<Result<Answer, ErrorResponse>>, logged: bool) -> Merged {
             "RequestCharge".to_string(),
             Bytes::copy_from_slice(&charge_ru.to_be_bytes()),
         )],
+        request_charge: None,
     };
     let first_failed = dones.iter().position(|d| *d != Done::Applied);
     let response = match first_failed {

@@ -269,6 +269,10 @@ impl Store for EmbeddedStore {
         self.group.settle.settle(&self.db)
     }
 
+    fn has_unsettled_commits(&self) -> bool {
+        self.group.settle.has_unsettled()
+    }
+
     fn flush(&self) -> Result<()> {
         self.db.persist(PersistMode::SyncAll)?;
         Ok(())

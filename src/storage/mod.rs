@@ -270,6 +270,11 @@ pub trait Store: Send + Sync + 'static {
     fn settle_commits(&self) -> Result<()> {
         Ok(())
     }
+    /// Whether a commit made so far waits for `settle_commits` (a connection writer then lets
+    /// the other connections' requests run first: one settle covers their commits too).
+    fn has_unsettled_commits(&self) -> bool {
+        false
+    }
     /// The metadata store (`handle.rs`): schema, partition maps, server records.
     fn metadata(&self) -> &dyn handle::MetaStore;
     /// The per-partition contract (`handle.rs`), if this backend offers it.

@@ -31,6 +31,11 @@ impl Settle {
         self.deferred.fetch_add(1, SeqCst);
     }
 
+    /// Whether a deferred commit is not in the OS yet.
+    pub(super) fn has_unsettled(&self) -> bool {
+        self.settled.load(SeqCst) < self.deferred.load(SeqCst)
+    }
+
     /// Writes the journal to the OS if a deferred commit is not there yet.
     pub(super) fn settle(&self, db: &Database) -> Result<()> {
         let target = self.deferred.load(SeqCst);

@@ -130,6 +130,12 @@ def prepare_body(query):
     return long_string(query)
 
 
+def execute_body(prepared_id, values, consistency=CONSISTENCY_ONE):
+    """An EXECUTE body: the prepared id, the consistency, flags VALUES, the values as [bytes]."""
+    body = short(len(prepared_id)) + prepared_id + short(consistency) + bytes([0x01])
+    return body + short(len(values)) + b"".join(bytes_(v) for v in values)
+
+
 def auth_response_body(user, password):
     token = b"\x00" + user.encode() + b"\x00" + password.encode()
     return bytes_(token)
@@ -301,6 +307,14 @@ class Conn:
 
     def prepare(self, cql, stream=1):
         return self.request(PREPARE, prepare_body(cql), stream=stream)
+
+    def prepared_id(self, cql, stream=1):
+        """PREPAREs `cql` and returns its id."""
+        f = self.prepare(cql, stream=stream)
+        assert f.opcode == RESULT, f"PREPARE answered with {f!r}"
+        r = Reader(f.body)
+        assert r.int() == RESULT_PREPARED
+        return r.short_bytes()
 
     def wait_closed(self, timeout=10.0):
         """Read until the server closes the connection; return the frames seen before that.

@@ -54,6 +54,48 @@ def test_acknowledged_writes_survive_kill9(server_factory, unique_name, sync):
     assert got == expected
 
 
+def test_writes_answered_amid_other_connections_survive_kill9(server_factory, unique_name):
+    """Many connections pipeline writes at once, so that their commits interleave and one
+    journal write covers several connections' commits (a connection writer yields while
+    commits wait for it, `server/connection.rs`). The server is killed as soon as one
+    connection has all its answers: every write that was answered is kept, and nothing else
+    is made up."""
+    import struct
+
+    import cqlwire
+
+    srv = server_factory()
+    ks = unique_name("ks")
+    table = f"{ks}.interleaved"
+    c, s = connect(srv)
+    create_keyspace(s, ks)
+    s.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, v text)")
+    c.shutdown()
+    conns, per_conn = 24, 150
+    wires = [cqlwire.ready_connection(srv.host, srv.port) for _ in range(conns)]
+    try:
+        ins = [w.prepared_id(f"INSERT INTO {table} (id, v) VALUES (?, ?)") for w in wires]
+        for n, w in enumerate(wires):
+            frames = b"".join(
+                cqlwire.frame(cqlwire.EXECUTE, cqlwire.execute_body(
+                    ins[n], [struct.pack(">i", n * per_conn + i), f"v{n}-{i}".encode()]),
+                    stream=i + 10)
+                for i in range(per_conn))
+            w.send(frames)
+        answered = [wires[0].read_frame() for _ in range(per_conn)]
+        srv.kill9()
+    finally:
+        for w in wires:
+            w.close()
+    assert all(f.opcode == cqlwire.RESULT for f in answered), answered[:3]
+    srv.start()
+    got = read_all(srv, table)
+    first = {i: f"v0-{i}" for i in range(per_conn)}
+    missing = sorted(k for k in first if got.get(k) != first[k])
+    assert not missing, f"{len(missing)} answered writes lost after kill -9, e.g. {missing[:10]}"
+    assert all(v == f"v{k // per_conn}-{k % per_conn}" for k, v in got.items())
+
+
 def test_updates_and_deletes_survive_kill9(server_factory, unique_name):
     srv = server_factory()
     ks = unique_name("ks")

@@ -121,3 +121,62 @@ def test_concurrent_first_writes_to_new_partitions_are_all_kept(cluster_factory,
     rows = {r.k: sorted(r.l) for r in session.execute(f"SELECT k, l FROM {t}")}
     want = sorted(w * 1000 + r for w in range(writers) for r in range(rounds))
     assert rows == {k: want for k in range(keys)}
+
+
+def test_requests_sent_in_one_write_get_one_answer_each(server, session, keyspace):
+    """Hundreds of EXECUTEs in one send, so that reads of the socket hold many at once (the
+    read loop runs up to 32 per read and gathers their answers into one message for the
+    writer, `server/gathered.rs`; the rest run as tasks): every stream gets exactly one answer,
+    the failing requests (a key over 64 KiB, a value of the wrong size, an unknown prepared
+    id) fail alone, and every good write is kept."""
+    import struct
+
+    import cqlwire
+
+    t = f"{keyspace}.one_send"
+    session.execute(f"CREATE TABLE {t} (k int PRIMARY KEY, v text)")
+    tk = f"{keyspace}.one_send_text"
+    session.execute(f"CREATE TABLE {tk} (k text PRIMARY KEY, v text)")
+    with cqlwire.ready_connection(server.host, server.port) as c:
+        ins = c.prepared_id(f"INSERT INTO {t} (k, v) VALUES (?, ?)")
+        ins_text = c.prepared_id(f"INSERT INTO {tk} (k, v) VALUES (?, ?)")
+        sel = c.prepared_id(f"SELECT v FROM {t} WHERE k = ?")
+        kinds, blob = {}, b""
+        for stream in range(1, 601):
+            key = struct.pack(">i", stream)
+            if stream % 7 == 0:
+                kind, body = "long-key", cqlwire.execute_body(ins_text, [b"x" * 70_000, b"v"])
+            elif stream % 11 == 0:
+                kind, body = "bad-value", cqlwire.execute_body(ins, [b"\x01\x02", b"v"])
+            elif stream % 13 == 0:
+                kind, body = "unprepared", cqlwire.execute_body(b"\x00" * 16, [key])
+            elif stream > 300 and (stream - 300) % 7 != 0:
+                # Reads of keys written earlier in this same send (stream - 300 < 300).
+                kind, body = "read", cqlwire.execute_body(sel, [struct.pack(">i", stream - 300)])
+            else:
+                kind, body = "write", cqlwire.execute_body(ins, [key, f"v{stream}".encode()])
+            kinds[stream] = kind
+            blob += cqlwire.frame(cqlwire.EXECUTE, body, stream=stream)
+        c.send(blob)
+        answers = {}
+        for _ in kinds:
+            f = c.read_frame()
+            assert f.stream not in answers, f"stream {f.stream} answered twice: {f!r}"
+            answers[f.stream] = f
+        writes = {s for s, k in kinds.items() if k == "write"}
+        for stream, kind in kinds.items():
+            f = answers[stream]
+            if kind in ("write", "read"):
+                assert f.opcode == cqlwire.RESULT, f"{kind} on stream {stream}: {f!r}"
+            else:
+                code, message = f.error()
+                want = {"long-key": cqlwire.ERR_INVALID, "bad-value": cqlwire.ERR_INVALID,
+                        "unprepared": 0x2500}[kind]
+                assert code == want, f"{kind} on stream {stream}: {code:#x} {message}"
+        # A read finds its key's write or nothing (pipelined requests run in no promised
+        # order), never the value of a write that failed.
+        for stream, kind in kinds.items():
+            if kind == "read" and stream - 300 not in writes:
+                assert f"v{stream - 300}".encode() not in answers[stream].body, stream
+    rows = {r.k: r.v for r in session.execute(f"SELECT k, v FROM {t}")}
+    assert rows == {s: f"v{s}" for s in writes}

@@ -19,8 +19,8 @@ pub use event::{
     Event, SchemaChange, SchemaChangeTarget, SchemaChangeType, StatusChangeType, TopologyChangeType,
 };
 pub use result::{
-    metadata_flags, result_kind, type_id, ColumnSpec, ColumnType, Prepared, ResultBody, Rows,
-    RowsMetadata, RowsWriter,
+    metadata_flags, result_kind, type_id, ColumnSpec, ColumnType, EncodedColumns,
+    EncodedColumnsCache, Prepared, ResultBody, Rows, RowsMetadata, RowsWriter,
 };
 
 use bytes::{Bytes, BytesMut};
@@ -99,9 +99,12 @@ pub struct ResponseExtras {
     pub tracing_id: Option<[u8; 16]>,
     /// Warnings; if non-empty, sets the WARNING flag and follows the tracing id (v4+ only).
     pub warnings: Vec<String>,
-    /// Custom payload (e.g. Cosmos DB's `RequestCharge`); if non-empty, sets CUSTOM_PAYLOAD and
-    /// follows the warnings (v4+ only).
+    /// Custom payload; if non-empty, sets CUSTOM_PAYLOAD and follows the warnings (v4+ only).
     pub custom_payload: Vec<(String, Bytes)>,
+    /// Cosmos DB's `RequestCharge` (a big-endian double): the custom payload's first entry when
+    /// set (it sets CUSTOM_PAYLOAD too). Kept apart from `custom_payload` so that the charge
+    /// every answer carries costs no allocation (three were about 2% of a point read).
+    pub request_charge: Option<[u8; 8]>,
 }
 
 impl ResponseExtras {
@@ -110,7 +113,24 @@ impl ResponseExtras {
         tracing_id: None,
         warnings: Vec::new(),
         custom_payload: Vec::new(),
+        request_charge: None,
     };
+}
+
+/// The custom payload map: the request charge first (if set), then `custom_payload`.
+fn write_payload(body: &mut BytesMut, extras: &ResponseExtras) -> Result<(), EncodeError> {
+    let charge = extras.request_charge.as_ref();
+    let n = extras.custom_payload.len() + usize::from(charge.is_some());
+    write_short_count(body, n, "[bytes map]")?;
+    if let Some(c) = charge {
+        write_string(body, "RequestCharge")?;
+        write_bytes(body, Some(c))?;
+    }
+    for (k, v) in &extras.custom_payload {
+        write_string(body, k)?;
+        write_bytes(body, Some(v))?;
+    }
+    Ok(())
 }
 
 /// Encodes one response frame and appends it to `out`.
@@ -151,7 +171,8 @@ fn encode_frame(
 ) -> Result<(), EncodeError> {
     let start = out.len();
     let warnings = version >= 4 && !extras.warnings.is_empty();
-    let payload = version >= 4 && !extras.custom_payload.is_empty();
+    let payload =
+        version >= 4 && (extras.request_charge.is_some() || !extras.custom_payload.is_empty());
     let compress = version < 5 && compression != Compression::None;
     let mut fl = 0u8;
     if extras.tracing_id.is_some() {
@@ -189,7 +210,7 @@ fn encode_frame(
             write_string_list(body, &extras.warnings)?;
         }
         if payload {
-            write_bytes_map(body, &extras.custom_payload)?;
+            write_payload(body, extras)?;
         }
         resp.encode_body(body, version)
     };

@@ -317,6 +317,7 @@ pub(crate) fn decode_rows_metadata(buf: &mut Bytes, version: u8) -> R<(RowsMetad
     };
     Ok((
         RowsMetadata {
+            encoded: None,
             columns,
             paging_state,
             no_metadata,

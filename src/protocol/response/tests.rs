@@ -97,6 +97,7 @@ fn rows_sample(version: u8) -> Rows {
         }
     }
     w.into_rows(RowsMetadata {
+        encoded: None,
         columns,
         paging_state: Some(b(b"next")),
         no_metadata: false,
@@ -330,6 +331,7 @@ fn extras_are_written_in_spec_order() {
         tracing_id: Some([0x11; 16]),
         warnings: vec!["Aggregation query used without partition key".into()],
         custom_payload: vec![("RequestCharge".into(), b(&2.83f64.to_be_bytes()))],
+        request_charge: None,
     };
     let resp = Response::Result(ResultBody::Void);
     let out = encode(4, 1, &resp, &extras, Compression::None);
@@ -351,6 +353,36 @@ fn extras_are_written_in_spec_order() {
     assert_eq!(d.header.flags, flags::TRACING);
     assert_eq!(d.extras.tracing_id, Some([0x11; 16]));
     assert!(d.extras.warnings.is_empty());
+}
+
+#[test]
+fn the_request_charge_is_the_first_custom_payload_entry() {
+    let charge = 2.83f64.to_be_bytes();
+    let other = ("trace".to_string(), b(b"t"));
+    let resp = Response::Result(ResultBody::Void);
+    for rest in [vec![], vec![other.clone()]] {
+        let as_field = ResponseExtras {
+            request_charge: Some(charge),
+            custom_payload: rest.clone(),
+            ..ResponseExtras::NONE
+        };
+        let mut in_payload = vec![("RequestCharge".to_string(), b(&charge))];
+        in_payload.extend(rest);
+        let as_entry = ResponseExtras {
+            custom_payload: in_payload.clone(),
+            ..ResponseExtras::NONE
+        };
+        for version in [4, 5] {
+            let got = encode(version, 3, &resp, &as_field, Compression::None);
+            let want = encode(version, 3, &resp, &as_entry, Compression::None);
+            assert_eq!(got, want, "v{version}");
+            let d = round_trip(version, &resp, &as_field, Compression::None);
+            assert_eq!(d.extras.custom_payload, in_payload);
+        }
+        // v3 has no custom payload.
+        let v3 = encode(3, 3, &resp, &as_field, Compression::None);
+        assert_eq!(v3[1] & flags::CUSTOM_PAYLOAD, 0);
+    }
 }
 
 #[test]
@@ -429,6 +461,7 @@ fn rows_metadata_flags() {
     // No metadata with paging state: flags 6, count, paging state, nothing else.
     out.clear();
     RowsMetadata {
+        encoded: None,
         columns: cols.clone(),
         paging_state: Some(b(b"p")),
         no_metadata: true,
@@ -443,6 +476,7 @@ fn rows_metadata_flags() {
     // v5 metadata changed: flags 1|8, count, new id, then the specs.
     out.clear();
     let md = RowsMetadata {
+        encoded: None,
         columns: cols.clone(),
         paging_state: None,
         no_metadata: false,
@@ -463,6 +497,73 @@ fn rows_metadata_flags() {
         ..md
     };
     assert!(bad.encode(&mut BytesMut::new(), 5).is_err());
+}
+
+#[test]
+fn rows_metadata_with_encoded_columns_encodes_as_with_the_columns() {
+    let global = vec![
+        spec("ks", "t", "a", ColumnType::Int),
+        spec(
+            "ks",
+            "t",
+            "b",
+            ColumnType::List(Box::new(ColumnType::Varchar)),
+        ),
+    ];
+    let mixed = vec![global[0].clone(), spec("ks", "u", "c", ColumnType::Blob)];
+    for cols in [global, mixed, Vec::new()] {
+        for version in 3..=5 {
+            for (paging_state, no_metadata) in [(None, false), (Some(b(b"p")), false), (None, true)]
+            {
+                let plain = RowsMetadata {
+                    columns: cols.clone(),
+                    paging_state: paging_state.clone(),
+                    no_metadata,
+                    ..RowsMetadata::default()
+                };
+                let encoded = RowsMetadata {
+                    columns: Vec::new(),
+                    encoded: Some(EncodedColumns::new(&cols, version).unwrap()),
+                    ..plain.clone()
+                };
+                let (mut want, mut got) = (BytesMut::new(), BytesMut::new());
+                plain.encode(&mut want, version).unwrap();
+                encoded.encode(&mut got, version).unwrap();
+                assert_eq!(
+                    got, want,
+                    "v{version} {cols:?} {paging_state:?} {no_metadata}"
+                );
+            }
+        }
+    }
+    // Columns encoded for one version are refused by another.
+    let v4 = RowsMetadata {
+        encoded: Some(EncodedColumns::new(&[spec("k", "t", "a", ColumnType::Int)], 4).unwrap()),
+        ..RowsMetadata::default()
+    };
+    assert!(v4.encode(&mut BytesMut::new(), 5).is_err());
+}
+
+#[test]
+fn encoded_columns_cache_keeps_one_encoding_per_version() {
+    let cache = EncodedColumnsCache::default();
+    let cols = [spec("ks", "t", "a", ColumnType::Int)];
+    let made = std::cell::Cell::new(0);
+    let make = |v| {
+        made.set(made.get() + 1);
+        EncodedColumns::new(&cols, v).ok()
+    };
+    for version in [4, 5, 4, 3, 5] {
+        let got = cache.get_or_make(version, || make(version)).unwrap();
+        assert_eq!(got.version, version);
+    }
+    assert_eq!(made.get(), 3, "made once per version");
+    assert!(cache.get_or_make(2, || make(2)).is_none());
+    assert!(cache.get_or_make(6, || make(6)).is_none());
+    // A making that gives another version's encoding is not kept.
+    let other = EncodedColumnsCache::default();
+    assert!(other.get_or_make(4, || make(5)).is_none());
+    assert_eq!(other.get_or_make(4, || make(4)).unwrap().version, 4);
 }
 
 #[test]
