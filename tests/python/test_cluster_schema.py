@@ -28,9 +28,15 @@ def cl():
 
 @pytest.fixture(scope="module")
 def drivers(cl):
-    """One driver whose control connection is on n1, one on n3 (default settings)."""
+    """One driver whose control connection is on n1, one on n3 (default settings but one
+    executor thread for b). Why one: the Python driver orders a burst of SCHEMA_CHANGE events
+    by due time, but hands the refreshes due in one scheduler tick to its executor's threads
+    (2 by default), so a keyspace's refresh (which replaces the keyspace's metadata) and its
+    type's or table's can finish in either order and the driver forgets the type or table
+    until the next event. That is the driver's race, with Apache Cassandra too (seen here
+    about once in 25 bursts on a loaded machine); the tests are about what the nodes push."""
     a = cl.connect(cl.node("n1"))
-    b = cl.connect(cl.node("n3"))
+    b = cl.connect(cl.node("n3"), executor_threads=1)
     sa, sb = a.connect(), b.connect()
     # A node that joined just before may reach a driver as a NEW_NODE event, not at connect.
     for c in (a, b):
