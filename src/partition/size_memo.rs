@@ -87,6 +87,44 @@ fn alloc_bytes(key: &[u8]) -> usize {
     key.len().next_multiple_of(16)
 }
 
+/// Partition key bytes up to which a [`MemoKey`] lives on the stack.
+const SHORT_PK_BYTES: usize = 48;
+
+/// A memo key, `[token, sign bit flipped][pk]`, without an allocation for short keys (a point
+/// write builds one or two).
+pub enum MemoKey {
+    Short {
+        bytes: [u8; 8 + SHORT_PK_BYTES],
+        len: usize,
+    },
+    Long(Vec<u8>),
+}
+
+/// The memo key of the logical partition `pk` at `token`.
+pub fn key(token: Token, pk: &[u8]) -> MemoKey {
+    let t = ((token as u64) ^ (1 << 63)).to_be_bytes();
+    if pk.len() > SHORT_PK_BYTES {
+        return MemoKey::Long([&t[..], pk].concat());
+    }
+    let mut bytes = [0u8; 8 + SHORT_PK_BYTES];
+    bytes[..8].copy_from_slice(&t);
+    bytes[8..8 + pk.len()].copy_from_slice(pk);
+    MemoKey::Short {
+        bytes,
+        len: 8 + pk.len(),
+    }
+}
+
+impl std::ops::Deref for MemoKey {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            MemoKey::Short { bytes, len } => &bytes[..*len],
+            MemoKey::Long(v) => v,
+        }
+    }
+}
+
 /// The token of a memo key (`[token, sign bit flipped][pk]`).
 fn token_of(key: &[u8]) -> Token {
     let b: [u8; 8] = key[..8].try_into().expect("memo keys start with a token");
@@ -247,6 +285,20 @@ mod tests {
 
     fn leaked(limit_bytes: usize) -> &'static Budget {
         Box::leak(Box::new(Budget::new(limit_bytes)))
+    }
+
+    /// Short and long keys are the size record key without its storage id.
+    #[test]
+    fn memo_keys_are_size_keys_without_the_storage_id() {
+        for pk in [
+            &b""[..],
+            b"k",
+            &[7u8; SHORT_PK_BYTES],
+            &[9u8; SHORT_PK_BYTES + 1],
+        ] {
+            let want = crate::partition::sizes::size_key(3, -42, pk);
+            assert_eq!(&*super::key(-42, pk), &want[8..]);
+        }
     }
 
     #[test]
