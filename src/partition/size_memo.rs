@@ -204,6 +204,22 @@ impl SizeMemo {
         self.charge(&mut m);
     }
 
+    /// `set` for a record the caller found absent (its write takes it from 0 bytes): one hash
+    /// of the key instead of a lookup and then an insert (still right if it is there).
+    pub fn set_new(&self, key: &[u8], bytes: u64) {
+        if bytes == 0 {
+            return self.set(key, bytes);
+        }
+        let mut m = self.inner.lock();
+        if m.state == State::Off {
+            return;
+        }
+        if m.records.insert(key.into(), bytes).is_none() {
+            m.key_bytes += alloc_bytes(key);
+            self.charge(&mut m);
+        }
+    }
+
     /// Divides a complete memo between a split's children, (start, boundary] and (boundary,
     /// end] (under the parent's exclusive lock, before the children are installed); the parent
     /// turns off. Children of a memo that is not complete start off.
@@ -319,6 +335,17 @@ mod tests {
         );
         m.set(&key(1, b"a"), 0);
         assert_eq!(m.get(&key(1, b"a")), Some(0));
+        m.set_new(&key(3, b"c"), 5);
+        m.set_new(&key(3, b"c"), 6);
+        assert_eq!(
+            m.get(&key(3, b"c")),
+            Some(6),
+            "set_new of a present record replaces it"
+        );
+        let one = budget.used_bytes();
+        m.set_new(&key(3, b"c"), 0);
+        assert_eq!(m.get(&key(3, b"c")), Some(0));
+        assert!(budget.used_bytes() <= one);
         assert!(budget.used_bytes() > 0);
         drop(m);
         assert_eq!(budget.used_bytes(), 0, "dropping frees the budget");

@@ -643,6 +643,7 @@ impl Accounting {
     /// partition, in the order of `parts` (at most a few: a write's partitions).
     fn count(&self, parts: &[Touched]) -> Vec<f64> {
         let mut ru = vec![0.0f64; parts.len()];
+        let now = super::ru::unix_now();
         for c in &self.changes {
             let Some((i, (_, p, _))) = parts.iter().enumerate().find(|(_, (s, p, _))| {
                 *s == c.storage_id
@@ -651,17 +652,19 @@ impl Accounting {
                 continue;
             };
             p.stats.bytes.fetch_add(c.new - c.old, Ordering::SeqCst);
-            p.stats.consumed.add(c.ru);
-            p.stats.hot.record(c.token, &c.pk, c.ru);
+            p.stats.consumed.add_at(c.ru, now);
+            p.stats.hot.record_at(c.token, &c.pk, c.ru, now);
             ru[i] += c.ru;
             let dl = (c.new > 0) as i64 - (c.old > 0) as i64;
             if dl != 0 {
                 p.stats.logical.fetch_add(dl, Ordering::SeqCst);
             }
             if c.new != c.old {
-                p.stats
-                    .memo
-                    .set(&super::size_memo::key(c.token, &c.pk), c.new as u64);
+                let key = super::size_memo::key(c.token, &c.pk);
+                match c.old {
+                    0 => p.stats.memo.set_new(&key, c.new as u64),
+                    _ => p.stats.memo.set(&key, c.new as u64),
+                }
             }
             let key = || size_key(c.storage_id, c.token, &c.pk);
             p.stats

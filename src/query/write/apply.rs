@@ -108,6 +108,8 @@ pub(crate) fn apply_once(
 ) -> Result<std::result::Result<(), StorageError>> {
     // The write's modification sequence, in flight until this attempt ends (change feed).
     let feed = changefeed::ticket(engine, &muts)?;
+    // The attempt's one reading of the clock (pending list operations, index entries' liveness).
+    let now = engine.clock.now_millis();
     let mut conditions = extra;
     let mut batch = WriteBatch::default();
     // Several mutations of one batch may hit the same key: merge them in order. The stored
@@ -138,9 +140,7 @@ pub(crate) fn apply_once(
         if let Some(x) = merged.iter_mut().find(|x| x.key == m.key) {
             x.row.merge(m.update);
             let pending = std::mem::take(&mut x.row.pending);
-            x.row
-                .apply_pending(pending, engine.clock.now_millis())
-                .map_err(invalid)?;
+            x.row.apply_pending(pending, now).map_err(invalid)?;
             continue;
         }
         let token = m.token;
@@ -166,9 +166,7 @@ pub(crate) fn apply_once(
         let old = (!m.table.indexes.is_empty()).then(|| current.clone());
         current.merge(m.update);
         let pending = std::mem::take(&mut current.pending);
-        current
-            .apply_pending(pending, engine.clock.now_millis())
-            .map_err(invalid)?;
+        current.apply_pending(pending, now).map_err(invalid)?;
         merged.push(Merged {
             key: m.key,
             table: m.table,
@@ -181,7 +179,6 @@ pub(crate) fn apply_once(
             recorded,
         });
     }
-    let now = engine.clock.now_millis();
     let mut sizes = crate::partition::sizes::Accounting::default();
     let limits = &engine.limits.partitions;
     // The (table, token) of the row each op of `batch` belongs to, to split it by partition.
