@@ -5,6 +5,7 @@
 //! See docs/ARCHITECTURE.md.
 
 pub mod admin;
+pub mod allocator;
 pub mod clock;
 pub mod cluster;
 pub mod config;

@@ -8,9 +8,10 @@ use std::sync::Arc;
 
 /// mimalloc instead of the system allocator: a request allocates and frees many small buffers
 /// (decoded values, rows, response bodies) across threads; glibc's malloc/free took about a
-/// third of a point read's instructions, mimalloc's fast paths a fraction of that.
+/// third of a point read's instructions, mimalloc's fast paths a fraction of that (see
+/// `allocator.rs` for how it is called).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: ringgate::allocator::Allocator = ringgate::allocator::Allocator;
 
 #[derive(Parser)]
 #[command(

@@ -258,6 +258,12 @@ impl Handles {
         Ok(slot.get_or_init(|| Arc::new(Served::new(r, reader))))
     }
 
+    /// Whether every partition is `Local`, whichever it is (a single node, the test hook
+    /// unset): callers may skip routing a statement's partitions for placement.
+    pub fn all_local(&self) -> bool {
+        !self.cluster && TEST_OWNER.get().is_none()
+    }
+
     /// Where partition `part` of table `storage_id` is served. Writes and single-partition
     /// reads of a partition that is not `Local` go to its owner; scans read it here.
     pub fn placement(&self, _storage_id: u64, part: &PhysicalPartition) -> Placement {

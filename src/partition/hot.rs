@@ -77,8 +77,13 @@ impl Sketch {
 impl HotKeys {
     /// Counts `ru` consumed by the logical partition (token, partition key).
     pub fn record(&self, token: Token, pk: &[u8], ru: f64) {
+        self.record_at(token, pk, ru, super::ru::unix_now());
+    }
+
+    /// `record` at `now` (since the Unix epoch: a caller that read the clock already).
+    pub fn record_at(&self, token: Token, pk: &[u8], ru: f64, now: std::time::Duration) {
         let mut s = self.inner.lock();
-        s.decay(now());
+        s.decay(now.as_secs_f64());
         s.record(token, pk, ru);
     }
 

@@ -95,8 +95,12 @@ impl Window {
 
 impl Consumption {
     pub fn add(&self, ru: f64) {
+        self.add_at(ru, unix_now());
+    }
+    /// `add` at `now` (since the Unix epoch: a caller that read the clock already).
+    pub fn add_at(&self, ru: f64, now: std::time::Duration) {
         let mut w = self.inner.lock();
-        w.roll(now_sec());
+        w.roll(now.as_secs());
         w.current += ru;
         w.total += ru;
     }

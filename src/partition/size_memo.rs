@@ -87,6 +87,44 @@ fn alloc_bytes(key: &[u8]) -> usize {
     key.len().next_multiple_of(16)
 }
 
+/// Partition key bytes up to which a [`MemoKey`] lives on the stack.
+const SHORT_PK_BYTES: usize = 48;
+
+/// A memo key, `[token, sign bit flipped][pk]`, without an allocation for short keys (a point
+/// write builds one or two).
+pub enum MemoKey {
+    Short {
+        bytes: [u8; 8 + SHORT_PK_BYTES],
+        len: usize,
+    },
+    Long(Vec<u8>),
+}
+
+/// The memo key of the logical partition `pk` at `token`.
+pub fn key(token: Token, pk: &[u8]) -> MemoKey {
+    let t = ((token as u64) ^ (1 << 63)).to_be_bytes();
+    if pk.len() > SHORT_PK_BYTES {
+        return MemoKey::Long([&t[..], pk].concat());
+    }
+    let mut bytes = [0u8; 8 + SHORT_PK_BYTES];
+    bytes[..8].copy_from_slice(&t);
+    bytes[8..8 + pk.len()].copy_from_slice(pk);
+    MemoKey::Short {
+        bytes,
+        len: 8 + pk.len(),
+    }
+}
+
+impl std::ops::Deref for MemoKey {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            MemoKey::Short { bytes, len } => &bytes[..*len],
+            MemoKey::Long(v) => v,
+        }
+    }
+}
+
 /// The token of a memo key (`[token, sign bit flipped][pk]`).
 fn token_of(key: &[u8]) -> Token {
     let b: [u8; 8] = key[..8].try_into().expect("memo keys start with a token");
@@ -164,6 +202,22 @@ impl SizeMemo {
             m.key_bytes += alloc_bytes(key);
         }
         self.charge(&mut m);
+    }
+
+    /// `set` for a record the caller found absent (its write takes it from 0 bytes): one hash
+    /// of the key instead of a lookup and then an insert (still right if it is there).
+    pub fn set_new(&self, key: &[u8], bytes: u64) {
+        if bytes == 0 {
+            return self.set(key, bytes);
+        }
+        let mut m = self.inner.lock();
+        if m.state == State::Off {
+            return;
+        }
+        if m.records.insert(key.into(), bytes).is_none() {
+            m.key_bytes += alloc_bytes(key);
+            self.charge(&mut m);
+        }
     }
 
     /// Divides a complete memo between a split's children, (start, boundary] and (boundary,
@@ -249,6 +303,20 @@ mod tests {
         Box::leak(Box::new(Budget::new(limit_bytes)))
     }
 
+    /// Short and long keys are the size record key without its storage id.
+    #[test]
+    fn memo_keys_are_size_keys_without_the_storage_id() {
+        for pk in [
+            &b""[..],
+            b"k",
+            &[7u8; SHORT_PK_BYTES],
+            &[9u8; SHORT_PK_BYTES + 1],
+        ] {
+            let want = crate::partition::sizes::size_key(3, -42, pk);
+            assert_eq!(&*super::key(-42, pk), &want[8..]);
+        }
+    }
+
     #[test]
     fn answers_only_once_complete_and_tracks_writes() {
         let budget = leaked(1 << 20);
@@ -267,6 +335,17 @@ mod tests {
         );
         m.set(&key(1, b"a"), 0);
         assert_eq!(m.get(&key(1, b"a")), Some(0));
+        m.set_new(&key(3, b"c"), 5);
+        m.set_new(&key(3, b"c"), 6);
+        assert_eq!(
+            m.get(&key(3, b"c")),
+            Some(6),
+            "set_new of a present record replaces it"
+        );
+        let one = budget.used_bytes();
+        m.set_new(&key(3, b"c"), 0);
+        assert_eq!(m.get(&key(3, b"c")), Some(0));
+        assert!(budget.used_bytes() <= one);
         assert!(budget.used_bytes() > 0);
         drop(m);
         assert_eq!(budget.used_bytes(), 0, "dropping frees the budget");

@@ -411,6 +411,9 @@ struct PkChange {
     new: i64,
     /// Request units of this partition's writes.
     ru: f64,
+    /// Its size record, when the caller learnt it from the memo under the partition's stripe
+    /// (`prepare` need not ask again).
+    recorded: Option<u64>,
 }
 
 /// What a write changes in the logical partition sizes, checked against the limits.
@@ -447,6 +450,7 @@ impl Accounting {
             old: 0,
             new: actual as i64 - recorded as i64,
             ru: 0.0,
+            recorded: None,
         });
     }
 
@@ -460,6 +464,21 @@ impl Accounting {
         pk: &Bytes,
         old_len: usize,
         new_len: usize,
+    ) -> Result<(), QueryError> {
+        let lens = (old_len, new_len);
+        self.key_change_recorded(limits, storage_id, token, pk, lens, None)
+    }
+
+    /// `key_change` (`lens`: old and new length) by a caller that may know the partition's
+    /// size record (`recorded`, from the memo, exact while it holds the partition's stripe).
+    pub fn key_change_recorded(
+        &mut self,
+        limits: &PartitionLimits,
+        storage_id: u64,
+        token: Token,
+        pk: &Bytes,
+        (old_len, new_len): (usize, usize),
+        recorded: Option<u64>,
     ) -> Result<(), QueryError> {
         if pk.len() > MAX_PARTITION_KEY_BYTES {
             return Err(QueryError::Invalid(format!(
@@ -484,6 +503,7 @@ impl Accounting {
             Some(c) => {
                 c.new += delta;
                 c.ru += ru;
+                c.recorded = c.recorded.or(recorded);
             }
             None => self.changes.push(PkChange {
                 storage_id,
@@ -492,6 +512,7 @@ impl Accounting {
                 old: 0,
                 new: delta,
                 ru,
+                recorded,
             }),
         }
         Ok(())
@@ -514,7 +535,10 @@ impl Accounting {
     ) -> Result<(), QueryError> {
         for c in &mut self.changes {
             let key = size_key(c.storage_id, c.token, &c.pk);
-            let old = recorded_at(maps, handles, c.storage_id, c.token, &key)? as i64;
+            let old = match c.recorded {
+                Some(bytes) => bytes,
+                None => recorded_at(maps, handles, c.storage_id, c.token, &key)?,
+            } as i64;
             let delta = c.new;
             c.old = old;
             c.new = (old + delta).max(0);
@@ -558,79 +582,123 @@ impl Accounting {
         &self,
         maps: &PartitionMaps,
         commit: impl FnOnce() -> Result<(), E>,
-    ) -> Result<Vec<(u64, Arc<super::map::PhysicalPartition>, f64)>, E> {
+    ) -> Result<Vec<Touched>, E> {
         let mut commit = Some(commit);
         loop {
-            let mut tables: Vec<(u64, Arc<PartitionMap>)> = Vec::new();
-            let mut parts: Vec<(u64, Arc<super::map::PhysicalPartition>)> = Vec::new();
-            for c in &self.changes {
-                let map = match tables.iter().find(|(s, _)| *s == c.storage_id) {
-                    Some((_, m)) => Arc::clone(m),
-                    None => match maps.get(c.storage_id) {
-                        Some(m) => {
-                            tables.push((c.storage_id, Arc::clone(&m)));
-                            m
-                        }
-                        None => continue,
-                    },
-                };
-                let p = map.route(c.token);
-                if !parts
-                    .iter()
-                    .any(|(s, q)| *s == c.storage_id && q.id == p.id)
-                {
-                    parts.push((c.storage_id, Arc::clone(p)));
-                }
-            }
-            parts.sort_by_key(|(s, p)| (*s, p.id));
-            let guards: Vec<_> = parts.iter().map(|(_, p)| p.stats.lock.read()).collect();
+            let mut parts = self.partitions(maps);
+            let held = ReadHeld::lock(&parts);
             if parts
                 .iter()
-                .any(|(_, p)| p.stats.retired.load(Ordering::SeqCst))
+                .any(|(_, p, _)| p.stats.retired.load(Ordering::SeqCst))
             {
                 // Split while we waited: route again with the new map.
-                drop(guards);
+                drop(held);
                 continue;
             }
             if let Some(f) = commit.take() {
                 if let Err(e) = f() {
                     // What was written is unknown: the memos answer nothing until recounted.
-                    for (_, p) in &parts {
+                    for (_, p, _) in &parts {
                         p.stats.memo.off();
                     }
                     return Err(e);
                 }
             }
-            let mut ru = vec![0.0f64; parts.len()];
-            for c in &self.changes {
-                let Some((i, (_, p))) = parts.iter().enumerate().find(|(_, (s, p))| {
-                    *s == c.storage_id
-                        && (p.contains(c.token) || p.start == MIN_TOKEN && c.token == MIN_TOKEN)
-                }) else {
+            let ru = self.count(&parts);
+            drop(held);
+            for ((_, _, r), add) in parts.iter_mut().zip(ru) {
+                *r = add;
+            }
+            return Ok(parts);
+        }
+    }
+
+    /// The physical partitions the changes fall in, by (storage id, partition id), each with
+    /// no request units yet.
+    fn partitions(&self, maps: &PartitionMaps) -> Vec<Touched> {
+        // The last table's map (a write is mostly of one table: no list of maps).
+        let mut map: Option<(u64, Arc<PartitionMap>)> = None;
+        let mut parts: Vec<Touched> = Vec::with_capacity(self.changes.len());
+        for c in &self.changes {
+            if map.as_ref().is_none_or(|(s, _)| *s != c.storage_id) {
+                let Some(m) = maps.get(c.storage_id) else {
                     continue;
                 };
-                p.stats.bytes.fetch_add(c.new - c.old, Ordering::SeqCst);
-                p.stats.consumed.add(c.ru);
-                p.stats.hot.record(c.token, &c.pk, c.ru);
-                ru[i] += c.ru;
-                let dl = (c.new > 0) as i64 - (c.old > 0) as i64;
-                if dl != 0 {
-                    p.stats.logical.fetch_add(dl, Ordering::SeqCst);
-                }
-                let key = || size_key(c.storage_id, c.token, &c.pk);
-                if c.new != c.old && p.stats.memo.is_on() {
-                    p.stats.memo.set(&key()[8..], c.new as u64);
-                }
-                p.stats
-                    .split_watch
-                    .record_change(c.token, key, c.new - c.old, dl);
+                map = Some((c.storage_id, m));
             }
-            drop(guards);
-            return Ok(parts
-                .into_iter()
-                .zip(ru)
-                .map(|((s, p), r)| (s, p, r))
-                .collect());
+            let p = map.as_ref().expect("set above").1.route(c.token);
+            if !parts
+                .iter()
+                .any(|(s, q, _)| *s == c.storage_id && q.id == p.id)
+            {
+                parts.push((c.storage_id, Arc::clone(p), 0.0));
+            }
+        }
+        parts.sort_by_key(|(s, p, _)| (*s, p.id));
+        parts
+    }
+
+    /// Counts the committed changes in their partitions (`parts`, locked shared): bytes,
+    /// logical partitions, consumption, heat, memo and split watch; the request units of each
+    /// partition, in the order of `parts` (at most a few: a write's partitions).
+    fn count(&self, parts: &[Touched]) -> Vec<f64> {
+        let mut ru = vec![0.0f64; parts.len()];
+        let now = super::ru::unix_now();
+        for c in &self.changes {
+            let Some((i, (_, p, _))) = parts.iter().enumerate().find(|(_, (s, p, _))| {
+                *s == c.storage_id
+                    && (p.contains(c.token) || p.start == MIN_TOKEN && c.token == MIN_TOKEN)
+            }) else {
+                continue;
+            };
+            p.stats.bytes.fetch_add(c.new - c.old, Ordering::SeqCst);
+            p.stats.consumed.add_at(c.ru, now);
+            p.stats.hot.record_at(c.token, &c.pk, c.ru, now);
+            ru[i] += c.ru;
+            let dl = (c.new > 0) as i64 - (c.old > 0) as i64;
+            if dl != 0 {
+                p.stats.logical.fetch_add(dl, Ordering::SeqCst);
+            }
+            if c.new != c.old {
+                let key = super::size_memo::key(c.token, &c.pk);
+                match c.old {
+                    0 => p.stats.memo.set_new(&key, c.new as u64),
+                    _ => p.stats.memo.set(&key, c.new as u64),
+                }
+            }
+            let key = || size_key(c.storage_id, c.token, &c.pk);
+            p.stats
+                .split_watch
+                .record_change(c.token, key, c.new - c.old, dl);
+        }
+        ru
+    }
+}
+
+/// A partition a write touched: (storage id, partition, request units written to it).
+pub type Touched = (u64, Arc<super::map::PhysicalPartition>, f64);
+
+/// The shared locks of a write's partitions (`PartStats::lock`), held until this drops (no
+/// list of guards).
+struct ReadHeld<'a>(&'a [Touched]);
+
+impl<'a> ReadHeld<'a> {
+    /// Locks each partition's lock shared, in the order of `parts` (sorted by (storage id,
+    /// partition id): every holder of several locks takes them in one order).
+    fn lock(parts: &'a [Touched]) -> ReadHeld<'a> {
+        for (_, p, _) in parts {
+            // Unlocked in `drop` (the guard's only job).
+            std::mem::forget(p.stats.lock.read());
+        }
+        ReadHeld(parts)
+    }
+}
+
+impl Drop for ReadHeld<'_> {
+    fn drop(&mut self) {
+        for (_, p, _) in self.0 {
+            // SAFETY: `lock` took this shared lock for this value and forgot its guard.
+            unsafe { p.stats.lock.force_unlock_read() };
         }
     }
 }

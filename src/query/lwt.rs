@@ -220,7 +220,7 @@ pub fn execute(
         return Err(invalid("A conditional write needs a statement"));
     };
     // Admitted on the partition's throughput budget before anything is read (charged read + write).
-    write::admit_writes(engine, &muts, super::WriteType::Cas, rctx)?;
+    let budgets = write::admit_writes(engine, &muts, super::WriteType::Cas, rctx)?;
     let stripe = engine.lock_stripe(t.storage_id, &pk);
     let _guard = engine.write_lock(stripe);
     for attempt in 0..write::MAX_ATTEMPTS {
@@ -331,7 +331,7 @@ pub fn execute(
                 .into_iter()
                 .map(|c| (t.storage_id, token, c))
                 .collect();
-            match write::apply_once(engine, muts.clone(), rctx, decided)? {
+            match write::apply_once(engine, muts.clone(), (rctx, &budgets), decided)? {
                 Ok(()) => {}
                 Err(e) if e.is_retryable() => {
                     write::conflict_backoff(attempt);

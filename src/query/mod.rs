@@ -431,6 +431,9 @@ pub struct Engine {
     /// Recently finished traced requests (system_traces).
     pub traces: trace::TraceStore,
     prepared: Vec<RwLock<PreparedShard>>,
+    /// Counts the prepared statement cache's inserts (each may evict): a connection may keep
+    /// the statements it looked up while this is unchanged (`prepared_generation`).
+    prepared_inserts: std::sync::atomic::AtomicU64,
     /// Write serialization per logical partition (striped): read-merge-write is atomic.
     locks: Vec<Mutex<()>>,
     /// Test hook (`set_skip_write_locks_for_tests`).
@@ -482,6 +485,7 @@ impl Engine {
             prepared: (0..PREPARED_SHARDS)
                 .map(|_| RwLock::new(PreparedShard::default()))
                 .collect(),
+            prepared_inserts: Default::default(),
             locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             skip_write_locks: Default::default(),
             sweep_queue: Arc::default(),
@@ -656,7 +660,17 @@ impl Engine {
             )));
         }
         shard.write().insert(id, Arc::clone(&prepared));
+        // After the insert: a connection that still sees the old count looked up before it.
+        self.prepared_inserts
+            .fetch_add(1, std::sync::atomic::Ordering::Release);
         Ok(prepared)
+    }
+
+    /// Changes whenever the prepared statement cache gains (and so may lose) a statement:
+    /// while it is unchanged, every statement `get_prepared` gave is still the cache's.
+    pub fn prepared_generation(&self) -> u64 {
+        self.prepared_inserts
+            .load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// The prepared statement cache: (statements, estimated bytes), for the metrics.

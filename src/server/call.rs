@@ -25,17 +25,15 @@ pub(super) struct Call {
 }
 
 impl Call {
+    /// `prepared`: an EXECUTE's statement, looked up by the connection (None: not an
+    /// EXECUTE, or unknown).
     pub(super) fn new(
         shared: Arc<Shared>,
         env: Arc<RequestEnvelope>,
         session: Session,
-        peer: std::net::IpAddr,
-        joined: Option<u64>,
+        (peer, joined): (std::net::IpAddr, Option<u64>),
+        prepared: Option<Arc<Prepared>>,
     ) -> Call {
-        let prepared = match &env.request {
-            Request::Execute(e) => shared.engine.get_prepared(&e.id).ok(),
-            _ => None,
-        };
         Call {
             version: env.version,
             shared,

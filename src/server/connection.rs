@@ -5,6 +5,7 @@ use super::call::{rejoined_since, zero_charge, Call};
 use super::gathered::{Framing, Gathered};
 use super::handshake::HandshakeClock;
 use super::out_budget::OutBudget;
+use super::prepared_memo::PreparedMemo;
 use super::quickack::QuickAck;
 use super::Shared;
 use crate::protocol::compression::{self, Compression};
@@ -68,6 +69,8 @@ struct State {
     inline_left: usize,
     /// The answers of the requests this read ran in the read loop, not yet handed to the writer.
     gathered: Gathered,
+    /// The statements this connection executed last (`prepared_memo.rs`).
+    prepared: PreparedMemo,
 }
 
 const READ_CHUNK: usize = 64 * 1024;
@@ -133,6 +136,7 @@ pub async fn serve<S>(
         )),
         inline_left: INLINE_PER_READ,
         gathered: Gathered::default(),
+        prepared: PreparedMemo::default(),
     };
     let max_body = shared.config.limits.max_frame_bytes.0 as usize;
     let mut handshake = HandshakeClock::new(pending, &shared.config.limits);
@@ -610,12 +614,16 @@ async fn spawn_request(
         false => st.keyspace.lock().clone(),
     };
     let started = std::time::Instant::now();
+    let prepared = match &env.request {
+        Request::Execute(e) => st.prepared.get(&shared.engine, &e.id),
+        _ => None,
+    };
     let call = Call::new(
         Arc::clone(shared),
         Arc::clone(&env),
         sess,
-        st.peer.ip(),
-        st.joined,
+        (st.peer.ip(), st.joined),
+        prepared,
     );
     // Inline while this read's budget lasts and the client reads its answers (a request over
     // the out budget waits, which only a task may).

@@ -16,6 +16,7 @@ pub mod http;
 mod out_budget;
 mod panic_guard;
 mod peer;
+mod prepared_memo;
 mod quickack;
 mod request_metrics;
 mod slow_log;

@@ -19,6 +19,7 @@
 
 use super::embedded::{boxed_iter, clamp_lower, clamp_upper, EmbeddedStore, GroupCommit};
 use super::handle::*;
+use super::stripe_set::{Held, StripeSet};
 use super::write_stamps::{self, Counter};
 use super::{HexKey, Result, ScanIter, Space, StorageError, SyncMode, MAX_KEY_BYTES};
 use bytes::Bytes;
@@ -57,14 +58,13 @@ impl PartState {
         }
     }
 
-    /// The stripes of `keys`, sorted and distinct (locked in that order: no deadlock).
-    fn stripes<'a>(&self, keys: impl Iterator<Item = &'a Bytes>) -> Vec<usize> {
-        let mut v: Vec<usize> = keys.map(|k| stripe_of(k)).collect();
-        v.sort_unstable();
-        v.dedup();
-        v
+    /// The stripes of `keys` (a set: locked lowest first, so no deadlock).
+    fn stripes<'a>(&self, keys: impl Iterator<Item = &'a Bytes>) -> StripeSet {
+        StripeSet::of(keys.map(|k| stripe_of(k)))
     }
 }
+
+const _: () = assert!(KEY_LOCKS <= super::stripe_set::MAX_STRIPES);
 
 fn stripe_of(key: &[u8]) -> usize {
     crate::fast_hash::hash_of(key) as usize % KEY_LOCKS
@@ -314,7 +314,7 @@ impl PartitionHandle for EmbeddedHandle {
         let stripes = self
             .state
             .stripes(commit.conditions.iter().map(Condition::key));
-        let held: Vec<_> = stripes.iter().map(|&i| self.state.keys[i].lock()).collect();
+        let held = Held::lock(&self.state.keys, stripes);
         if *current != self.epoch {
             return Err(fenced(&self.part, self.epoch, *current));
         }
@@ -339,14 +339,13 @@ impl PartitionHandle for EmbeddedHandle {
         let written = self
             .state
             .stripes(written.chain(commit.local.iter().map(|l| &l.key)));
-        let writing: Vec<_> = written
-            .iter()
-            .map(|&i| self.state.stamps[i].begin())
-            .collect();
+        let writing = write_stamps::begin_set(&self.state.stamps, written);
         // SyncMode::None: the journal reaches the OS before the answer does (`settle.rs`).
         let deferred = self.sync == SyncMode::None;
         let durability = (!deferred).then_some(PersistMode::Buffer);
-        let mut b = self.db.batch().durability(durability);
+        let ops = commit.writes.len() + commit.local.len() + commit.sizes.len();
+        let mut b =
+            fjall::OwnedWriteBatch::with_capacity(self.db.clone(), ops).durability(durability);
         let local = commit.local.into_iter().map(|l| (l.key, l.value));
         let all = (commit
             .writes

@@ -18,6 +18,7 @@ pub mod handle;
 mod legacy_sizes;
 pub mod postgres;
 mod settle;
+mod stripe_set;
 pub(crate) mod write_stamps;
 
 use bytes::Bytes;

@@ -19,6 +19,7 @@
 //! these counters and the data write, and it costs a few instructions.
 
 use super::handle::ReadStamp;
+use super::stripe_set::StripeSet;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 
 /// Writes begun and finished on one stripe (or the whole store).
@@ -55,6 +56,30 @@ pub(crate) struct Writing<'a>(&'a Counter);
 impl Drop for Writing<'_> {
     fn drop(&mut self) {
         self.0.finished.fetch_add(1, SeqCst);
+    }
+}
+
+/// Writes in flight on the counters of a set of stripes (one [`Counter::begin`] each, no list
+/// of guards).
+pub(crate) struct WritingSet<'a> {
+    counters: &'a [Counter],
+    set: StripeSet,
+}
+
+/// Counts a write as begun on the counters of `set` among `counters` (indexed by stripe); it
+/// counts as finished on each when the value drops.
+pub(crate) fn begin_set(counters: &[Counter], set: StripeSet) -> WritingSet<'_> {
+    for i in set.iter() {
+        counters[i].started.fetch_add(1, SeqCst);
+    }
+    WritingSet { counters, set }
+}
+
+impl Drop for WritingSet<'_> {
+    fn drop(&mut self) {
+        for i in self.set.iter() {
+            self.counters[i].finished.fetch_add(1, SeqCst);
+        }
     }
 }
 
@@ -98,6 +123,19 @@ mod tests {
         assert!(
             !still(&s2, 1, &stripe, &store),
             "a write outside the handles"
+        );
+        let stripes = [Counter::default(), Counter::default(), Counter::default()];
+        let s3 = stamp(1, &stripes[2], &store).expect("quiet");
+        let set = begin_set(&stripes, StripeSet::of([0, 2].into_iter()));
+        assert!(stamp(1, &stripes[0], &store).is_none() && stamp(1, &stripes[1], &store).is_some());
+        drop(set);
+        assert!(
+            !still(&s3, 1, &stripes[2], &store),
+            "a set's write counts on each stripe"
+        );
+        assert!(
+            stamp(1, &stripes[2], &store).is_some(),
+            "and finishes on each"
         );
     }
 }

@@ -24,15 +24,16 @@ pub(super) fn ensure_throughput_layout(engine: &Engine, ks: &str, table: &str) -
 }
 
 /// Admits a write on the throughput budgets of the physical partitions it touches (before
-/// anything is read or stored).
+/// anything is read or stored); returns each table's budget, which its commit is charged to
+/// (`apply_once`; worked out once per write, not once per attempt).
 /// `write_type` is the protocol's (`SIMPLE`, `BATCH`, ...), for a server-side retry timeout.
 pub(crate) fn admit_writes(
     engine: &Engine,
     muts: &[Mutation],
     write_type: WriteType,
     rctx: Option<&crate::query::RequestCtx>,
-) -> Result<()> {
-    let (_, parts) = write_partitions(engine, muts);
+) -> Result<TableBudgets> {
+    let (budgets, parts) = write_partitions(engine, muts);
     // A LOGGED batch over several partitions in cluster mode (not already one owner's part of
     // it) goes through the cluster batch log even when one node owns them all: a node that dies
     // mid-commit leaves it to be replayed by another (`server::batchlog`).
@@ -50,13 +51,16 @@ pub(crate) fn admit_writes(
     if let Some(c) = rctx {
         c.admitted(how);
     }
-    Ok(())
+    Ok(budgets)
 }
 
 /// Cluster mode: only the owner of every partition the mutations touch commits (and charges)
 /// them; checked before anything is read (see `partition::placement`). `logged`: several
 /// partitions are answered as spanning owners even when they have one (see `admit_writes`).
 fn require_owner(engine: &Engine, muts: &[Mutation], logged: bool) -> Result<()> {
+    if engine.handles.all_local() {
+        return Ok(());
+    }
     let mut parts: Vec<(u64, Arc<crate::partition::map::PhysicalPartition>)> = Vec::new();
     for m in muts {
         let sid = m.table.storage_id;
@@ -117,13 +121,12 @@ pub(crate) fn charge_read(
 }
 
 pub(super) type Budget = crate::partition::throttle::TableBudget;
+/// Each table's throughput budget, by storage id.
+pub(crate) type TableBudgets = Vec<(u64, Budget)>;
 pub(super) type PartBudgets = Vec<(Arc<crate::partition::map::PhysicalPartition>, Budget)>;
 
 /// Each table's throughput budget and the physical partitions the mutations touch with theirs.
-pub(super) fn write_partitions(
-    engine: &Engine,
-    muts: &[Mutation],
-) -> (Vec<(u64, Budget)>, PartBudgets) {
+pub(super) fn write_partitions(engine: &Engine, muts: &[Mutation]) -> (TableBudgets, PartBudgets) {
     let (budgets, maps) = table_budgets(engine, muts);
     let mut parts: PartBudgets = Vec::new();
     for m in muts {
@@ -145,10 +148,7 @@ pub(super) fn write_partitions(
 pub(super) fn table_budgets(
     engine: &Engine,
     muts: &[Mutation],
-) -> (
-    Vec<(u64, Budget)>,
-    Vec<Arc<crate::partition::map::PartitionMap>>,
-) {
+) -> (TableBudgets, Vec<Arc<crate::partition::map::PartitionMap>>) {
     let schema = engine.schema();
     let (mut budgets, mut maps) = (Vec::new(), Vec::new());
     for m in muts {

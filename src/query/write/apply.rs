@@ -43,10 +43,10 @@ pub fn apply_with(
         },
         e => e,
     };
-    admit_writes(engine, &muts, write_type, rctx).map_err(logged)?;
+    let budgets = admit_writes(engine, &muts, write_type, rctx).map_err(logged)?;
     let stripes = stripes_of(engine, &muts);
     let _guards: Vec<_> = stripes.iter().map(|&i| engine.write_lock(i)).collect();
-    apply_locked(engine, muts, rctx, write_type).map_err(logged)
+    apply_locked(engine, muts, rctx, (write_type, &budgets)).map_err(logged)
 }
 
 /// Attempts of a write whose conditional commit conflicts (each reads again).
@@ -64,15 +64,15 @@ pub(crate) fn stripes_of(engine: &Engine, muts: &[Mutation]) -> Vec<usize> {
 }
 
 /// `apply` with the stripes of every mutation's partition already held by the caller; retries
-/// a conditional commit that conflicts (see the module doc).
+/// a conditional commit that conflicts (see the module doc). `budgets`: what admission gave.
 fn apply_locked(
     engine: &Engine,
     muts: Vec<Mutation>,
     rctx: Option<&crate::query::RequestCtx>,
-    write_type: WriteType,
+    (write_type, budgets): (WriteType, &TableBudgets),
 ) -> Result<()> {
     for attempt in 0..MAX_ATTEMPTS {
-        match apply_once(engine, muts.clone(), rctx, Vec::new())? {
+        match apply_once(engine, muts.clone(), (rctx, budgets), Vec::new())? {
             Ok(()) => return Ok(()),
             Err(e) if e.is_retryable() => {
                 tracing::debug!(attempt, error = %e, "write conflicted; reading again");
@@ -98,17 +98,18 @@ pub(crate) fn conflict_backoff(attempt: u32) {
 }
 
 /// One attempt, also committing on `extra` conditions (what a lightweight transaction decided
-/// on): Ok(Err(e)) is a storage failure of the commit itself, `Conflict` when a condition no
-/// longer held (nothing was written).
+/// on), charged to `budgets` (what `admit_writes` gave): Ok(Err(e)) is a storage failure of
+/// the commit itself, `Conflict` when a condition no longer held (nothing was written).
 pub(crate) fn apply_once(
     engine: &Engine,
     muts: Vec<Mutation>,
-    rctx: Option<&crate::query::RequestCtx>,
+    (rctx, budgets): (Option<&crate::query::RequestCtx>, &TableBudgets),
     extra: Vec<(u64, Token, Condition)>,
 ) -> Result<std::result::Result<(), StorageError>> {
-    let budgets = table_budgets(engine, &muts).0;
     // The write's modification sequence, in flight until this attempt ends (change feed).
     let feed = changefeed::ticket(engine, &muts)?;
+    // The attempt's one reading of the clock (pending list operations, index entries' liveness).
+    let now = engine.clock.now_millis();
     let mut conditions = extra;
     let mut batch = WriteBatch::default();
     // Several mutations of one batch may hit the same key: merge them in order. The stored
@@ -124,6 +125,8 @@ pub(crate) fn apply_once(
         pk: Bytes,
         /// The stored value (a write that leaves it as it was is no change to the feed).
         stored: Option<Bytes>,
+        /// The logical partition's size record, if the read learnt it (`row_read.rs`).
+        recorded: Option<u64>,
     }
     let mut merged: Vec<Merged> = Vec::with_capacity(muts.len());
     for mut m in muts {
@@ -137,13 +140,15 @@ pub(crate) fn apply_once(
         if let Some(x) = merged.iter_mut().find(|x| x.key == m.key) {
             x.row.merge(m.update);
             let pending = std::mem::take(&mut x.row.pending);
-            x.row
-                .apply_pending(pending, engine.clock.now_millis())
-                .map_err(invalid)?;
+            x.row.apply_pending(pending, now).map_err(invalid)?;
             continue;
         }
         let token = m.token;
-        let (stored, stamp) = super::row_read::read_row(engine, &m, token)?;
+        let super::row_read::RowRead {
+            stored,
+            stamp,
+            recorded,
+        } = super::row_read::read_row(engine, &m, token)?;
         conditions.push((
             m.table.storage_id,
             token,
@@ -161,9 +166,7 @@ pub(crate) fn apply_once(
         let old = (!m.table.indexes.is_empty()).then(|| current.clone());
         current.merge(m.update);
         let pending = std::mem::take(&mut current.pending);
-        current
-            .apply_pending(pending, engine.clock.now_millis())
-            .map_err(invalid)?;
+        current.apply_pending(pending, now).map_err(invalid)?;
         merged.push(Merged {
             key: m.key,
             table: m.table,
@@ -173,9 +176,9 @@ pub(crate) fn apply_once(
             old_len,
             pk: m.pk,
             stored,
+            recorded,
         });
     }
-    let now = engine.clock.now_millis();
     let mut sizes = crate::partition::sizes::Accounting::default();
     let limits = &engine.limits.partitions;
     // The (table, token) of the row each op of `batch` belongs to, to split it by partition.
@@ -187,14 +190,8 @@ pub(crate) fn apply_once(
         }
         let mut buf = Vec::with_capacity(m.row.encoded_len());
         m.row.encode(&mut buf);
-        sizes.key_change(
-            limits,
-            m.table.storage_id,
-            m.token,
-            &m.pk,
-            m.old_len,
-            m.key.len() + buf.len(),
-        )?;
+        let lens = (m.old_len, m.key.len() + buf.len());
+        sizes.key_change_recorded(limits, m.table.storage_id, m.token, &m.pk, lens, m.recorded)?;
         if let Some(f) = feed
             .as_ref()
             .filter(|_| m.stored.as_deref() != Some(&buf[..]))

@@ -65,6 +65,8 @@ struct Parts {
     )>,
     /// The map of each table seen (looked up once per table, not once per op).
     maps: Vec<(u64, std::sync::Arc<crate::partition::map::PartitionMap>)>,
+    /// The entry the last op went to.
+    last: usize,
 }
 
 impl Parts {
@@ -75,6 +77,13 @@ impl Parts {
         sid: u64,
         token: Token,
     ) -> Result<&mut PartitionCommit> {
+        // The partition of the op before, mostly (a point write's row, size record and
+        // condition are all in one): no map lookup, route or search.
+        if let Some((s, p)) = self.placed.get(self.last) {
+            if *s == sid && p.contains(token) {
+                return Ok(&mut self.list[self.last].commit);
+            }
+        }
         let map = match self.maps.iter().find(|(s, _)| *s == sid) {
             Some((_, m)) => m,
             None => {
@@ -101,6 +110,7 @@ impl Parts {
                 self.list.len() - 1
             }
         };
+        self.last = at;
         Ok(&mut self.list[at].commit)
     }
 }

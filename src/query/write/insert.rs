@@ -15,7 +15,7 @@ pub(super) fn insert_mutations(
             "Conditional updates (IF NOT EXISTS) are not supported yet",
         ));
     }
-    let pairs: Vec<(String, Val)> = match &ins.values {
+    let pairs: Vec<(&ColumnDef, Val)> = match &ins.values {
         InsertValues::Values { columns, values } => {
             if columns.len() != values.len() {
                 return Err(invalid(format!(
@@ -32,7 +32,7 @@ pub(super) fn insert_mutations(
                     )));
                 }
                 let col = crate::query::require_column(table, name)?;
-                pairs.push((name.clone(), eval(term, &col.ty, name, ctx)?));
+                pairs.push((col, eval(term, &col.ty, name, ctx)?));
             }
             pairs
         }
@@ -46,11 +46,8 @@ pub(super) fn insert_mutations(
     let mut ck_vals: Vec<Option<Vec<Bytes>>> = vec![None; table.clustering.len()];
     let mut cells = RowData::default();
     let mut static_cells = RowData::default();
-    for (name, v) in pairs {
-        let name = &name;
-        let Some(col) = table.column(name) else {
-            continue;
-        };
+    for (col, v) in pairs {
+        let name = &col.name;
         match col.kind {
             ColumnKind::PartitionKey => {
                 let v = match v {
@@ -129,12 +126,12 @@ pub(super) fn insert_mutations(
 
 /// The columns and values of `INSERT JSON`: every column of the table, those missing from the
 /// object null (DEFAULT NULL) or left alone (DEFAULT UNSET).
-pub(super) fn json_pairs(
-    table: &TableDef,
+pub(super) fn json_pairs<'t>(
+    table: &'t TableDef,
     value: &Term,
     default_unset: bool,
     ctx: &Ctx,
-) -> Result<Vec<(String, Val)>> {
+) -> Result<Vec<(&'t ColumnDef, Val)>> {
     let text = match eval(value, &CqlType::Text, "[json]", ctx)? {
         Val::Value(b) => String::from_utf8(b.to_vec()).map_err(|_| invalid("Invalid JSON"))?,
         _ => return Err(invalid("Got null for INSERT JSON values")),
@@ -190,7 +187,7 @@ pub(super) fn json_pairs(
         if matches!(v, Val::Unset) && !matches!(col.kind, ColumnKind::PartitionKey) {
             continue;
         }
-        pairs.push((col.name.clone(), v));
+        pairs.push((col, v));
     }
     Ok(pairs)
 }

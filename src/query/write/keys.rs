@@ -192,6 +192,14 @@ pub(super) fn partition_keys(
     pk_vals: Vec<Option<Vec<Bytes>>>,
 ) -> Result<Vec<Bytes>> {
     require_all(table, &table.partition_key, &pk_vals, "partition key parts")?;
+    // One column, one value: the key is that value (no list of parts to build).
+    if let [Some(v)] = &pk_vals[..] {
+        if let [one] = &v[..] {
+            let k = Bytes::copy_from_slice(one);
+            check_partition_key(&k)?;
+            return Ok(vec![k]);
+        }
+    }
     // One value per column (no IN), what a point write is: no combinations to build.
     if pk_vals
         .iter()

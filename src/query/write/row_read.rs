@@ -16,15 +16,24 @@
 //! write that begins on the key's stripe after it makes the commit read the key after all.
 
 use super::*;
+use crate::partition::size_memo;
 use crate::storage::handle::ReadStamp;
 use crate::storage::StorageError;
 
-/// The stored value of `m`'s row (None: absent) and the stamp to commit its condition with.
-pub(super) fn read_row(
-    engine: &Engine,
-    m: &Mutation,
-    token: Token,
-) -> Result<(Option<Bytes>, Option<ReadStamp>)> {
+/// What a write read of its row.
+pub(super) struct RowRead {
+    /// The stored value (None: absent).
+    pub(super) stored: Option<Bytes>,
+    /// The stamp to commit its condition with.
+    pub(super) stamp: Option<ReadStamp>,
+    /// The size record of the row's logical partition, when the memo was asked (0: none):
+    /// exact until the write commits, since the caller holds the partition's stripe.
+    pub(super) recorded: Option<u64>,
+}
+
+/// The stored value of `m`'s row, the stamp to commit its condition with, and what the memo
+/// said of its logical partition's size record.
+pub(super) fn read_row(engine: &Engine, m: &Mutation, token: Token) -> Result<RowRead> {
     let sid = m.table.storage_id;
     let map = engine
         .maps
@@ -32,13 +41,23 @@ pub(super) fn read_row(
         .ok_or_else(|| StorageError::Corrupt(format!("no partition map for table {sid}")))?;
     let p = map.route(token);
     let handle = engine.handles.read(sid, p)?;
+    let mut recorded = None;
     if engine.takes_write_locks() && engine.store.shared_data().is_none() {
         if let Some(stamp) = handle.stamp(&m.key) {
-            let memo_key = crate::partition::sizes::size_key(sid, token, &m.pk);
-            if p.stats.memo.get(&memo_key[8..]) == Some(0) {
-                return Ok((None, Some(stamp)));
+            recorded = p.stats.memo.get(&size_memo::key(token, &m.pk));
+            if recorded == Some(0) {
+                return Ok(RowRead {
+                    stored: None,
+                    stamp: Some(stamp),
+                    recorded,
+                });
             }
         }
     }
-    Ok(handle.get_stamped(&m.key)?)
+    let (stored, stamp) = handle.get_stamped(&m.key)?;
+    Ok(RowRead {
+        stored,
+        stamp,
+        recorded,
+    })
 }
