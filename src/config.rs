@@ -145,6 +145,10 @@ pub struct StorageConfig {
     /// Writes are refused while the data directory's file system has less free space than
     /// this (room for the flushes and compactions already owed; 0 turns the check off).
     pub min_free_bytes: ByteSize,
+    /// The embedded store's block cache: disk table blocks kept decompressed in memory
+    /// (filled by the blocks reads take; scans and point reads of data beyond it read and
+    /// decompress blocks again).
+    pub block_cache_bytes: ByteSize,
     /// "embedded" (fjall in `data_dir`) or "postgres" (tables in the database of
     /// `storage.postgres`; `data_dir` then holds only the server's lock file).
     pub backend: Backend,
@@ -429,6 +433,7 @@ impl Default for StorageConfig {
         StorageConfig {
             sync: crate::storage::SyncMode::None,
             min_free_bytes: ByteSize(256 << 20),
+            block_cache_bytes: ByteSize(crate::storage::DEFAULT_BLOCK_CACHE_BYTES),
             backend: Backend::Embedded,
             postgres: Postgres::default(),
             group: crate::cluster::groups::DEFAULT_GROUP.into(),
@@ -891,10 +896,12 @@ mod tests {
                 "auth.users.cassandra=cassandra".into(),
                 "partitions.physical_split_bytes=4MiB".into(),
                 "storage.sync=fsync".into(),
+                "storage.block_cache_bytes=64MiB".into(),
                 "listen=127.0.0.1:19042".into(),
             ],
         )
         .unwrap();
+        assert_eq!(c.storage.block_cache_bytes.0, 64 << 20);
         assert!(c.auth.enabled);
         assert_eq!(c.auth.users["cassandra"], "cassandra");
         assert_eq!(c.partitions.physical_split_bytes.0, 4 << 20);

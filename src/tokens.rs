@@ -175,17 +175,31 @@ pub fn partition_key_bytes(components: &[&[u8]]) -> Vec<u8> {
 pub fn split_composite(mut key: &[u8], n: usize) -> Option<Vec<&[u8]>> {
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
-        if key.len() < 2 {
-            return None;
-        }
-        let len = u16::from_be_bytes([key[0], key[1]]) as usize;
-        if key.len() < 2 + len + 1 {
-            return None;
-        }
-        out.push(&key[2..2 + len]);
-        key = &key[2 + len + 1..];
+        out.push(next_component(&mut key)?);
     }
     key.is_empty().then_some(out)
+}
+
+/// Component `i` of a composite key of `n` components, as [`split_composite`] finds it (None
+/// if the key is malformed), without building the list (scans project keys row by row).
+pub fn composite_part(mut key: &[u8], n: usize, i: usize) -> Option<&[u8]> {
+    let mut part = None;
+    for j in 0..n {
+        let c = next_component(&mut key)?;
+        if j == i {
+            part = Some(c);
+        }
+    }
+    key.is_empty().then_some(part).flatten()
+}
+
+/// The component `key` starts with (`[u16 length][bytes][0]`); moves `key` past it.
+fn next_component<'a>(key: &mut &'a [u8]) -> Option<&'a [u8]> {
+    let k: &'a [u8] = key;
+    let len = u16::from_be_bytes([*k.first()?, *k.get(1)?]) as usize;
+    let part = k.get(2..2 + len)?;
+    *key = k.get(2 + len + 1..)?;
+    Some(part)
 }
 
 #[cfg(test)]

@@ -73,6 +73,36 @@ fn unescape(input: &mut &[u8]) -> Result<Vec<u8>, CorruptRow> {
     }
 }
 
+/// Appends `escaped`, a whole escaped partition key without its terminator, unescaped to
+/// `out`; false when it is not one (a 0x00 not followed by 0xFF: the real terminator came
+/// earlier). Written through a stack buffer of `UNESCAPE_CHUNK_BYTES`, appended as it fills:
+/// scans unescape most keys (keys of small integers hold several 0x00 bytes), and a
+/// `Vec::push` per byte, or a search for the terminator, cost half as much again.
+fn unescape_whole(escaped: &[u8], out: &mut Vec<u8>) -> bool {
+    let mut chunk = [0u8; UNESCAPE_CHUNK_BYTES];
+    let (mut i, mut n) = (0, 0);
+    while let Some(&b) = escaped.get(i) {
+        if b == 0 {
+            if escaped.get(i + 1) != Some(&0xff) {
+                return false;
+            }
+            i += 2;
+        } else {
+            i += 1;
+        }
+        if n == UNESCAPE_CHUNK_BYTES {
+            out.extend_from_slice(&chunk);
+            n = 0;
+        }
+        chunk[n] = b;
+        n += 1;
+    }
+    out.extend_from_slice(&chunk[..n]);
+    true
+}
+
+const UNESCAPE_CHUNK_BYTES: usize = 64;
+
 /// The key prefix of one partition: `[storage id][token][escaped key]`.
 pub fn partition_prefix(storage_id: u64, token: Token, pk: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(16 + pk.len() + 8);
@@ -157,6 +187,20 @@ pub fn decode_key(key: &[u8], clustering: &[(&CqlType, bool)]) -> Result<Decoded
     })
 }
 
+/// The token and partition key of a row key without clustering values (a table without
+/// clustering columns); None for any other key (a header, a row with clustering values, a key
+/// that does not decode). The partition key is borrowed from `key` when it holds no 0x00 byte,
+/// else unescaped into `buf`.
+pub fn plain_row_key<'a>(key: &'a [u8], buf: &'a mut Vec<u8>) -> Option<(Token, &'a [u8])> {
+    let token = token_from_bytes(key.get(8..16)?.try_into().ok()?);
+    let escaped = key.get(16..)?.strip_suffix(&[0, 1, KIND_ROW])?;
+    if !escaped.contains(&0) {
+        return Some((token, escaped));
+    }
+    buf.clear();
+    unescape_whole(escaped, buf).then_some((token, &buf[..]))
+}
+
 /// The token of a partition key (serialized as Cassandra hashes it): Murmur3 of the whole key,
 /// or for hierarchical (MultiHash) tables the concatenated per-level hashes.
 pub fn table_token(table: &TableDef, pk: &[u8]) -> Token {
@@ -211,5 +255,31 @@ mod tests {
         }
         assert!(token_bytes(-1) < token_bytes(0));
         assert!(token_bytes(i64::MIN) < token_bytes(i64::MAX));
+    }
+
+    proptest::proptest! {
+        /// `plain_row_key` finds what `decode_key` finds in a row key without clustering
+        /// values, and nothing in any other key.
+        #[test]
+        fn plain_row_keys_read_as_decode_key(
+            pk in proptest::collection::vec(proptest::sample::select(vec![0u8, 1, 2, 7, 0xfe, 0xff]), 0..12),
+            token: i64,
+        ) {
+            let mut buf = Vec::new();
+            let mut k = partition_prefix(7, token, &pk);
+            k.push(KIND_ROW);
+            let d = decode_key(&k, &[]).unwrap();
+            let found = plain_row_key(&k, &mut buf).map(|(t, p)| (t, p.to_vec()));
+            proptest::prop_assert_eq!(found, Some((d.token, d.pk.to_vec())));
+            proptest::prop_assert_eq!(&d.pk[..], &pk[..]);
+            for end in 0..k.len() {
+                proptest::prop_assert_eq!(plain_row_key(&k[..end], &mut buf), None);
+            }
+            k.push(0);
+            proptest::prop_assert_eq!(plain_row_key(&k, &mut buf), None);
+            let mut h = partition_prefix(7, token, &pk);
+            h.push(KIND_HEADER);
+            proptest::prop_assert_eq!(plain_row_key(&h, &mut buf), None);
+        }
     }
 }

@@ -3,6 +3,8 @@
 //! * `keys`: the data key of every row and partition header (storage id, order-preserving
 //!   token, escaped partition key, kind, order-preserving clustering values), and the token of
 //!   a partition key (Murmur3, or MultiHash levels).
+//! * `plain_row`: a version-1 row value read in place (liveness and live cells, no row model),
+//!   for scans of tables without clustering columns.
 //! * `row`: the row model (row marker, cells, complex cells of non-frozen collections and UDTs,
 //!   partition and range tombstones), its last-write-wins merge, and the versioned value
 //!   encoding.
@@ -18,6 +20,7 @@
 pub mod keys;
 #[cfg(test)]
 mod merge_tests;
+pub mod plain_row;
 pub mod row;
 
 pub use keys::*;

@@ -22,7 +22,7 @@
 use super::CorruptRow;
 use bytes::{Buf, BufMut, Bytes};
 
-const VERSION: u8 = 1;
+pub(super) const VERSION: u8 = 1;
 /// Rows with complex cells (see the module documentation).
 const VERSION_COMPLEX: u8 = 2;
 /// Row liveness info (the row marker written by INSERT).
@@ -775,14 +775,14 @@ fn merge_sorted<T>(
     merged
 }
 
-const ROW_MARKER: u8 = 0x01;
-const ROW_DELETION: u8 = 0x02;
+pub(super) const ROW_MARKER: u8 = 0x01;
+pub(super) const ROW_DELETION: u8 = 0x02;
 /// The marker's expiry is i64 milliseconds (rows written before had i32 seconds).
-const ROW_MARKER_MS: u8 = 0x04;
-const CELL_TOMBSTONE: u8 = 0x01;
-const CELL_EXPIRING: u8 = 0x02;
+pub(super) const ROW_MARKER_MS: u8 = 0x04;
+pub(super) const CELL_TOMBSTONE: u8 = 0x01;
+pub(super) const CELL_EXPIRING: u8 = 0x02;
 /// The cell's expiry is i64 milliseconds (cells written before had i32 seconds).
-const CELL_EXPIRY_MS: u8 = 0x04;
+pub(super) const CELL_EXPIRY_MS: u8 = 0x04;
 
 /// Seconds of a millisecond time (local deletion times are in seconds).
 pub fn secs(ms: i64) -> i32 {

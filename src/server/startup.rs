@@ -63,9 +63,13 @@ pub fn open(cfg: &Config, listen: SocketAddr, clock: Clock) -> Result<Opened, St
 fn open_store(cfg: &Config) -> Result<Arc<dyn Store>, String> {
     Ok(match cfg.storage.backend {
         Backend::Embedded => Arc::new(
-            EmbeddedStore::open(&cfg.data_dir, cfg.storage.sync)
-                .map_err(|e| e.to_string())?
-                .with_min_free_bytes(&cfg.data_dir, cfg.storage.min_free_bytes.0),
+            EmbeddedStore::open_with_cache(
+                &cfg.data_dir,
+                cfg.storage.sync,
+                cfg.storage.block_cache_bytes.0,
+            )
+            .map_err(|e| e.to_string())?
+            .with_min_free_bytes(&cfg.data_dir, cfg.storage.min_free_bytes.0),
         ),
         Backend::Postgres => {
             let pg = &cfg.storage.postgres;

@@ -94,8 +94,24 @@ struct SyncState {
     syncing: bool,
 }
 
+/// The block cache's capacity unless `storage.block_cache_bytes` says otherwise: fjall's own
+/// default (32 MiB) holds about 400,000 rows of a small table, so a scan of a larger one
+/// loaded, checked and decompressed every block again (a quarter of its instructions per row;
+/// the cache fills only with blocks read).
+pub const DEFAULT_BLOCK_CACHE_BYTES: u64 = 256 << 20;
+
 impl EmbeddedStore {
     pub fn open(dir: &Path, sync: SyncMode) -> Result<EmbeddedStore> {
+        Self::open_with_cache(dir, sync, DEFAULT_BLOCK_CACHE_BYTES)
+    }
+
+    /// `open` with a block cache of `block_cache_bytes` (decompressed data, index and filter
+    /// blocks of the disk tables, shared by every key space).
+    pub fn open_with_cache(
+        dir: &Path,
+        sync: SyncMode,
+        block_cache_bytes: u64,
+    ) -> Result<EmbeddedStore> {
         std::fs::create_dir_all(dir).map_err(|e| {
             StorageError::Io(format!(
                 "cannot create data directory {}: {e}",
@@ -105,6 +121,7 @@ impl EmbeddedStore {
         let purge = Arc::new(PurgeSlot::default());
         let slot = Arc::clone(&purge);
         let db = Database::builder(dir.join("store"))
+            .cache_size(block_cache_bytes)
             .with_compaction_filter_factories(Arc::new(move |name: &str| {
                 (name == "data").then(|| Arc::clone(&slot) as Arc<dyn Factory>)
             }))
@@ -352,6 +369,16 @@ mod tests {
 
     fn collect(it: ScanIter) -> Vec<Vec<u8>> {
         it.map(|r| r.unwrap().0.to_vec()).collect()
+    }
+
+    #[test]
+    fn the_block_cache_holds_what_it_is_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = EmbeddedStore::open_with_cache(dir.path(), SyncMode::None, 8 << 20).unwrap();
+        assert_eq!(s.db.cache_capacity(), 8 << 20);
+        drop(s);
+        let s = EmbeddedStore::open(dir.path(), SyncMode::None).unwrap();
+        assert_eq!(s.db.cache_capacity(), DEFAULT_BLOCK_CACHE_BYTES);
     }
 
     #[test]

@@ -25,7 +25,7 @@ use bytes::Bytes;
 use std::ops::Bound;
 use std::sync::Arc;
 
-pub use embedded::EmbeddedStore;
+pub use embedded::{EmbeddedStore, DEFAULT_BLOCK_CACHE_BYTES};
 pub use handle::{
     Condition, Epoch, KeyRange, MetaStore, PartitionCommit, PartitionHandle, PartitionRef,
     PartitionSnapshot, PartitionStore, RETIRED_EPOCH,

@@ -5,6 +5,7 @@
 //! links the whole crate).
 
 mod equal_clustering;
+mod flat_scan;
 mod gc_grace;
 mod index_build;
 mod point_reads;

@@ -334,6 +334,7 @@ pub(super) fn read_ranges(
     // partition: a scan of one-row partitions starts one per row).
     let mut cur: Option<(Token, Vec<u8>, Vec<u8>)> = None;
     let mut reader = PartitionRows::new(t, plan);
+    let mut flat = FlatScan::of(t, plan, out);
     // Ends the partition being read: its static row if none of its rows passed. A page that
     // fills up there resumes after all of the partition's keys.
     let end_partition = |reader: &PartitionRows,
@@ -391,6 +392,22 @@ pub(super) fn read_ranges(
             let handle = engine.handles.read(sid, &p)?;
             for item in handle.scan(as_ref(&lo_b), as_ref(&hi_key), false) {
                 let (k, v) = item?;
+                // The fast path, outside a partition the general path started (it may have
+                // met its header).
+                let fast = flat.as_mut().filter(|_| {
+                    cur.as_ref()
+                        .is_none_or(|(_, _, prefix)| !k.starts_with(prefix))
+                });
+                match fast.and_then(|f| f.row(out, &k, &v)) {
+                    Some(Flow::Continue) => continue,
+                    Some(Flow::Stop(more)) => {
+                        if more {
+                            out.rows.paging_state = Some(out.page_state(0, k.to_vec()));
+                        }
+                        return Ok(());
+                    }
+                    None => {}
+                }
                 let dk = row::decode_key(&k, &ck_types)?;
                 out.scanned(dk.token, k.len() + v.len());
                 // The key up to its kind byte is the partition's prefix (`partition_prefix`).
