@@ -32,6 +32,9 @@ pub struct EmbeddedStore {
     pub(super) owners: super::embedded_handle::Owners,
     /// Writes to the data space that do not go through a handle (`write_stamps.rs`).
     pub(super) plain_writes: Arc<super::write_stamps::Counter>,
+    /// `SyncMode::None`: the active journal written out in the background, so sealing it
+    /// does not stall commits (`journal_writeback.rs`).
+    _writeback: Option<super::journal_writeback::JournalWriteback>,
 }
 
 /// The purge filter factory, installed after the store is open (by the query layer).
@@ -140,6 +143,12 @@ impl EmbeddedStore {
             free_space: Arc::new(FreeSpaceGuard::new(dir.to_path_buf(), 0)),
             owners: Default::default(),
             plain_writes: Default::default(),
+            _writeback: match sync {
+                SyncMode::None => {
+                    super::journal_writeback::JournalWriteback::start(&dir.join("store"))
+                }
+                SyncMode::Fsync => None,
+            },
         };
         let moved = super::legacy_sizes::move_records(&store)?;
         if moved > 0 {

@@ -15,6 +15,7 @@ pub mod embedded;
 mod embedded_handle;
 pub mod free_space;
 pub mod handle;
+mod journal_writeback;
 mod legacy_sizes;
 pub mod postgres;
 mod settle;
