@@ -20,6 +20,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 pub struct EmbeddedStore {
+    /// Journal writeback and memtable freeing off the commit path (`background.rs`). First,
+    /// so it stops before the key spaces it holds clones of close.
+    _background: Option<super::background::Background>,
     pub(super) db: Database,
     pub(super) data: Keyspace,
     pub(super) meta: Keyspace,
@@ -32,9 +35,6 @@ pub struct EmbeddedStore {
     pub(super) owners: super::embedded_handle::Owners,
     /// Writes to the data space that do not go through a handle (`write_stamps.rs`).
     pub(super) plain_writes: Arc<super::write_stamps::Counter>,
-    /// `SyncMode::None`: the active journal written out in the background, so sealing it
-    /// does not stall commits (`journal_writeback.rs`).
-    _writeback: Option<super::journal_writeback::JournalWriteback>,
 }
 
 /// The purge filter factory, installed after the store is open (by the query layer).
@@ -132,7 +132,15 @@ impl EmbeddedStore {
         let data = db.keyspace("data", KeyspaceCreateOptions::default)?;
         let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
         let sizes = db.keyspace("sizes", KeyspaceCreateOptions::default)?;
+        let background = super::background::Background::start(
+            // With fsync, commits write the journal to disk as they go.
+            matches!(sync, SyncMode::None)
+                .then(|| dir.join("store"))
+                .as_deref(),
+            vec![data.clone(), meta.clone(), sizes.clone()],
+        );
         let store = EmbeddedStore {
+            _background: background,
             db,
             data,
             meta,
@@ -143,12 +151,6 @@ impl EmbeddedStore {
             free_space: Arc::new(FreeSpaceGuard::new(dir.to_path_buf(), 0)),
             owners: Default::default(),
             plain_writes: Default::default(),
-            _writeback: match sync {
-                SyncMode::None => {
-                    super::journal_writeback::JournalWriteback::start(&dir.join("store"))
-                }
-                SyncMode::Fsync => None,
-            },
         };
         let moved = super::legacy_sizes::move_records(&store)?;
         if moved > 0 {

@@ -9,11 +9,11 @@
 //! writeback 55-82 ms in the same sitting (what is left is the disk's queue, shared with the
 //! flushes' table writes, and its cache flush).
 //!
-//! Every [`INTERVAL_MS`] a thread asks the kernel to start writing the active journal's dirty
-//! pages (Linux: `sync_file_range` with `SYNC_FILE_RANGE_WRITE`, which starts the writes and
-//! returns; elsewhere `fdatasync`, on this thread). It takes no lock of fjall's, so commits
-//! never wait for it, and the sealing fsync finds at most about an interval's worth of pages
-//! left. It changes nothing a commit promises: with `sync = "none"` an acknowledged write
+//! Every tick (100 ms) the store's background thread (`background.rs`) asks the kernel to
+//! start writing the active journal's dirty pages (Linux: `sync_file_range` with
+//! `SYNC_FILE_RANGE_WRITE`, which starts the writes and returns; elsewhere `fdatasync`, on that
+//! thread). It takes no lock of fjall's, so commits never wait for it, and the sealing fsync
+//! finds at most about a tick's worth of pages left. It changes nothing a commit promises: with `sync = "none"` an acknowledged write
 //! survives a crash of the process, not of the machine.
 //!
 //! The active journal is the highest-numbered `<n>.jnl` in the store's folder (fjall's
@@ -21,57 +21,6 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::Duration;
-
-/// How often the active journal's dirty pages are handed to the disk: at 40,000 small writes
-/// a second, about 2 MB of journal.
-pub const INTERVAL_MS: u64 = 100;
-
-/// The writeback thread of one store; stops (and is joined) when dropped.
-pub struct JournalWriteback {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl JournalWriteback {
-    /// Starts the thread for the journals in `folder` (None if no thread could be started:
-    /// the store works as before, with the stall).
-    pub fn start(folder: &Path) -> Option<JournalWriteback> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let (flag, mut active) = (Arc::clone(&stop), Active::new(folder));
-        let spawned = std::thread::Builder::new()
-            .name("journal-writeback".into())
-            .spawn(move || {
-                while !flag.load(Ordering::Acquire) {
-                    std::thread::park_timeout(Duration::from_millis(INTERVAL_MS));
-                    active.tick();
-                }
-            });
-        match spawned {
-            Ok(thread) => Some(JournalWriteback {
-                stop,
-                thread: Some(thread),
-            }),
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot start the journal writeback thread");
-                None
-            }
-        }
-    }
-}
-
-impl Drop for JournalWriteback {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(t) = self.thread.take() {
-            t.thread().unpark();
-            let _ = t.join();
-        }
-    }
-}
 
 /// The journal being written to, opened once per journal.
 pub(super) struct Active {

@@ -8,6 +8,7 @@
 //! the layers above commit touches one physical partition's key range (plus metadata), so an
 //! implementation may shard by physical partition.
 
+mod background;
 pub mod backup;
 pub mod batch_log;
 pub mod dir_lock;
@@ -17,6 +18,7 @@ pub mod free_space;
 pub mod handle;
 mod journal_writeback;
 mod legacy_sizes;
+mod memtable_release;
 pub mod postgres;
 mod settle;
 mod stripe_set;
