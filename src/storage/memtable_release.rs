@@ -69,7 +69,11 @@ mod tests {
             freed += release.tick(&[&ks.tree]);
             ks.rotate_memtable_and_wait().unwrap(); // seals and flushes the memtable
             freed += release.tick(&[&ks.tree]);
-            assert!(release.held() <= 4, "round {round}: {} held", release.held());
+            assert!(
+                release.held() <= 4,
+                "round {round}: {} held",
+                release.held()
+            );
         }
         assert!(freed >= 10, "freed {freed} of 20 flushed memtables");
         // Every row is still read: nothing the tree reads was freed.
