@@ -123,7 +123,9 @@ impl EmbeddedStore {
         })?;
         let purge = Arc::new(PurgeSlot::default());
         let slot = Arc::clone(&purge);
-        let db = Database::builder(dir.join("store"))
+        // fjall's folder: its tables and the journals the background thread writes back.
+        let store_dir = dir.join("store");
+        let db = Database::builder(&store_dir)
             .cache_size(block_cache_bytes)
             .with_compaction_filter_factories(Arc::new(move |name: &str| {
                 (name == "data").then(|| Arc::clone(&slot) as Arc<dyn Factory>)
@@ -134,9 +136,7 @@ impl EmbeddedStore {
         let sizes = db.keyspace("sizes", KeyspaceCreateOptions::default)?;
         let background = super::background::Background::start(
             // With fsync, commits write the journal to disk as they go.
-            matches!(sync, SyncMode::None)
-                .then(|| dir.join("store"))
-                .as_deref(),
+            matches!(sync, SyncMode::None).then_some(store_dir.as_path()),
             vec![data.clone(), meta.clone(), sizes.clone()],
         );
         let store = EmbeddedStore {

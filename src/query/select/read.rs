@@ -401,9 +401,7 @@ pub(super) fn read_ranges(
                 match fast.and_then(|f| f.row(out, &k, &v)) {
                     Some(Flow::Continue) => continue,
                     Some(Flow::Stop(more)) => {
-                        if more {
-                            out.rows.paging_state = Some(out.page_state(0, k.to_vec()));
-                        }
+                        stop_at(out, more, &k);
                         return Ok(());
                     }
                     None => {}
@@ -442,9 +440,7 @@ pub(super) fn read_ranges(
                 let ck_start = cur.as_ref().map_or(0, |c| c.2.len() + 1);
                 let ck = k.get(ck_start..).unwrap_or(&[]);
                 if let Flow::Stop(more) = reader.row(out, &dk, Some(ck), &v)? {
-                    if more {
-                        out.rows.paging_state = Some(out.page_state(0, k.to_vec()));
-                    }
+                    stop_at(out, more, &k);
                     return Ok(());
                 }
             }
@@ -452,6 +448,14 @@ pub(super) fn read_ranges(
     }
     end_partition(&reader, out, &cur);
     Ok(())
+}
+
+/// A range scan's page filled at stored key `key`: when rows remain, the next page resumes
+/// after it (both the flat and the general path stop this way).
+fn stop_at(out: &mut Output, more: bool, key: &[u8]) {
+    if more {
+        out.rows.paging_state = Some(out.page_state(0, key.to_vec()));
+    }
 }
 
 /// Reads the rows an index lists for one value, in token order, re-checking each row. Index
