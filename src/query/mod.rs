@@ -606,8 +606,19 @@ impl Engine {
 
     /// Whether an EXECUTE of a prepared statement may run long (`long.rs`).
     pub fn prepared_may_run_long(&self, p: &Prepared, session: &Session) -> bool {
+        let schema = self.schema();
+        // A point read under the version it was described under: short, without looking its
+        // table up again (about 320 instructions of a prepared point read, callgrind).
+        if p.schema_version == schema.version
+            && p.select_shape
+                .get()
+                .is_some_and(select::Shape::reads_one_partition)
+            && !matches!(&p.parsed.statement, ast::Statement::Select(s) if s.allow_filtering)
+        {
+            return false;
+        }
         let ks = p.keyspace.as_deref().or(session.keyspace.as_deref());
-        long::may_run_long(&self.schema(), ks, &p.parsed)
+        long::may_run_long(&schema, ks, &p.parsed)
     }
 
     /// Parses and runs a QUERY.

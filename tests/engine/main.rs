@@ -8,6 +8,7 @@ mod equal_clustering;
 mod flat_scan;
 mod gc_grace;
 mod index_build;
+mod point_plan;
 mod point_reads;
 mod prepared;
 mod schema_diff;

@@ -130,6 +130,9 @@ pub(super) fn eval_unset_as(
 /// Plans `sel` on `t` for one request; `shape` is its bind-independent part, which also
 /// checked the WHERE clause's rules that need no values (`shape_of`).
 pub(super) fn plan(t: &TableDef, sel: &Select, ctx: &Ctx, shape: &Shape) -> Result<Plan> {
+    if let Some(point) = &shape.point {
+        return point.plan(t, sel, ctx, shape.static_rows);
+    }
     let mut need_filtering = false;
     // Validate every relation first.
     let (token, tuple_filters, entry_filters) = check_relations(t, sel, ctx)?;
@@ -175,17 +178,8 @@ pub(super) fn plan(t: &TableDef, sel: &Select, ctx: &Ctx, shape: &Shape) -> Resu
     };
     let limit = limit_value(sel.limit.as_ref(), "[limit]", "LIMIT", ctx)?;
     let reversed = reversed_order(t, sel, single_partition)?;
-    // A row key is the order parts of its clustering values then their suffixes; a key
-    // without suffixes that names every column is a whole key, and another stored
-    // serialization of equal values would be the same bytes.
-    let points = single_partition
-        && slice_col.is_none()
-        && prefix_vals.len() == t.clustering.len()
-        && t.clustering_columns()
-            .all(|c| value::key_has_no_suffix(&c.ty))
-        && slices
-            .iter()
-            .all(|(lo, _)| matches!(lo, Bound::Included(_)));
+    let points =
+        single_partition && names_whole_rows(t, prefix_vals.len(), slice_col.is_some(), &slices);
     let tokens = match &target {
         Target::Partitions(keys) => keys.iter().map(|k| table_token(t, k)).collect(),
         _ => Vec::new(),
@@ -200,6 +194,25 @@ pub(super) fn plan(t: &TableDef, sel: &Select, ctx: &Ctx, shape: &Shape) -> Resu
         points,
         tokens,
     })
+}
+
+/// `Plan::points` of a single-partition read with `prefix_len` clustering columns given by
+/// = / IN and `slices` from them. A row key is the order parts of its clustering values then
+/// their suffixes; a key without suffixes that names every column is a whole key, and another
+/// stored serialization of equal values would be the same bytes.
+pub(super) fn names_whole_rows(
+    t: &TableDef,
+    prefix_len: usize,
+    has_slice: bool,
+    slices: &[KeyRange],
+) -> bool {
+    !has_slice
+        && prefix_len == t.clustering.len()
+        && t.clustering_columns()
+            .all(|c| value::key_has_no_suffix(&c.ty))
+        && slices
+            .iter()
+            .all(|(lo, _)| matches!(lo, Bound::Included(_)))
 }
 
 /// The token range `token(...)` relations restrict to (lo exclusive, hi inclusive).
@@ -522,7 +535,7 @@ fn filter_values(
 
 /// Whether ORDER BY reverses the clustering order (only on clustering columns, within named
 /// partitions).
-fn reversed_order(t: &TableDef, sel: &Select, single_partition: bool) -> Result<bool> {
+pub(super) fn reversed_order(t: &TableDef, sel: &Select, single_partition: bool) -> Result<bool> {
     let mut reversed = false;
     if let Some((first, dir)) = sel.order_by.first() {
         let ci = column_index(t, first)?;

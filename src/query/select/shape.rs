@@ -24,6 +24,15 @@ pub struct Shape {
     pub(super) group_cols: Vec<usize>,
     /// `Plan::static_rows` (`selects_whole_partitions`).
     pub(super) static_rows: bool,
+    /// A point read's plan template (`point_plan.rs`).
+    pub(super) point: Option<PointTemplate>,
+}
+
+impl Shape {
+    /// Whether the statement is a point read (`point_plan.rs`): it names one partition.
+    pub fn reads_one_partition(&self) -> bool {
+        self.point.is_some()
+    }
 }
 
 /// Where a prepared statement keeps its shape: empty until its first EXECUTE under its own
@@ -60,6 +69,7 @@ pub(super) fn shape_of<'a>(
         proj: plan_projection(t, Some(ctx), sel)?,
         group_cols: group_by_columns(t, sel)?,
         static_rows: selects_whole_partitions(t, sel),
+        point: point_template(t, sel),
     };
     // The WHERE clause's bind-independent rules, after the selection's (Cassandra prepares the
     // selection first): a kept shape has passed them, so `plan` does not check them again.
