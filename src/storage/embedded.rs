@@ -89,6 +89,8 @@ pub(super) struct GroupCommit {
     done: Condvar,
     /// `SyncMode::None`: handle commits written to the OS before answers (`settle.rs`).
     pub(super) settle: super::settle::Settle,
+    /// Handle commits applied in groups (`commit_group.rs`).
+    pub(super) batches: super::commit_group::CommitGroup,
 }
 
 #[derive(Default)]

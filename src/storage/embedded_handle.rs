@@ -17,6 +17,7 @@
 //! The table of opened partitions is bounded by the partitions that exist: retiring one
 //! removes its entry.
 
+use super::commit_group::{Space as GroupSpace, Target};
 use super::embedded::{boxed_iter, clamp_lower, clamp_upper, EmbeddedStore, GroupCommit};
 use super::handle::*;
 use super::stripe_set::{Held, StripeSet};
@@ -344,22 +345,21 @@ impl PartitionHandle for EmbeddedHandle {
         let deferred = self.sync == SyncMode::None;
         let durability = (!deferred).then_some(PersistMode::Buffer);
         let ops = commit.writes.len() + commit.local.len() + commit.sizes.len();
-        let mut b =
-            fjall::OwnedWriteBatch::with_capacity(self.db.clone(), ops).durability(durability);
+        let mut batch = Vec::with_capacity(ops);
         let local = commit.local.into_iter().map(|l| (l.key, l.value));
-        let all = (commit
-            .writes
-            .into_iter()
-            .chain(local)
-            .map(|w| (&self.data, w)))
-        .chain(commit.sizes.into_iter().map(|w| (&self.sizes, w)));
-        for (space, (key, value)) in all {
-            match value {
-                Some(v) => b.insert(space, key, v),
-                None => b.remove(space, key),
-            }
+        for (key, value) in commit.writes.into_iter().chain(local) {
+            batch.push((GroupSpace::Data, key, value));
         }
-        b.commit()?;
+        for (key, value) in commit.sizes {
+            batch.push((GroupSpace::Sizes, key, value));
+        }
+        let target = Target {
+            db: &self.db,
+            data: &self.data,
+            sizes: &self.sizes,
+            durability,
+        };
+        self.group.batches.commit(&target, batch)?;
         if deferred {
             self.group.settle.deferred();
         }
