@@ -153,36 +153,53 @@ impl CommitGroup {
     /// Applies the batches queued now (up to `MAX_GROUP_BATCHES`) as one fjall batch, gives
     /// each its outcome, lets go of the lead and wakes the sleepers.
     fn lead(&self, target: &Target, lead: parking_lot::MutexGuard<'_, ()>) {
-        let group: Vec<Queued> = {
+        let mut group = Group({
             let mut queue = self.queue.lock();
             let n = queue.len().min(MAX_GROUP_BATCHES);
             queue.drain(..n).collect()
-        };
-        if !group.is_empty() {
-            let res = apply(target, &group).map_err(|e| e.to_string());
-            for q in &group {
+        });
+        if !group.0.is_empty() {
+            let res = apply(target, &mut group.0).map_err(|e| e.to_string());
+            for q in &group.0 {
                 q.slot.set(&res);
             }
         }
+        drop(group);
         drop(lead);
         let _queue = self.queue.lock();
         self.finished.notify_all();
     }
 }
 
-fn apply(target: &Target, group: &[Queued]) -> std::result::Result<(), fjall::Error> {
+/// The batches one leader took. Should applying them panic, each still gets an outcome (a
+/// failure) as this is dropped, so that no follower waits for it forever.
+struct Group(Vec<Queued>);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let abandoned = Err("the store's commit panicked".to_string());
+        for q in &self.0 {
+            if q.slot.outcome().is_none() {
+                q.slot.set(&abandoned);
+            }
+        }
+    }
+}
+
+/// Applies the group's batches, in queue order, as one fjall batch (their items moved out).
+fn apply(target: &Target, group: &mut [Queued]) -> std::result::Result<(), fjall::Error> {
     let ops = group.iter().map(|q| q.batch.len()).sum();
     let mut b =
         fjall::OwnedWriteBatch::with_capacity(target.db.clone(), ops).durability(target.durability);
     for q in group {
-        for (space, key, value) in &q.batch {
+        for (space, key, value) in q.batch.drain(..) {
             let space = match space {
                 Space::Data => target.data,
                 Space::Sizes => target.sizes,
             };
             match value {
-                Some(v) => b.insert(space, key.clone(), v.clone()),
-                None => b.remove(space, key.clone()),
+                Some(v) => b.insert(space, key, v),
+                None => b.remove(space, key),
             }
         }
     }
@@ -269,5 +286,20 @@ mod tests {
         group.lead(&target, group.leading.lock());
         assert_eq!(data.get(&key[..]).unwrap().as_deref(), Some(&b"new"[..]));
         assert!(slots.iter().all(|s| matches!(s.outcome(), Some(Ok(())))));
+    }
+
+    /// Batches a leader took and never applied (its commit panicked) fail instead of leaving
+    /// their committers waiting.
+    #[test]
+    fn an_abandoned_group_fails_its_batches() {
+        let slot = Arc::<Slot>::default();
+        drop(Group(vec![Queued {
+            batch: Vec::new(),
+            slot: Arc::clone(&slot),
+        }]));
+        match slot.outcome() {
+            Some(Err(StorageError::Io(e))) => assert_eq!(e, "the store's commit panicked"),
+            _ => panic!("the batch has no failure"),
+        }
     }
 }
