@@ -27,8 +27,7 @@ use super::StorageError;
 use bytes::Bytes;
 use fjall::{Database, Keyspace, PersistMode};
 use parking_lot::{Condvar, Mutex};
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// Batches one group applies at most (the rest wait for the next).
@@ -76,35 +75,19 @@ struct Queued {
     slot: Arc<Slot>,
 }
 
-/// A queued batch's outcome.
+/// A queued batch's outcome, set once (by its group's leader, or as an abandoned group drops).
 #[derive(Default)]
-struct Slot {
-    state: AtomicU8,
-    error: Mutex<String>,
-}
-
-const PENDING: u8 = 0;
-const APPLIED: u8 = 1;
-const FAILED: u8 = 2;
+struct Slot(OnceLock<std::result::Result<(), String>>);
 
 impl Slot {
     fn outcome(&self) -> Option<Result<()>> {
-        match self.state.load(Ordering::Acquire) {
-            PENDING => None,
-            APPLIED => Some(Ok(())),
-            _ => Some(Err(StorageError::Io(self.error.lock().clone()))),
-        }
+        let res = self.0.get()?;
+        Some(res.clone().map_err(StorageError::Io))
     }
 
+    /// Sets the outcome unless it is set already.
     fn set(&self, res: &std::result::Result<(), String>) {
-        let state = match res {
-            Ok(()) => APPLIED,
-            Err(e) => {
-                *self.error.lock() = e.clone();
-                FAILED
-            }
-        };
-        self.state.store(state, Ordering::Release);
+        let _ = self.0.set(res.clone());
     }
 }
 
@@ -179,9 +162,7 @@ impl Drop for Group {
     fn drop(&mut self) {
         let abandoned = Err("the store's commit panicked".to_string());
         for q in &self.0 {
-            if q.slot.outcome().is_none() {
-                q.slot.set(&abandoned);
-            }
+            q.slot.set(&abandoned);
         }
     }
 }
