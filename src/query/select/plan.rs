@@ -401,14 +401,20 @@ fn named_partitions(t: &TableDef, pk_vals: Vec<Option<Vec<Bytes>>>) -> Result<Ve
             .unwrap_or(Ordering::Equal)
     });
     for parts in combos {
-        let refs: Vec<&[u8]> = parts.iter().map(|b| &b[..]).collect();
-        let k = Bytes::from(partition_key_bytes(&refs));
-        crate::query::write::check_partition_key(&k)?;
+        let k = partition_key_of(&parts)?;
         if !keys.contains(&k) {
             keys.push(k);
         }
     }
     Ok(keys)
+}
+
+/// The partition key of its components' values (in partition key order), checked.
+pub(super) fn partition_key_of(parts: &[Bytes]) -> Result<Bytes> {
+    let refs: Vec<&[u8]> = parts.iter().map(|b| &b[..]).collect();
+    let k = Bytes::from(partition_key_bytes(&refs));
+    crate::query::write::check_partition_key(&k)?;
+    Ok(k)
 }
 
 /// The clustering prefix given by = / IN (values per column), and the column after it

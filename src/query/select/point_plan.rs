@@ -110,7 +110,7 @@ impl PointTemplate {
     }
 
     /// The partition key bound from the request, checked as `key_values` and
-    /// `named_partitions` check it.
+    /// `named_partitions` check it (`partition_key_of`).
     fn partition_key(&self, t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Bytes> {
         let mut parts: Vec<Bytes> = vec![Bytes::new(); self.partition.len()];
         for &(r, pos) in &self.partition {
@@ -119,9 +119,6 @@ impl PointTemplate {
             let v = eval(&sel.where_clause[r].rhs, &col.ty, &col.name, ctx)?;
             parts[pos] = crate::query::write::key_value(v, col)?;
         }
-        let refs: Vec<&[u8]> = parts.iter().map(|b| &b[..]).collect();
-        let key = Bytes::from(partition_key_bytes(&refs));
-        crate::query::write::check_partition_key(&key)?;
-        Ok(key)
+        partition_key_of(&parts)
     }
 }
