@@ -23,7 +23,7 @@ import uuid
 
 import pytest
 from cassandra import ConsistencyLevel
-from cassandra.cluster import Cluster, ExecutionProfile, EXEC_PROFILE_DEFAULT
+from cassandra.cluster import Cluster, ExecutionProfile, EXEC_PROFILE_DEFAULT, NoHostAvailable
 from cassandra.metadata import Murmur3Token
 from cassandra.query import SimpleStatement
 
@@ -40,7 +40,11 @@ def pinned(node):
                                request_timeout=20)
     c = Cluster(contact_points=[clusterlib.HOST], port=node.port,
                 execution_profiles={EXEC_PROFILE_DEFAULT: profile})
-    return c, c.connect()
+    try:
+        return c, c.connect()
+    except Exception:
+        c.shutdown()
+        raise
 
 
 def wait_until(what, predicate, timeout_s=30.0):
@@ -404,6 +408,17 @@ def test_lwt_counter_from_8_clients_over_3_nodes_with_a_kill(cluster3):
     applied = [0] * 8
     unknown = [[] for _ in range(8)]  # marks of updates whose answer was lost
 
+    def repin(nodes, i):
+        """A session on a live node. A node killed a moment ago can still look running (not
+        yet reaped) and refuse the connection: then the next one."""
+        for attempt in range(50):
+            live = [n for n in nodes if n.running()]
+            try:
+                return pinned(live[(i + attempt) % len(live)])
+            except NoHostAvailable:
+                time.sleep(0.2)
+        raise AssertionError(f"client {i} found no live node to move to")
+
     def run(i):
         nodes = c.nodes
         cl, s = clients[i]
@@ -426,9 +441,8 @@ def test_lwt_counter_from_8_clients_over_3_nodes_with_a_kill(cluster3):
                     raise
             except Exception:
                 # This client's node is gone: move to a live one.
-                live = [n for n in nodes if n.running()]
                 cl.shutdown()
-                cl, s = pinned(live[i % len(live)])
+                cl, s = repin(nodes, i)
                 clients[i] = (cl, s)
 
     threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(8)]
