@@ -2,24 +2,7 @@
 //! request decoding, as the connection does with every frame it reads.
 #![no_main]
 
-use bytes::BytesMut;
-use libfuzzer_sys::fuzz_target;
-use ringgate::protocol::compression::{decompress_body, Compression};
-use ringgate::protocol::frame::decode_envelope;
-use ringgate::protocol::request::decode_request;
+#[path = "../bodies/frame.rs"]
+mod body;
 
-const MAX_BODY: usize = 1 << 20;
-
-fuzz_target!(|data: &[u8]| {
-    let mut buf = BytesMut::from(data);
-    // Each frame consumes at least a header, so this ends.
-    while let Ok(Some((header, body))) = decode_envelope(&mut buf, MAX_BODY) {
-        for c in [Compression::Lz4, Compression::Snappy] {
-            if let Ok(plain) = decompress_body(c, &body, MAX_BODY) {
-                assert!(plain.len() <= MAX_BODY);
-                let _ = decode_request(&header, plain);
-            }
-        }
-        let _ = decode_request(&header, body);
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| body::run(data));

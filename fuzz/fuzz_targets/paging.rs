@@ -2,10 +2,7 @@
 //! encode back to the same bytes.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
+#[path = "../bodies/paging.rs"]
+mod body;
 
-fuzz_target!(|data: &[u8]| {
-    if let Some(again) = ringgate::query::select::paging_state_roundtrip(data) {
-        assert_eq!(&again[..], data);
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| body::run(data));

@@ -2,23 +2,7 @@
 //! returns an error, never panics (a corrupt record must not take the server down).
 #![no_main]
 
-use bytes::Bytes;
-use libfuzzer_sys::fuzz_target;
-use ringgate::cql::types::CqlType;
-use ringgate::query::row::{decode_key, RowData};
+#[path = "../bodies/row.rs"]
+mod body;
 
-fuzz_target!(|data: &[u8]| {
-    let _ = RowData::decode(&Bytes::copy_from_slice(data));
-    let types = [
-        (CqlType::Int, false),
-        (CqlType::Text, true),
-        (
-            CqlType::Frozen(Box::new(CqlType::List(Box::new(CqlType::Blob)))),
-            false,
-        ),
-    ];
-    let clustering: Vec<(&CqlType, bool)> = types.iter().map(|(t, d)| (t, *d)).collect();
-    for n in 0..=clustering.len() {
-        let _ = decode_key(data, &clustering[..n]);
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| body::run(data));
