@@ -408,11 +408,11 @@ def test_lwt_counter_from_8_clients_over_3_nodes_with_a_kill(cluster3):
     applied = [0] * 8
     unknown = [[] for _ in range(8)]  # marks of updates whose answer was lost
 
-    def repin(nodes, i):
-        """A session on a live node. A node killed a moment ago can still look running (not
-        yet reaped) and refuse the connection: then the next one."""
+    def repin(i):
+        """A session on a live node. The node the main thread is killing can still look
+        running here and refuse the connection: then the next one."""
         for attempt in range(50):
-            live = [n for n in nodes if n.running()]
+            live = c.running()
             try:
                 return pinned(live[(i + attempt) % len(live)])
             except NoHostAvailable:
@@ -420,7 +420,6 @@ def test_lwt_counter_from_8_clients_over_3_nodes_with_a_kill(cluster3):
         raise AssertionError(f"client {i} found no live node to move to")
 
     def run(i):
-        nodes = c.nodes
         cl, s = clients[i]
         seq = 0
         while not stop.is_set():
@@ -442,7 +441,7 @@ def test_lwt_counter_from_8_clients_over_3_nodes_with_a_kill(cluster3):
             except Exception:
                 # This client's node is gone: move to a live one.
                 cl.shutdown()
-                cl, s = repin(nodes, i)
+                cl, s = repin(i)
                 clients[i] = (cl, s)
 
     threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(8)]
