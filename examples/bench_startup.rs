@@ -7,9 +7,10 @@
 //! log level (default warn).
 //!
 //! Starts the server on a scratch data directory, creates a table (bigint key) with one row,
-//! stops it, bulk-loads size records for N more logical partitions straight into its store (one
-//! record each, as N written partitions leave; going through CQL would take minutes for
-//! 10,000,000 and startup reads only the records), starts it again and measures the time from
+//! stops it, bulk-loads N more rows straight into its store (copies of that row under N more
+//! keys, as N written partitions leave them: the table has no clustering columns, so startup
+//! counts its sizes from its rows, `partition/derived_sizes.rs`; going through CQL would take
+//! minutes for 10,000,000), starts it again and measures the time from
 //! spawning the process to the answer of its first query (a point read of the row), then how
 //! long until `system_views.physical_partitions` counts every logical partition (the counters
 //! may be rebuilt in the background after the server answers).
@@ -22,8 +23,7 @@ use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-const BATCH_RECORDS: u64 = 100_000;
-const RECORD_BYTES: u64 = 64;
+const BATCH_ROWS: u64 = 100_000;
 const READY_TIMEOUT: Duration = Duration::from_secs(300);
 
 fn free_port() -> u16 {
@@ -101,16 +101,27 @@ fn storage_id(store: &EmbeddedStore) -> u64 {
     ids[0]
 }
 
-/// Size records for keys 1..=n (key 0 is the real row).
+/// Rows for keys 1..=n, each a copy of the real row's value (key 0).
 fn bulk_load(dir: &Path, n: u64) {
+    use ringgate::format::keys::{partition_prefix, KIND_ROW};
     let store = EmbeddedStore::open(dir, SyncMode::None).expect("open store");
     let sid = storage_id(&store);
+    let (table, next) = (sid.to_be_bytes(), (sid + 1).to_be_bytes());
+    let mut rows = store.scan(
+        Space::Data,
+        Bound::Included(&table),
+        Bound::Excluded(&next),
+        false,
+    );
+    let (_, value) = rows.next().expect("the real row").expect("scan");
+    assert!(rows.next().is_none(), "expected one row");
     let mut batch = WriteBatch::default();
     for i in 1..=n {
         let pk = (i as i64).to_be_bytes();
-        let key = ringgate::partition::sizes::size_key(sid, ringgate::tokens::token_of(&pk), &pk);
-        batch.put(Space::Sizes, key, RECORD_BYTES.to_be_bytes().to_vec());
-        if batch.ops.len() as u64 == BATCH_RECORDS {
+        let mut key = partition_prefix(sid, ringgate::tokens::token_of(&pk), &pk);
+        key.push(KIND_ROW);
+        batch.put(Space::Data, key, value.clone());
+        if batch.ops.len() as u64 == BATCH_ROWS {
             store.commit(std::mem::take(&mut batch)).expect("commit");
         }
     }

@@ -2,6 +2,7 @@
 //! (start, end], each with its own id and accounting. Every read and write is routed through the
 //! map. Maps are persisted in the metadata space and swapped atomically (readers never lock).
 
+use super::derived_sizes::SizeSource;
 use super::sizes::PartStats;
 use super::throttle::{Provisioned, SharedPool};
 use crate::fast_hash::FastMap;
@@ -26,6 +27,9 @@ pub struct PhysicalPartition {
     /// None: the default group (maps written before groups, and single nodes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// Where its size records come from (`derived_sizes.rs`); absent: `Records`.
+    #[serde(default, skip_serializing_if = "SizeSource::is_records")]
+    pub sizes: SizeSource,
     /// Live accounting (not persisted: rebuilt from the size records at startup).
     #[serde(skip)]
     pub stats: PartStats,
@@ -203,7 +207,7 @@ impl PartitionMaps {
     /// returns the map to install once the batch is committed.
     pub fn initial_layout(
         &self,
-        storage_id: u64,
+        (storage_id, sizes): (u64, SizeSource),
         throughput: Option<i64>,
         batch: &mut WriteBatch,
     ) -> Arc<PartitionMap> {
@@ -237,6 +241,7 @@ impl PartitionMaps {
                     start,
                     end,
                     group,
+                    sizes,
                     stats: PartStats::default(),
                 };
                 // A new storage id has no size records: its memo holds them all (none). A
@@ -442,6 +447,7 @@ impl PartitionMaps {
                     start: p.start,
                     end: p.end,
                     group: Some(to.to_string()),
+                    sizes: p.sizes,
                     stats: PartStats::default(),
                 }),
                 false => Arc::clone(p),
@@ -569,6 +575,7 @@ fn split_map(
             start,
             end,
             group: parent.group.clone(),
+            sizes: parent.sizes,
             stats: PartStats {
                 memo,
                 ..PartStats::default()
@@ -682,7 +689,7 @@ mod tests {
         let maps = Arc::new(PartitionMaps::open(Arc::clone(&store)).unwrap());
         for sid in 100..140u64 {
             let mut batch = WriteBatch::default();
-            let map = maps.initial_layout(sid, Some(20_000), &mut batch);
+            let map = maps.initial_layout((sid, SizeSource::Records), Some(20_000), &mut batch);
             store.commit(batch).unwrap();
             maps.install(sid, Arc::clone(&map));
             assert_eq!(map.parts.len(), 2);
@@ -732,7 +739,7 @@ mod tests {
         let writer = PartitionMaps::open(Arc::clone(&store)).unwrap();
         for sid in [100, 101] {
             let mut batch = WriteBatch::default();
-            let map = writer.initial_layout(sid, Some(20_000), &mut batch);
+            let map = writer.initial_layout((sid, SizeSource::Records), Some(20_000), &mut batch);
             store.commit(batch).unwrap();
             writer.install(sid, map);
         }
@@ -776,6 +783,7 @@ mod tests {
                         start,
                         end,
                         group: None,
+                        sizes: SizeSource::Records,
                         stats: PartStats::default(),
                     })
                 })
@@ -783,14 +791,16 @@ mod tests {
         }
     }
 
-    /// Maps written before storage groups have no group (the default one) and are written
-    /// back without one; a group survives a round trip; a split's children keep their parent's.
+    /// Maps written before storage groups and derived sizes have no group (the default one)
+    /// and size records, and are written back without either field; a group and a size
+    /// source survive a round trip; a split's children keep their parent's.
     #[test]
-    fn groups_persist_default_and_follow_splits() {
+    fn groups_and_size_sources_persist_default_and_follow_splits() {
         let old = br#"{"parts":[{"id":1,"start":-9223372036854775808,"end":9223372036854775807}]}"#;
         let m = decode_map(7, old).unwrap();
         assert_eq!(m.parts[0].group, None);
         assert_eq!(m.parts[0].group_name(), "default");
+        assert_eq!(m.parts[0].sizes, SizeSource::Records);
         assert_eq!(encode_arcs(&m.parts), old.to_vec());
         let grouped = PartitionMap {
             parts: vec![Arc::new(PhysicalPartition {
@@ -798,12 +808,14 @@ mod tests {
                 start: MIN_TOKEN,
                 end: MAX_TOKEN,
                 group: Some("g2".into()),
+                sizes: SizeSource::Rows,
                 stats: PartStats::default(),
             })],
         };
         let back = decode_map(7, &encode_arcs(&grouped.parts)).unwrap();
         assert_eq!(back.parts[0].group.as_deref(), Some("g2"));
         assert_eq!(back.parts[0].reference(7).group.as_deref(), Some("g2"));
+        assert_eq!(back.parts[0].sizes, SizeSource::Rows);
         let at = SplitAt {
             parent: &grouped.parts[0],
             boundary: 0,
@@ -813,6 +825,7 @@ mod tests {
         let (_, children) = split_map(&grouped, &at, 2).unwrap();
         for c in children {
             assert_eq!(c.group.as_deref(), Some("g2"));
+            assert_eq!(c.sizes, SizeSource::Rows);
         }
         // A partition moved to another group is not the same partition to a reload.
         assert!(merge_stored(Some(&grouped), decode_map(7, old).unwrap()).is_some());

@@ -1,5 +1,6 @@
 //! Tokens, the physical partition map of each table, splits, and request-unit accounting.
 
+pub mod derived_sizes;
 pub mod dirty;
 pub mod handles;
 pub mod hot;

@@ -6,7 +6,9 @@
 //! the partition's stored bytes (u64 BE): the sum over its stored keys (header and rows) of key
 //! length + encoded value length. The write path (`query::write::apply`) knows the old and new
 //! size of every key it writes (it reads before it writes), so it updates the record in the same
-//! atomic batch as the data: the records are exact after any crash.
+//! atomic batch as the data: the records are exact after any crash. Partitions of tables
+//! without clustering columns store no records: theirs are derived from their rows
+//! (`derived_sizes.rs`, chosen per partition in its map); the functions here read either.
 //!
 //! Per physical partition the bytes and the number of logical partitions live in memory
 //! (`PartStats`, atomics), rebuilt at startup by counting the records ([`rebuild`]): the first
@@ -26,6 +28,7 @@
 //! tombstone sweeper (`query::purge`) recounts those partitions afterwards ([`Accounting::recount`]),
 //! so the records catch up within seconds of a compaction.
 
+use super::derived_sizes::{self, SizeSource};
 use super::handles::Handles;
 use super::map::{PartitionMap, PartitionMaps, PhysicalPartition};
 use super::split_watch::{count_chunks, Counted};
@@ -113,6 +116,13 @@ pub fn size_key(storage_id: u64, token: Token, pk: &[u8]) -> Vec<u8> {
     k
 }
 
+/// Whether the physical partition holding `token` derives its size records from its rows
+/// (`derived_sizes.rs`): a write then stores none.
+fn derives_sizes(maps: &PartitionMaps, storage_id: u64, token: Token) -> bool {
+    maps.get(storage_id)
+        .is_some_and(|m| m.route(token).sizes == SizeSource::Rows)
+}
+
 /// One decoded size record.
 pub struct SizeRecord {
     pub storage_id: u64,
@@ -138,26 +148,27 @@ fn decode(k: &[u8], v: &[u8]) -> Option<SizeRecord> {
     })
 }
 
-/// The records of partition `handle` (of table `storage_id`) whose token is in (start, end]
-/// (the first partition, starting at MIN_TOKEN, also owns the empty key's MIN_TOKEN), in token
-/// order.
+/// The records of physical partition `p` (of table `storage_id`, read through `handle`), in
+/// token order: those it stores, or those derived from its rows (`derived_sizes.rs`).
 pub fn scan_range(
     handle: &dyn PartitionHandle,
     storage_id: u64,
-    start: Token,
-    end: Token,
+    p: &PhysicalPartition,
 ) -> impl Iterator<Item = Result<SizeRecord, StorageError>> {
-    scan_range_after(handle, storage_id, start, end, None)
+    scan_range_after(handle, storage_id, p, p.end, None)
 }
 
-/// `scan_range`, resuming after the record whose key is `after` when given.
+/// The records of `p` whose token is at most `end` (the first partition, starting at
+/// MIN_TOKEN, also owns the empty key's MIN_TOKEN), resuming after the record whose key is
+/// `after` when given.
 pub fn scan_range_after(
     handle: &dyn PartitionHandle,
     storage_id: u64,
-    start: Token,
+    p: &PhysicalPartition,
     end: Token,
     after: Option<&[u8]>,
 ) -> impl Iterator<Item = Result<SizeRecord, StorageError>> {
+    let start = p.start;
     let lo = if start == MIN_TOKEN {
         table_prefix(storage_id)
     } else {
@@ -176,12 +187,17 @@ pub fn scan_range_after(
         Some(k) if k >= &lo[..] => Bound::Excluded(k),
         _ => Bound::Included(&lo[..]),
     };
-    handle
-        .scan_sizes(lower, Bound::Excluded(&hi[..]))
-        .filter_map(|item| match item {
-            Ok((k, v)) => decode(&k, &v).map(Ok),
-            Err(e) => Some(Err(e)),
-        })
+    let upper = Bound::Excluded(&hi[..]);
+    let records: Box<dyn Iterator<Item = _>> = match p.sizes {
+        SizeSource::Rows => Box::new(derived_sizes::scan(handle, lower, upper)),
+        SizeSource::Records => Box::new(handle.scan_sizes(lower, upper).filter_map(
+            |item| match item {
+                Ok((k, v)) => decode(&k, &v).map(Ok),
+                Err(e) => Some(Err(e)),
+            },
+        )),
+    };
+    records
 }
 
 /// Every record of a table, partition after partition through their handles, in token order.
@@ -192,30 +208,17 @@ pub fn scan_table<'a>(
 ) -> impl Iterator<Item = Result<SizeRecord, StorageError>> + 'a {
     map.parts.iter().flat_map(move |p| {
         let records: Box<dyn Iterator<Item = _>> = match handles.read(storage_id, p) {
-            Ok(h) => Box::new(scan_range(&**h, storage_id, p.start, p.end)),
+            Ok(h) => Box::new(scan_range(&**h, storage_id, p)),
             Err(e) => Box::new(std::iter::once(Err(e))),
         };
         records
     })
 }
 
-/// The recorded size of one logical partition (0: no record), read through the handle of the
-/// physical partition that holds it.
-pub fn recorded(
-    handle: &dyn PartitionHandle,
-    storage_id: u64,
-    token: Token,
-    pk: &[u8],
-) -> Result<u64, StorageError> {
-    Ok(match handle.get_size(&size_key(storage_id, token, pk))? {
-        Some(v) if v.len() == 8 => u64::from_be_bytes(v[..].try_into().expect("8 bytes")),
-        _ => 0,
-    })
-}
-
 /// The recorded size of the logical partition whose size record key is `key` (0: no record),
 /// routed through the table's current partition map: from the partition's memo when it holds
-/// every record, else read through its handle.
+/// every record, else read through its handle (derived from its rows where it keeps no
+/// records).
 pub fn recorded_at(
     maps: &PartitionMaps,
     handles: &Handles,
@@ -231,6 +234,9 @@ pub fn recorded_at(
         return Ok(bytes);
     }
     let handle = handles.read(storage_id, p)?;
+    if p.sizes == SizeSource::Rows {
+        return derived_sizes::lookup(&**handle, storage_id, token, &key[16..]);
+    }
     Ok(match handle.get_size(key)? {
         Some(v) if v.len() == 8 => u64::from_be_bytes(v[..].try_into().expect("8 bytes")),
         _ => 0,
@@ -341,7 +347,7 @@ pub fn rebuild_partition(
     let _guard = p.stats.lock.write();
     p.stats.memo.begin();
     let (mut bytes, mut logical) = (0i64, 0i64);
-    for r in scan_range(handle, storage_id, p.start, p.end) {
+    for r in scan_range(handle, storage_id, p) {
         let r = match r {
             Ok(r) => r,
             Err(e) => {
@@ -563,7 +569,7 @@ impl Accounting {
                     ));
                 }
             }
-            if c.new == c.old {
+            if c.new == c.old || derives_sizes(maps, c.storage_id, c.token) {
                 continue;
             }
             if c.new == 0 {

@@ -117,7 +117,7 @@ pub fn split_one(
     // Bytes per token, in token order (no lock: the boundary only needs to be about right).
     let handle = handles.read(sid, &parent)?;
     let mut per_token: Vec<(Token, i64)> = Vec::new();
-    for r in scan_range(&**handle, sid, parent.start, parent.end) {
+    for r in scan_range(&**handle, sid, &parent) {
         let r = r?;
         match per_token.last_mut() {
             Some((t, b)) if *t == r.token => *b += r.bytes,
@@ -256,6 +256,7 @@ pub fn ensure_partitions(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::partition::derived_sizes::SizeSource;
     use crate::partition::sizes::{Accounting, PartitionLimits};
     use crate::partition::split_watch::CHUNK_RECORDS;
     use crate::storage::{EmbeddedStore, Store, SyncMode, WriteBatch};
@@ -263,11 +264,19 @@ mod tests {
     use bytes::Bytes;
     use std::sync::atomic::AtomicBool;
 
-    /// One write through the real accounting path: key of partition `i` goes old -> new bytes.
-    fn write(maps: &PartitionMaps, handles: &Handles, sid: u64, i: u64, old: usize, new: usize) {
+    /// One write through the real accounting path: the row of partition `i` gets a value of
+    /// `value_len` bytes (None: deleted), its size record (if the partition keeps them)
+    /// follows. One writer at a time (it reads the old row unlocked).
+    fn write(maps: &PartitionMaps, handles: &Handles, sid: u64, i: u64, value_len: Option<usize>) {
         let limits = PartitionLimits::default();
         let token = MIN_TOKEN + 1 + (i as i64) * (1 << 40);
         let pk = Bytes::from(i.to_be_bytes().to_vec());
+        let mut key = crate::format::keys::partition_prefix(sid, token, &pk);
+        key.push(crate::format::keys::KIND_ROW);
+        let p = maps.get(sid).unwrap().route(token).clone();
+        let handle = handles.read(sid, &p).unwrap();
+        let old = handle.get(&key).unwrap().map_or(0, |v| key.len() + v.len());
+        let new = value_len.map_or(0, |n| key.len() + n);
         let mut acc = Accounting::default();
         acc.key_change(&limits, sid, token, &pk, old, new).unwrap();
         let mut batch = WriteBatch::default();
@@ -275,9 +284,13 @@ mod tests {
             .unwrap();
         let commit = || {
             let p = maps.get(sid).unwrap().route(token).clone();
-            let c = crate::storage::PartitionCommit {
+            let mut c = crate::storage::PartitionCommit {
                 sizes: batch.ops.into_iter().map(|op| (op.key, op.value)).collect(),
                 ..Default::default()
+            };
+            match value_len {
+                Some(n) => c.put(key, vec![7u8; n]),
+                None => c.delete(key),
             };
             handles.read(sid, &p)?.commit(c)
         };
@@ -288,7 +301,7 @@ mod tests {
     fn assert_memo_exact(handles: &Handles, sid: u64, p: &PhysicalPartition) {
         let handle = handles.read(sid, p).unwrap();
         let mut n = 0;
-        for r in scan_range(&**handle, sid, p.start, p.end) {
+        for r in scan_range(&**handle, sid, p) {
             let r = r.unwrap();
             let key = crate::partition::sizes::size_key(sid, r.token, &r.pk);
             assert_eq!(p.stats.memo.get(&key[8..]), Some(r.bytes as u64), "{p:?}");
@@ -297,11 +310,12 @@ mod tests {
         assert_eq!(p.stats.memo.records(), Some(n), "{p:?}");
     }
 
-    /// A store with table `sid` in one partition holding a bit more than 3 chunks of logical
-    /// partitions of 100 bytes each (keys 0..n).
+    /// A store with table `sid` (its sizes from `source`) in one partition holding a bit more
+    /// than 3 chunks of logical partitions of about 100 bytes each (keys 0..n).
     #[allow(clippy::type_complexity)]
     fn table_of_chunks(
         sid: u64,
+        source: SizeSource,
     ) -> (
         tempfile::TempDir,
         Arc<PartitionMaps>,
@@ -315,12 +329,12 @@ mod tests {
         let maps = Arc::new(PartitionMaps::open(Arc::clone(&store)).unwrap());
         let handles = Arc::new(Handles::start(Arc::clone(&store)).unwrap());
         let mut batch = WriteBatch::default();
-        let map = maps.initial_layout(sid, None, &mut batch);
+        let map = maps.initial_layout((sid, source), None, &mut batch);
         store.commit(batch).unwrap();
         maps.install(sid, Arc::clone(&map));
         let n = 3 * CHUNK_RECORDS as u64 + 100;
         for i in 0..n {
-            write(&maps, &handles, sid, i, 0, 100);
+            write(&maps, &handles, sid, i, Some(73));
         }
         (dir, maps, handles, map, n)
     }
@@ -329,8 +343,13 @@ mod tests {
     /// counted yet) while the split counts in chunks: the children still start exact.
     #[test]
     fn a_split_counts_exactly_while_writes_continue_between_its_chunks() {
-        let sid = 7;
-        let (_dir, maps, handles, map, n) = table_of_chunks(sid);
+        for (sid, source) in [(7, SizeSource::Records), (8, SizeSource::Rows)] {
+            split_while_writing(sid, source);
+        }
+    }
+
+    fn split_while_writing(sid: u64, source: SizeSource) {
+        let (_dir, maps, handles, map, n) = table_of_chunks(sid, source);
         // Counted as at a start: the partition's memo holds its records, and the split
         // divides it between the children (writes below read and update it).
         let parent = Arc::clone(&map.parts[0]);
@@ -346,11 +365,11 @@ mod tests {
                 let mut i = 0u64;
                 while !stop.load(Ordering::SeqCst) {
                     // Grow one partition, drop another's only key, create a new one.
-                    write(&maps, &handles, sid, (i * 7919) % n, 0, 10);
+                    write(&maps, &handles, sid, (i * 7919) % n, Some(83));
                     if i < n / 2 {
-                        write(&maps, &handles, sid, i * 2 + 1, 100, 0);
+                        write(&maps, &handles, sid, i * 2 + 1, None);
                     }
-                    write(&maps, &handles, sid, n + i, 0, 30);
+                    write(&maps, &handles, sid, n + i, Some(3));
                     i += 1;
                 }
             }
@@ -364,7 +383,7 @@ mod tests {
         for child in children {
             let (mut bytes, mut logical) = (0i64, 0i64);
             let handle = handles.read(sid, &child).unwrap();
-            for r in scan_range(&**handle, sid, child.start, child.end) {
+            for r in scan_range(&**handle, sid, &child) {
                 bytes += r.unwrap().bytes;
                 logical += 1;
             }
@@ -387,8 +406,13 @@ mod tests {
     /// steps on records counted and not yet counted: it ends exact, and a split waits for it.
     #[test]
     fn a_recount_in_steps_ends_exact_while_writes_continue() {
-        let sid = 9;
-        let (_dir, maps, handles, map, n) = table_of_chunks(sid);
+        for (sid, source) in [(9, SizeSource::Records), (10, SizeSource::Rows)] {
+            recount_while_writing(sid, source);
+        }
+    }
+
+    fn recount_while_writing(sid: u64, source: SizeSource) {
+        let (_dir, maps, handles, map, n) = table_of_chunks(sid, source);
         let p = Arc::clone(&map.parts[0]);
         // As after a restart: counters lost.
         p.stats.bytes.store(0, Ordering::SeqCst);
@@ -403,17 +427,17 @@ mod tests {
             assert!(p.stats.counting.load(Ordering::SeqCst));
             // A split cannot divide counters that are not exact yet.
             assert!(wait_counted_for(&p, std::time::Duration::ZERO).is_err());
-            write(&maps, &handles, sid, (steps * 7919) % n, 0, 10);
+            write(&maps, &handles, sid, (steps * 7919) % n, Some(83));
             if steps < n / 2 {
-                write(&maps, &handles, sid, steps * 2 + 1, 100, 0);
+                write(&maps, &handles, sid, steps * 2 + 1, None);
             }
-            write(&maps, &handles, sid, n + steps, 0, 30);
+            write(&maps, &handles, sid, n + steps, Some(3));
             steps += 1;
         }
         assert!(steps >= 3, "counted in {steps} steps");
         assert!(!p.stats.counting.load(Ordering::SeqCst));
         let (mut bytes, mut logical) = (0i64, 0i64);
-        for r in scan_range(&*handle, sid, p.start, p.end) {
+        for r in scan_range(&*handle, sid, &p) {
             bytes += r.unwrap().bytes;
             logical += 1;
         }
@@ -424,9 +448,9 @@ mod tests {
         // follows the writes after.
         assert_memo_exact(&handles, sid, &p);
         for i in 0..100 {
-            write(&maps, &handles, sid, i, 0, 7);
-            write(&maps, &handles, sid, i * 2 + 1, 200, 0);
-            write(&maps, &handles, sid, 2 * n + i, 0, 5);
+            write(&maps, &handles, sid, i, Some(80));
+            write(&maps, &handles, sid, i * 2 + 1, None);
+            write(&maps, &handles, sid, 2 * n + i, Some(5));
         }
         assert_memo_exact(&handles, sid, &p);
     }

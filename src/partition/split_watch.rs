@@ -139,8 +139,7 @@ pub fn count_chunks<'a>(
         }
         let (after, _) = watch.position();
         let (mut bytes, mut logical, mut last) = (0i64, 0i64, None);
-        for r in scan_range_after(handle, sid, part.start, boundary, after.as_deref())
-            .take(CHUNK_RECORDS)
+        for r in scan_range_after(handle, sid, part, boundary, after.as_deref()).take(CHUNK_RECORDS)
         {
             let r = r?;
             bytes += r.bytes;

@@ -485,6 +485,7 @@ mod tests {
             start,
             end,
             group: None,
+            sizes: Default::default(),
             stats: Default::default(),
         };
         let index = |p: &PhysicalPartition| {

@@ -542,8 +542,10 @@ impl Engine {
             for t in ks.tables.values() {
                 if self.maps.get(t.storage_id).is_none() {
                     let mut batch = WriteBatch::default();
+                    // A table of an older version may hold size records.
+                    let records = crate::partition::derived_sizes::SizeSource::Records;
                     let map = self.maps.initial_layout(
-                        t.storage_id,
+                        (t.storage_id, records),
                         write::table_throughput(&schema, t),
                         &mut batch,
                     );

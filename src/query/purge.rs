@@ -505,7 +505,17 @@ fn recount(engine: &Engine, p: &Part) -> super::Result<()> {
             p.scan(KIND_HEADER, Bound::Unbounded),
             p.scan(KIND_ROW, Bound::Unbounded),
         ];
-        let recorded = crate::partition::sizes::recorded(&*p.handle, sid, p.token, &p.pk)?;
+        // What the counters hold: the memo, else the record. (A partition that derives its
+        // records and has no memo reads its rows' own bytes here, so its counters are not
+        // corrected until its next count: a restart, a takeover.)
+        let key = crate::partition::sizes::size_key(sid, p.token, &p.pk);
+        let recorded = (crate::partition::sizes::recorded_at)(
+            &engine.maps,
+            &engine.handles,
+            sid,
+            p.token,
+            &key,
+        )?;
         (scans, recorded)
     };
     let mut actual = 0u64;

@@ -31,6 +31,7 @@ fn a_reloaded_map_is_served_and_counted_again() {
                     start: p.start,
                     end: p.end,
                     group: p.group.clone(),
+                    sizes: p.sizes,
                     stats: Default::default(),
                 })
             })

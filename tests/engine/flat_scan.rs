@@ -63,7 +63,7 @@ fn same_as_general(t: &mut TestEngine, selectors: &str, rest: &str) -> usize {
 }
 
 /// Random writes to `ks.f` over `keys` keys (bigint keys near 0 hold 0x00 bytes).
-fn write_random(t: &mut TestEngine, rng: &mut StdRng, writes: usize, keys: i64) {
+pub(crate) fn write_random(t: &mut TestEngine, rng: &mut StdRng, writes: usize, keys: i64) {
     for _ in 0..writes {
         let k = rng.gen_range(-keys..keys) * if rng.gen_bool(0.2) { 1 << 40 } else { 1 };
         let ttl = if rng.gen_bool(0.3) {

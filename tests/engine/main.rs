@@ -4,6 +4,7 @@
 //! by moving the clock, never by sleeping. One file per behaviour; one test binary (each
 //! links the whole crate).
 
+mod derived_sizes;
 mod equal_clustering;
 mod flat_scan;
 mod gc_grace;

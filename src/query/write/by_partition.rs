@@ -189,7 +189,7 @@ mod tests {
         let (sid, index_sid) = (20u64, 21u64);
         let mut meta = WriteBatch::default();
         // 40,000 RU/s: four partitions, so the row's is not the whole ring.
-        let map = maps.initial_layout(sid, Some(40_000), &mut meta);
+        let map = maps.initial_layout((sid, Default::default()), Some(40_000), &mut meta);
         crate::storage::commit_meta(store.metadata(), meta).unwrap();
         maps.install(sid, Arc::clone(&map));
         assert!(map.parts.len() >= 4);

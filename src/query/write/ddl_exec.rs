@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::cql::ast::{AlterTableAction, CreateTable, QualifiedName};
+use crate::partition::derived_sizes::SizeSource;
 
 pub fn execute_ddl(engine: &Engine, keyspace: Option<&str>, st: &Statement) -> Result<Outcome> {
     let cat = &engine.catalog;
@@ -128,7 +129,9 @@ fn create_table(engine: &Engine, keyspace: Option<&str>, ct: &CreateTable) -> Re
             let tp = table_throughput(s, t);
             new_map = Some((
                 t.storage_id,
-                engine.maps.initial_layout(t.storage_id, tp, batch),
+                engine
+                    .maps
+                    .initial_layout((t.storage_id, SizeSource::for_new_table(t)), tp, batch),
             ));
         }
         Ok(r)
@@ -202,9 +205,11 @@ fn truncate(engine: &Engine, keyspace: Option<&str>, name: &QualifiedName) -> Re
             ix.storage_id = s.next_storage_id;
             s.next_storage_id += 1;
         }
+        // Its data starts empty: a table without clustering columns derives its sizes.
+        let ids = (t.storage_id, SizeSource::for_new_table(&t));
         let map = engine
             .maps
-            .initial_layout(t.storage_id, table_throughput(s, &t), batch);
+            .initial_layout(ids, table_throughput(s, &t), batch);
         engine.maps.remove(old.storage_id, batch);
         for id in table_storage_ids(&old) {
             drop_data_marker(id, batch);

@@ -1,0 +1,156 @@
+//! Size records derived from rows: where a physical partition's logical partition sizes come
+//! from when its table has no clustering columns ([`SizeSource::Rows`]).
+//!
+//! A table without clustering columns (and so without static columns) stores at most one row
+//! per logical partition, under `[storage id][token][escaped key][0x02]`; a header (`0x01`) only
+//! if some older write put one there. The partition's size, the sum over its stored keys of key
+//! length + value length, can then be read from those keys themselves, and a separate size
+//! record (`Space::Sizes`, `sizes.rs`) would be a second memtable insert on every write (a
+//! skiplist search of its own, mostly cache misses), a second memtable to flush and compact:
+//! without it a prepared point write at 4 x 32 in `scripts/bench` costs the server 20-24 us of
+//! CPU instead of 31-33 (two alternating runs each). So such partitions keep none: the
+//! write path checks limits and updates the counters and the memo exactly as before, and only
+//! leaves the record out of the batch (`Accounting::prepare`); whoever reads records
+//! (`sizes::scan_range_after`, `sizes::recorded_at`: startup counts, splits, takeovers, the
+//! sweeper's recounts, `system_views`, the dashboard) reads them from here.
+//!
+//! The choice is per partition, persisted with its map (`map.rs`), inherited by split children
+//! and moved partitions: tables created before this existed keep their records (a map without
+//! the field reads as `Records`), so no data directory needs a migration.
+//!
+//! Order: a size record's key `[storage id][token][key bytes]` sorts as the data keys of its
+//! partition do (the escape keeps the order of the key bytes, its terminator `0x00 0x01` sorting
+//! below any continuation), so a scan of derived records yields them in record order, and a
+//! caller resuming after a record key resumes after every data key of that partition.
+
+use super::sizes::SizeRecord;
+use crate::format::keys::{decode_key, partition_prefix, prefix_successor_or_empty};
+use crate::storage::{PartitionHandle, ScanIter, StorageError};
+use crate::tokens::Token;
+use serde::{Deserialize, Serialize};
+use std::ops::Bound;
+
+/// Where a physical partition's size records come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SizeSource {
+    /// Records in `Space::Sizes`, written with every change (tables with clustering columns,
+    /// and every table created before derived records).
+    #[default]
+    Records,
+    /// Derived from the partition's data keys (see the module doc).
+    Rows,
+}
+
+impl SizeSource {
+    /// What a new table's partitions use.
+    pub fn for_new_table(table: &crate::schema::TableDef) -> SizeSource {
+        match table.clustering.is_empty() {
+            true => SizeSource::Rows,
+            false => SizeSource::Records,
+        }
+    }
+
+    pub fn is_records(&self) -> bool {
+        *self == SizeSource::Records
+    }
+}
+
+/// The records of the data keys in `(lower, upper)`, one per logical partition, in order.
+/// The bounds are size-record bounds: an included `[storage id]` or `[storage id][token]`
+/// prefix, or an excluded whole record key, which excludes every data key of its partition.
+pub fn scan(
+    handle: &dyn PartitionHandle,
+    lower: Bound<&[u8]>,
+    upper: Bound<&[u8]>,
+) -> impl Iterator<Item = Result<SizeRecord, StorageError>> {
+    let after;
+    let lower = match lower {
+        // After a record: after every data key of its partition.
+        Bound::Excluded(k) if k.len() >= 16 => {
+            let token = token_of(k);
+            let prefix = partition_prefix(storage_id_of(k), token, &k[16..]);
+            after = prefix_successor_or_empty(prefix);
+            match &after {
+                Some(a) => Bound::Included(&a[..]),
+                None => Bound::Excluded(k),
+            }
+        }
+        b => b,
+    };
+    Grouped {
+        keys: handle.scan(lower, upper, false),
+        pending: None,
+    }
+}
+
+/// The derived size of one logical partition (0: it stores nothing).
+pub fn lookup(
+    handle: &dyn PartitionHandle,
+    storage_id: u64,
+    token: Token,
+    pk: &[u8],
+) -> Result<u64, StorageError> {
+    let prefix = partition_prefix(storage_id, token, pk);
+    let end = prefix_successor_or_empty(prefix.clone());
+    let upper = match &end {
+        Some(e) => Bound::Excluded(&e[..]),
+        None => Bound::Unbounded,
+    };
+    let mut bytes = 0u64;
+    for item in handle.scan(Bound::Included(&prefix[..]), upper, false) {
+        let (k, v) = item?;
+        bytes += (k.len() + v.len()) as u64;
+    }
+    Ok(bytes)
+}
+
+fn storage_id_of(k: &[u8]) -> u64 {
+    u64::from_be_bytes(k[..8].try_into().expect("8 bytes"))
+}
+
+fn token_of(k: &[u8]) -> Token {
+    crate::format::keys::token_from_bytes(k[8..16].try_into().expect("8 bytes"))
+}
+
+/// Data keys grouped by logical partition (a header and a row of one key are one record).
+struct Grouped {
+    keys: ScanIter,
+    /// The record being summed, with its partition's key prefix length.
+    pending: Option<(SizeRecord, Vec<u8>)>,
+}
+
+impl Iterator for Grouped {
+    type Item = Result<SizeRecord, StorageError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let Some(item) = self.keys.next() else {
+                return self.pending.take().map(|(r, _)| Ok(r));
+            };
+            let (k, v) = match item {
+                Ok(kv) => kv,
+                Err(e) => return Some(Err(e)),
+            };
+            let bytes = (k.len() + v.len()) as i64;
+            if let Some((r, prefix)) = &mut self.pending {
+                if k.starts_with(prefix) && k.len() == prefix.len() + 1 {
+                    r.bytes += bytes;
+                    continue;
+                }
+            }
+            // A key that does not decode is left out, as an undecodable record is.
+            let Ok(d) = decode_key(&k, &[]) else { continue };
+            let record = SizeRecord {
+                storage_id: storage_id_of(&k),
+                token: d.token,
+                pk: d.pk.to_vec(),
+                bytes,
+            };
+            let prefix = k[..d.prefix_len].to_vec();
+            if let Some((done, _)) = self.pending.replace((record, prefix)) {
+                return Some(Ok(done));
+            }
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! Tables without clustering columns keep no size records: their partitions derive them from
+//! their rows (`partition/derived_sizes.rs`). What the records would have said is what the
+//! write path's accounting says (the counters and the memo, kept from each write's old and new
+//! sizes, exactly as records are): after random inserts, updates, deletions, TTLs, expiry with
+//! compaction and the sweeper, a recount as at a restart and a split, every partition's counters
+//! and memo equal the records derived from its rows; a table with clustering columns keeps its
+//! records.
+
+use super::support::{open, TestEngine};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use ringgate::partition::derived_sizes::SizeSource;
+use ringgate::partition::sizes::{recount, scan_range, size_key};
+use ringgate::storage::Space;
+use std::ops::Bound;
+use std::sync::atomic::Ordering;
+
+fn storage_id(t: &TestEngine, table: &str) -> u64 {
+    t.engine.schema().keyspaces["ks"].tables[table].storage_id
+}
+
+/// Size records stored in `Space::Sizes` for table `sid`.
+fn stored_records(t: &TestEngine, sid: u64) -> usize {
+    let (lo, hi) = (sid.to_be_bytes(), (sid + 1).to_be_bytes());
+    let range = (Bound::Included(&lo[..]), Bound::Excluded(&hi[..]));
+    t.store.scan(Space::Sizes, range.0, range.1, false).count()
+}
+
+/// Asserts that every partition of `table` uses `source` and that its counters and memo equal
+/// its records; returns the table's (bytes, logical partitions).
+fn assert_exact(t: &TestEngine, table: &str, source: SizeSource) -> (i64, i64) {
+    let sid = storage_id(t, table);
+    let map = t.engine.maps.get(sid).unwrap();
+    let mut total = (0i64, 0i64);
+    for p in &map.parts {
+        assert_eq!(p.sizes, source, "{table} partition {}", p.id);
+        let handle = t.engine.handles.read(sid, p).unwrap();
+        let (mut bytes, mut logical) = (0i64, 0i64);
+        for r in scan_range(&**handle, sid, p) {
+            let r = r.unwrap();
+            assert!(r.bytes > 0, "{table}: an empty record");
+            let key = size_key(sid, r.token, &r.pk);
+            assert_eq!(p.stats.memo.get(&key[8..]), Some(r.bytes as u64), "{table}");
+            bytes += r.bytes;
+            logical += 1;
+        }
+        assert_eq!(p.stats.memo.records(), Some(logical as usize), "{table}");
+        assert_eq!(p.stats.bytes.load(Ordering::SeqCst), bytes, "{table}");
+        assert_eq!(p.stats.logical.load(Ordering::SeqCst), logical, "{table}");
+        total = (total.0 + bytes, total.1 + logical);
+    }
+    total
+}
+
+/// As at a restart: counters and memos lost, then counted again from the records.
+fn recount_all(t: &TestEngine, table: &str) {
+    let sid = storage_id(t, table);
+    for p in &t.engine.maps.get(sid).unwrap().parts {
+        p.stats.bytes.store(0, Ordering::SeqCst);
+        p.stats.logical.store(0, Ordering::SeqCst);
+        p.stats.memo.off();
+        let handle = t.engine.handles.read(sid, p).unwrap();
+        assert!(recount(&**handle, sid, p, &mut usize::MAX.clone()).unwrap());
+    }
+}
+
+#[test]
+fn a_flat_table_derives_its_sizes_exactly_through_writes_expiry_recounts_and_splits() {
+    let mut t = open(&[]);
+    t.ok("CREATE TABLE ks.f (k bigint PRIMARY KEY, v int, t text, b blob, l list<int>) WITH gc_grace_seconds = 0");
+    t.ok("CREATE TABLE ks.c (k bigint, c int, v int, PRIMARY KEY (k, c))");
+    let mut rng = StdRng::seed_from_u64(17);
+    super::flat_scan::write_random(&mut t, &mut rng, 600, 150);
+    for k in 0..40 {
+        t.ok(&format!(
+            "INSERT INTO ks.c (k, c, v) VALUES ({}, {k}, 1)",
+            k % 7
+        ));
+    }
+    let written = assert_exact(&t, "f", SizeSource::Rows);
+    assert!(written.1 > 100, "{written:?}");
+    assert_eq!(stored_records(&t, storage_id(&t, "f")), 0);
+    assert_eq!(assert_exact(&t, "c", SizeSource::Records).1, 7);
+    assert_eq!(stored_records(&t, storage_id(&t, "c")), 7);
+
+    // Expiry: the compaction purges the expired rows, the sweeper brings the counters down.
+    t.advance_ms(5_000);
+    t.store.compact().unwrap();
+    ringgate::query::purge::sweep_tombstones(&t.engine).unwrap();
+    let expired = assert_exact(&t, "f", SizeSource::Rows);
+    assert!(expired.1 < written.1, "{expired:?} after {written:?}");
+
+    recount_all(&t, "f");
+    assert_eq!(assert_exact(&t, "f", SizeSource::Rows), expired);
+
+    t.ok("ALTER TABLE ks.f WITH cosmosdb_provisioned_throughput = 30000");
+    assert_eq!(
+        t.engine.maps.get(storage_id(&t, "f")).unwrap().parts.len(),
+        3
+    );
+    assert_eq!(assert_exact(&t, "f", SizeSource::Rows), expired);
+    super::flat_scan::write_random(&mut t, &mut rng, 300, 150);
+    assert_exact(&t, "f", SizeSource::Rows);
+    assert_eq!(stored_records(&t, storage_id(&t, "f")), 0);
+}
