@@ -195,10 +195,7 @@ async fn load(bin: &str, dir: &Path, port: u16, n: u64) {
 
     let load = Instant::now();
     bulk_load(dir, n);
-    println!(
-        "loaded {n} size records in {:.1} s",
-        load.elapsed().as_secs_f64()
-    );
+    println!("loaded {n} rows in {:.1} s", load.elapsed().as_secs_f64());
 }
 
 /// Starts the server over the loaded directory and times its first answers.

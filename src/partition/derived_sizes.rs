@@ -25,6 +25,7 @@
 
 use super::sizes::SizeRecord;
 use crate::format::keys::{decode_key, partition_prefix, prefix_successor_or_empty};
+use crate::format::keys::{KIND_HEADER, KIND_ROW};
 use crate::storage::{PartitionHandle, ScanIter, StorageError};
 use crate::tokens::Token;
 use serde::{Deserialize, Serialize};
@@ -84,7 +85,9 @@ pub fn scan(
     }
 }
 
-/// The derived size of one logical partition (0: it stores nothing).
+/// The derived size of one logical partition (0: it stores nothing): its header and its row,
+/// by two point reads where the backend prefers them (they consult bloom filters; a range
+/// scan seeks into every disk table), else by one scan of its keys.
 pub fn lookup(
     handle: &dyn PartitionHandle,
     storage_id: u64,
@@ -92,6 +95,17 @@ pub fn lookup(
     pk: &[u8],
 ) -> Result<u64, StorageError> {
     let prefix = partition_prefix(storage_id, token, pk);
+    if handle.prefers_point_reads() {
+        let mut bytes = 0u64;
+        for kind in [KIND_HEADER, KIND_ROW] {
+            let mut key = prefix.clone();
+            key.push(kind);
+            bytes += handle
+                .get(&key)?
+                .map_or(0, |v| (key.len() + v.len()) as u64);
+        }
+        return Ok(bytes);
+    }
     let end = prefix_successor_or_empty(prefix.clone());
     let upper = match &end {
         Some(e) => Bound::Excluded(&e[..]),
@@ -103,6 +117,27 @@ pub fn lookup(
         bytes += (k.len() + v.len()) as u64;
     }
     Ok(bytes)
+}
+
+/// The derived size of the logical partition of `row_key`, a write just read as `stored`
+/// (None: absent): the row's bytes plus its header's, read now; None when `row_key` is not a
+/// row without clustering values (the caller looks the size up).
+pub fn with_row(
+    handle: &dyn PartitionHandle,
+    row_key: &[u8],
+    stored: Option<&[u8]>,
+) -> Result<Option<u64>, StorageError> {
+    let mut buf = Vec::new();
+    if crate::format::keys::plain_row_key(row_key, &mut buf).is_none() {
+        return Ok(None);
+    }
+    let mut header_key = row_key.to_vec();
+    *header_key.last_mut().expect("a row key") = KIND_HEADER;
+    let header = handle
+        .get(&header_key)?
+        .map_or(0, |v| header_key.len() + v.len());
+    let row = stored.map_or(0, |v| row_key.len() + v.len());
+    Ok(Some((header + row) as u64))
 }
 
 fn storage_id_of(k: &[u8]) -> u64 {

@@ -16,6 +16,7 @@
 //! write that begins on the key's stripe after it makes the commit read the key after all.
 
 use super::*;
+use crate::partition::derived_sizes::{self, SizeSource};
 use crate::partition::size_memo;
 use crate::storage::handle::ReadStamp;
 use crate::storage::StorageError;
@@ -27,7 +28,9 @@ pub(super) struct RowRead {
     /// The stamp to commit its condition with.
     pub(super) stamp: Option<ReadStamp>,
     /// The size record of the row's logical partition, when the memo was asked (0: none):
-    /// exact until the write commits, since the caller holds the partition's stripe.
+    /// exact until the write commits, since the caller holds the partition's stripe; or,
+    /// where records are derived from rows, what the row read says (its commit's condition
+    /// holds the row as read).
     pub(super) recorded: Option<u64>,
 }
 
@@ -55,6 +58,12 @@ pub(super) fn read_row(engine: &Engine, m: &Mutation, token: Token) -> Result<Ro
         }
     }
     let (stored, stamp) = handle.get_stamped(&m.key)?;
+    if recorded.is_none() && p.sizes == SizeSource::Rows {
+        // The row just read is most of its partition's derived record (`derived_sizes.rs`):
+        // exact at the commit, whose condition holds the row unchanged (no write of such a
+        // table puts a header).
+        recorded = derived_sizes::with_row(&**handle, &m.key, stored.as_deref())?;
+    }
     Ok(RowRead {
         stored,
         stamp,
