@@ -60,10 +60,17 @@ enum State {
     Complete,
 }
 
+/// Keyed by what clients choose (partition keys), so hashed with a per-map random seed
+/// (HashDoS), by foldhash rather than the standard SipHash-1-3: a point write hashes its key
+/// twice here, and SipHash was 3.4% of the server's CPU at 4 x 32 in `scripts/bench`. foldhash
+/// (hashbrown's own default) is minimally DoS-resistant: colliding keys need its seed, which
+/// a client could only infer by studying the server's timing at length.
+type Records = HashMap<Box<[u8]>, u64, foldhash::fast::RandomState>;
+
 #[derive(Debug)]
 struct Inner {
     state: State,
-    records: HashMap<Box<[u8]>, u64>,
+    records: Records,
     /// Bytes of the key allocations (rounded up as the allocator does, about).
     key_bytes: usize,
     /// What this memo has added to its budget.
@@ -136,7 +143,7 @@ impl SizeMemo {
         SizeMemo {
             inner: Mutex::new(Inner {
                 state: State::Off,
-                records: HashMap::new(),
+                records: Records::default(),
                 key_bytes: 0,
                 charged_bytes: 0,
             }),
@@ -235,7 +242,7 @@ impl SizeMemo {
         self.clear(&mut m);
         drop(m);
         if complete {
-            let moved: HashMap<Box<[u8]>, u64> =
+            let moved: Records =
                 records.extract_if(|k, _| token_of(k) > boundary).collect();
             for (child, records) in [(&left, records), (&right, moved)] {
                 let mut c = child.inner.lock();
@@ -272,7 +279,7 @@ impl SizeMemo {
 
     fn clear(&self, m: &mut Inner) {
         m.state = State::Off;
-        m.records = HashMap::new();
+        m.records = Records::default();
         m.key_bytes = 0;
         self.budget
             .used_bytes
