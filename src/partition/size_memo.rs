@@ -242,8 +242,7 @@ impl SizeMemo {
         self.clear(&mut m);
         drop(m);
         if complete {
-            let moved: Records =
-                records.extract_if(|k, _| token_of(k) > boundary).collect();
+            let moved: Records = records.extract_if(|k, _| token_of(k) > boundary).collect();
             for (child, records) in [(&left, records), (&right, moved)] {
                 let mut c = child.inner.lock();
                 c.key_bytes = records.keys().map(|k| alloc_bytes(k)).sum();
