@@ -215,6 +215,27 @@ pub fn scan_table<'a>(
     })
 }
 
+/// The `keep` largest of `records` as (bytes, token, partition key), largest first (ties by
+/// token), in memory bounded by `keep` (a table may hold millions of logical partitions).
+pub fn largest(
+    records: impl Iterator<Item = SizeRecord>,
+    keep: usize,
+) -> Vec<(i64, Token, Vec<u8>)> {
+    let order =
+        |a: &(i64, Token, Vec<u8>), b: &(i64, Token, Vec<u8>)| b.0.cmp(&a.0).then(a.1.cmp(&b.1));
+    let mut top: Vec<(i64, Token, Vec<u8>)> = Vec::with_capacity(4 * keep + 1);
+    for r in records {
+        top.push((r.bytes, r.token, r.pk));
+        if top.len() > 4 * keep {
+            top.sort_by(order);
+            top.truncate(keep);
+        }
+    }
+    top.sort_by(order);
+    top.truncate(keep);
+    top
+}
+
 /// The recorded size of the logical partition whose size record key is `key` (0: no record),
 /// routed through the table's current partition map: from the partition's memo when it holds
 /// every record, else read through its handle (derived from its rows where it keeps no
@@ -712,6 +733,36 @@ impl Drop for ReadHeld<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `largest` keeps what a full sort would put first, for many sizes and ties.
+    #[test]
+    fn largest_is_the_head_of_a_full_sort() {
+        let mut x = 12345u64;
+        for n in [0usize, 1, 5, 20, 81, 1000] {
+            let records: Vec<SizeRecord> = (0..n)
+                .map(|i| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    SizeRecord {
+                        storage_id: 1,
+                        token: (x >> 8) as i64 % 50,
+                        pk: i.to_be_bytes().to_vec(),
+                        bytes: (x % 7) as i64,
+                    }
+                })
+                .collect();
+            let mut model: Vec<(i64, Token, Vec<u8>)> = (records.iter())
+                .map(|r| (r.bytes, r.token, r.pk.clone()))
+                .collect();
+            model.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            let top = largest(records.into_iter(), 20);
+            assert_eq!(top.len(), n.min(20));
+            let key = |t: &(i64, Token, Vec<u8>)| (t.0, t.1);
+            let want: Vec<_> = model.iter().take(20).map(key).collect();
+            assert_eq!(top.iter().map(key).collect::<Vec<_>>(), want, "{n}");
+        }
+    }
 
     #[test]
     fn keys_sort_by_token_and_decode() {

@@ -10,7 +10,7 @@
 
 use super::handles::{Handles, Placement};
 use super::map::PartitionMaps;
-use super::sizes::scan_table;
+use super::sizes::{largest, scan_table};
 use super::throttle::{autoscale_current, provisioned, table_budget, Source, ThroughputLimits};
 use crate::schema::{Schema, TableDef};
 use crate::tokens::split_composite;
@@ -246,13 +246,9 @@ pub fn rows(
                 let Some(map) = maps.get(ut.storage_id) else {
                     continue;
                 };
-                let mut all: Vec<(i64, i64, Vec<u8>)> = scan_table(handles, ut.storage_id, &map)
-                    .filter_map(|r| r.ok())
-                    .map(|r| (r.bytes, r.token, r.pk))
-                    .collect();
-                all.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-                for (rank, (bytes, token, pk)) in all.into_iter().take(LARGEST_LOGICAL).enumerate()
-                {
+                let records = scan_table(handles, ut.storage_id, &map).filter_map(|r| r.ok());
+                let top = largest(records, LARGEST_LOGICAL);
+                for (rank, (bytes, token, pk)) in top.into_iter().enumerate() {
                     out.push(row(
                         t,
                         &[

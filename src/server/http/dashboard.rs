@@ -135,22 +135,12 @@ fn largest(engine: &Engine, t: &crate::schema::TableDef, snap: &TableSnap) -> (V
         return (Vec::new(), true);
     };
     let mut records = scan_table(&engine.handles, t.storage_id, &map);
-    let mut top: Vec<(i64, i64, Vec<u8>)> = Vec::new();
-    let mut complete = true;
-    for (n, r) in records.by_ref().enumerate() {
-        if n == MAX_SIZE_RECORDS {
-            complete = false;
-            break;
-        }
-        let Ok(r) = r else { continue };
-        top.push((r.bytes, r.token, r.pk));
-        if top.len() > 4 * TOP_KEYS {
-            top.sort_by_key(|x| std::cmp::Reverse(x.0));
-            top.truncate(TOP_KEYS);
-        }
-    }
-    top.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    top.truncate(TOP_KEYS);
+    let first = records
+        .by_ref()
+        .take(MAX_SIZE_RECORDS)
+        .filter_map(|r| r.ok());
+    let top = crate::partition::sizes::largest(first, TOP_KEYS);
+    let complete = records.next().is_none();
     let owner = |token: i64| {
         snap.parts
             .iter()
