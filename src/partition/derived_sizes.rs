@@ -151,7 +151,7 @@ fn token_of(k: &[u8]) -> Token {
 /// Data keys grouped by logical partition (a header and a row of one key are one record).
 struct Grouped {
     keys: ScanIter,
-    /// The record being summed, with its partition's key prefix length.
+    /// The record being summed, with its partition's key prefix (`partition_prefix`).
     pending: Option<(SizeRecord, Vec<u8>)>,
 }
 

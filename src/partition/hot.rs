@@ -75,12 +75,8 @@ impl Sketch {
 }
 
 impl HotKeys {
-    /// Counts `ru` consumed by the logical partition (token, partition key).
-    pub fn record(&self, token: Token, pk: &[u8], ru: f64) {
-        self.record_at(token, pk, ru, super::ru::unix_now());
-    }
-
-    /// `record` at `now` (since the Unix epoch: a caller that read the clock already).
+    /// Counts `ru` consumed by the logical partition (token, partition key) at `now` (since
+    /// the Unix epoch: callers read the clock once per request).
     pub fn record_at(&self, token: Token, pk: &[u8], ru: f64, now: std::time::Duration) {
         let mut s = self.inner.lock();
         s.decay(now.as_secs_f64());
@@ -100,6 +96,25 @@ impl HotKeys {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A key outside a full sketch takes the least-consumed slot and inherits its count.
+    #[test]
+    fn a_new_key_replaces_the_least_consumed_slot() {
+        let mut s = Sketch::default();
+        let rus = [
+            5.0, 3.0, 9.0, 0.5, 7.0, 2.0, 8.0, 4.0, 6.0, 1.5, 3.5, 2.5, 9.5, 4.5, 6.5, 7.5,
+        ];
+        for (i, ru) in rus.iter().enumerate() {
+            s.record(i as i64, b"k", *ru);
+        }
+        s.record(100, b"new", 2.0);
+        assert_eq!(s.slots.len(), HOT_SLOTS);
+        assert_eq!((s.slots[3].token, &s.slots[3].pk[..]), (100, &b"new"[..]));
+        assert_eq!(s.slots[3].ru, 2.5);
+        // Now slot 9 (1.5) is the least.
+        s.record(101, b"newer", 1.0);
+        assert_eq!((s.slots[9].token, s.slots[9].ru), (101, 2.5));
+    }
 
     #[test]
     fn heavy_hitter_survives_many_light_keys() {

@@ -136,9 +136,9 @@ pub fn recent_peak<'a>(parts: impl Iterator<Item = &'a Consumption>) -> f64 {
 }
 
 /// Adds read consumption to the partitions a scan touched: (partition, rows, bytes).
-pub fn charge_partitions(parts: &[(Arc<PhysicalPartition>, u64, u64)]) {
+pub fn charge_partitions(parts: &[(Arc<PhysicalPartition>, u64, u64)], now: std::time::Duration) {
     for (p, rows, bytes) in parts {
-        p.stats.consumed.add(read_cost(*rows, *bytes));
+        p.stats.consumed.add_at(read_cost(*rows, *bytes), now);
     }
 }
 

@@ -208,13 +208,14 @@ pub fn execute(
                 }
             }
         }
-        crate::partition::ru::charge_partitions(&out.meter);
+        // One clock reading for the consumption and the heat (a point read pays for each).
+        let now = crate::partition::ru::unix_now();
+        crate::partition::ru::charge_partitions(&out.meter, now);
         // A single-partition read counts towards that logical partition's heat.
         if let (Target::Partitions(keys), [(p, rows, bytes)]) = (&plan.target, &out.meter[..]) {
             if let ([k], [token]) = (&keys[..], &plan.tokens[..]) {
-                p.stats
-                    .hot
-                    .record(*token, k, crate::partition::ru::read_cost(*rows, *bytes));
+                let ru = crate::partition::ru::read_cost(*rows, *bytes);
+                p.stats.hot.record_at(*token, k, ru, now);
             }
         }
         if let Some(budget) = budget.as_ref().filter(|_| opts.ctx.debits_budget()) {

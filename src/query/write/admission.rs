@@ -105,8 +105,10 @@ pub(crate) fn charge_read(
     };
     let token = table_token(t, pk);
     let p = map.route(token);
-    p.stats.consumed.add(ru);
-    p.stats.hot.record(token, pk, ru);
+    // One clock reading for both (a point read's request pays for every reading).
+    let now = crate::partition::ru::unix_now();
+    p.stats.consumed.add_at(ru, now);
+    p.stats.hot.record_at(token, pk, ru, now);
     let schema = engine.schema();
     let budget = crate::partition::throttle::table_budget(
         &engine.maps,
