@@ -85,9 +85,9 @@ pub fn scan(
     }
 }
 
-/// The derived size of one logical partition (0: it stores nothing): its header and its row,
-/// by two point reads where the backend prefers them (they consult bloom filters; a range
-/// scan seeks into every disk table), else by one scan of its keys.
+/// The derived size of one logical partition (0: it stores nothing): its row and its header,
+/// by two point reads where the backend prefers them (`with_row`; they consult bloom filters,
+/// a range scan seeks into every disk table), else by one scan of its keys.
 pub fn lookup(
     handle: &dyn PartitionHandle,
     storage_id: u64,
@@ -96,15 +96,13 @@ pub fn lookup(
 ) -> Result<u64, StorageError> {
     let prefix = partition_prefix(storage_id, token, pk);
     if handle.prefers_point_reads() {
-        let mut bytes = 0u64;
-        for kind in [KIND_HEADER, KIND_ROW] {
-            let mut key = prefix.clone();
-            key.push(kind);
-            bytes += handle
-                .get(&key)?
-                .map_or(0, |v| (key.len() + v.len()) as u64);
+        let mut row_key = prefix.clone();
+        row_key.push(KIND_ROW);
+        let row = handle.get(&row_key)?;
+        // Always a plain row key (built from the prefix); were it not, the scan below answers.
+        if let Some(bytes) = with_row(handle, &row_key, row.as_deref())? {
+            return Ok(bytes);
         }
-        return Ok(bytes);
     }
     let end = prefix_successor_or_empty(prefix.clone());
     let upper = match &end {

@@ -509,13 +509,8 @@ fn recount(engine: &Engine, p: &Part) -> super::Result<()> {
         // records and has no memo reads its rows' own bytes here, so its counters are not
         // corrected until its next count: a restart, a takeover.)
         let key = crate::partition::sizes::size_key(sid, p.token, &p.pk);
-        let recorded = (crate::partition::sizes::recorded_at)(
-            &engine.maps,
-            &engine.handles,
-            sid,
-            p.token,
-            &key,
-        )?;
+        let (maps, handles) = (&engine.maps, &engine.handles);
+        let recorded = crate::partition::sizes::recorded_at(maps, handles, sid, p.token, &key)?;
         (scans, recorded)
     };
     let mut actual = 0u64;

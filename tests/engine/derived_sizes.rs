@@ -10,7 +10,7 @@ use super::support::{open, TestEngine};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use ringgate::partition::derived_sizes::SizeSource;
-use ringgate::partition::sizes::{recount, scan_range, size_key};
+use ringgate::partition::sizes::{recorded_at, recount, scan_range, size_key};
 use ringgate::storage::Space;
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
@@ -114,6 +114,22 @@ fn a_flat_table_derives_its_sizes_exactly_through_writes_expiry_recounts_and_spl
     }
     super::flat_scan::write_random(&mut t, &mut rng, 300, 150);
     let unmemoized = assert_exact(&t, "f", SizeSource::Rows);
+    // Without a memo, one partition's size is looked up from its rows (point reads here).
+    let (maps, handles) = (&t.engine.maps, &t.engine.handles);
+    for p in &maps.get(sid).unwrap().parts {
+        for r in scan_range(&**handles.read(sid, p).unwrap(), sid, p) {
+            let r = r.unwrap();
+            let key = size_key(sid, r.token, &r.pk);
+            assert_eq!(
+                recorded_at(maps, handles, sid, r.token, &key).unwrap(),
+                r.bytes as u64
+            );
+        }
+    }
+    let absent = 1_000_000_000i64.to_be_bytes();
+    let token = ringgate::tokens::token_of(&absent);
+    let key = size_key(sid, token, &absent);
+    assert_eq!(recorded_at(maps, handles, sid, token, &key).unwrap(), 0);
     recount_all(&t, "f");
     assert_eq!(assert_exact(&t, "f", SizeSource::Rows), unmemoized);
     assert_eq!(stored_records(&t, sid), 0);
