@@ -134,18 +134,12 @@ fn mutate(input: &mut Vec<u8>, seeds: &[Vec<u8>], rng: &mut Rng) {
     input.truncate(MAX_INPUT_BYTES);
 }
 
-fn seconds() -> f64 {
-    std::env::var("RINGGATE_FUZZ_SECONDS")
+/// The environment variable `name` parsed, or `default` when it is unset or does not parse.
+fn setting<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(2.0)
-}
-
-fn seed() -> u64 {
-    std::env::var("RINGGATE_FUZZ_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5eed_f022)
+        .unwrap_or(default)
 }
 
 /// Runs `body` on `input`; a panic saves the input and fails the test with where it is.
@@ -173,8 +167,10 @@ fn bounded(target: &'static str, body: fn(&[u8])) -> u64 {
         for s in &seeds {
             check(target, body, s);
         }
-        let mut rng = Rng(seed() ^ crc32fast::hash(target.as_bytes()) as u64 | 1);
-        let deadline = Instant::now() + Duration::from_secs_f64(seconds());
+        let seed: u64 = setting("RINGGATE_FUZZ_SEED", 0x5eed_f022);
+        let mut rng = Rng(seed ^ crc32fast::hash(target.as_bytes()) as u64 | 1);
+        let seconds: f64 = setting("RINGGATE_FUZZ_SECONDS", 2.0);
+        let deadline = Instant::now() + Duration::from_secs_f64(seconds);
         let mut runs = seeds.len() as u64;
         while Instant::now() < deadline {
             let mut input = seeds[rng.below(seeds.len())].clone();
