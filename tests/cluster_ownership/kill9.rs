@@ -4,7 +4,6 @@
 
 use crate::common::Server;
 use crate::support::{until, Backing, Node, LEASE_MS, SETTLE};
-use ringgate::partition::handles::Placement;
 use std::time::Instant;
 
 #[test]
@@ -22,13 +21,7 @@ fn a_killed_process_partitions_are_taken_over_and_its_acknowledged_writes_kept()
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let p = Server::start(&args);
     let spread = until(SETTLE, || {
-        let pl = a.placements(sid);
-        a.local(sid).len() == 4
-            && pl
-                .iter()
-                .filter(|(_, x)| *x == Placement::Remote("p".into()))
-                .count()
-                == 4
+        a.local(sid).len() == 4 && a.served_by(sid, "p") == 4
     });
     assert!(
         spread.is_some(),

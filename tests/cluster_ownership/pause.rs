@@ -14,8 +14,10 @@ fn a_paused_owner_stops_serving_and_never_writes_after_takeover() {
     };
     let (mut a, sid) = Node::first(&b, "a", 19011);
     let mut p = Node::start(&b, "p", 19012);
+    // Each node also knows the other's partitions (its ownership loop learns them a round
+    // later): a refusal names the owner only then.
     let spread = until(SETTLE, || {
-        a.local(sid).len() == 4 && p.local(sid).len() == 4
+        a.local(sid).len() == 4 && p.local(sid).len() == 4 && a.served_by(sid, "p") == 4
     });
     assert!(spread.is_some(), "{:?} {:?}", a.local(sid), p.local(sid));
 

@@ -20,13 +20,10 @@ fn only_the_owner_splits_and_children_are_taken() {
     a.ok("CREATE TABLE ks.t (k int PRIMARY KEY, s text)");
     let sid = a.storage_id("ks", "t");
     let other = Node::start_with(&b, "b", 19052, &split);
-    let remote_a = |n: &Node| {
-        (n.placements(sid).into_iter())
-            .filter(|(_, pl)| *pl == Placement::Remote("a".into()))
-            .count()
-    };
-    until(SETTLE, || a.local(sid).len() == 4 && remote_a(&other) == 4)
-        .expect("4 and 4, and b knows a's");
+    until(SETTLE, || {
+        a.local(sid).len() == 4 && other.served_by(sid, "a") == 4
+    })
+    .expect("4 and 4, and b knows a's");
 
     // b asked to split a partition a owns: nothing happens.
     let map = other.engine.maps.get(sid).unwrap();

@@ -162,6 +162,13 @@ impl Node {
             .collect()
     }
 
+    /// How many partitions this node sees served by node `owner` (forwarded there).
+    pub fn served_by(&self, sid: u64, owner: &str) -> usize {
+        (self.placements(sid).iter())
+            .filter(|(_, pl)| matches!(pl, Placement::Remote(o) if o == owner))
+            .count()
+    }
+
     pub fn local(&self, sid: u64) -> Vec<u64> {
         (self.placements(sid).into_iter())
             .filter(|(_, pl)| *pl == Placement::Local)

@@ -72,6 +72,19 @@ def stop_writers(stop, writers):
     return {k for w in writers for k, _ in w.acked}, sum(w.failed for w in writers)
 
 
+def wait_every_node_sees(nodes, pid, group):
+    """Until each node's map has partition `pid` in `group`. A node scans partitions it does
+    not own in the group its map names: until its follower reads the new map (every 200 ms) it
+    scans the old group's copy, complete up to the switch, so writes acknowledged after the
+    switch are not yet in its scans."""
+    for n in nodes:
+        cl, ps = pinned(n)
+        try:
+            wait_until(f"{n.name} sees the move", lambda: partitions(ps)[pid][0] == group)
+        finally:
+            cl.shutdown()
+
+
 def create_app_t(driver, session, index=False):
     session.execute("CREATE KEYSPACE app WITH replication = "
                     "{'class': 'SimpleStrategy', 'replication_factor': 1}")
@@ -127,12 +140,7 @@ def test_a_partition_moved_under_load_loses_and_duplicates_nothing(two_groups):
               f"acknowledged ({len(in_part)} in it), {failed} failed")
         assert failed == 0, f"{failed} writes failed during the move"
 
-        for n in c.nodes:
-            cl, ps = pinned(n)
-            try:
-                wait_until(f"{n.name} sees the move", lambda: partitions(ps)[pid][0] == "group2")
-            finally:
-                cl.shutdown()
+        wait_every_node_sees(c.nodes, pid, "group2")
         check_scans(c, s, acked)
 
         # The rows are in group2's server; the old copy goes after the cleanup grace.
@@ -232,12 +240,7 @@ def test_a_move_whose_owner_is_killed_is_finished_by_the_next_owner(two_groups):
         print(f"\nmove of partition {pid} finished after its owner {owner} was killed: "
               f"{moved['detail']}; {len(acked)} writes acknowledged, {failed} failed")
         survivors = [n for n in c.nodes if n is not victim]
-        for n in survivors:
-            cl, ps = pinned(n)
-            try:
-                wait_until(f"{n.name} sees the move", lambda: partitions(ps)[pid][0] == "group2")
-            finally:
-                cl.shutdown()
+        wait_every_node_sees(survivors, pid, "group2")
         seen = full_scan(s)
         assert len(seen) == len(set(seen)), "a row appeared twice in the scan"
         missing = acked - set(seen)
@@ -279,6 +282,7 @@ def test_a_split_child_goes_to_the_group_with_the_least_data(small_partitions):
         states = {r.partition_id: (r.state, r.from_group) for r in s.execute(
             "SELECT partition_id, state, from_group FROM system_views.partition_moves")}
         assert states.get(moved[0]) == ("moved", "default"), states
+        wait_every_node_sees(c.nodes, moved[0], "group2")
         check_scans(c, s, set(keys))
     finally:
         driver.shutdown()
