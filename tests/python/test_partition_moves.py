@@ -72,15 +72,16 @@ def stop_writers(stop, writers):
     return {k for w in writers for k, _ in w.acked}, sum(w.failed for w in writers)
 
 
-def wait_every_node_sees(nodes, pid, group):
-    """Until each node's map has partition `pid` in `group`. A node scans partitions it does
-    not own in the group its map names: until its follower reads the new map (every 200 ms) it
-    scans the old group's copy, complete up to the switch, so writes acknowledged after the
-    switch are not yet in its scans."""
+def wait_every_node_sees(nodes, groups):
+    """Until each node's map has every partition of `groups` ({partition id: group}) in its
+    group. A node scans partitions it does not own in the group its map names: until its
+    follower reads the new map (every 200 ms) it scans the old group's copy, complete up to the
+    switch, so writes acknowledged after the switch are not yet in its scans."""
     for n in nodes:
         cl, ps = pinned(n)
         try:
-            wait_until(f"{n.name} sees the move", lambda: partitions(ps)[pid][0] == group)
+            wait_until(f"{n.name} sees the moves", lambda: all(
+                partitions(ps)[pid][0] == g for pid, g in groups.items()))
         finally:
             cl.shutdown()
 
@@ -140,7 +141,7 @@ def test_a_partition_moved_under_load_loses_and_duplicates_nothing(two_groups):
               f"acknowledged ({len(in_part)} in it), {failed} failed")
         assert failed == 0, f"{failed} writes failed during the move"
 
-        wait_every_node_sees(c.nodes, pid, "group2")
+        wait_every_node_sees(c.nodes, {pid: "group2"})
         check_scans(c, s, acked)
 
         # The rows are in group2's server; the old copy goes after the cleanup grace.
@@ -197,6 +198,7 @@ def test_rebalance_after_adding_a_group_loses_and_duplicates_nothing(one_group):
             bytes_by_group[r.storage_group] = bytes_by_group.get(r.storage_group, 0) + r.bytes
         lo, hi = min(bytes_by_group.values()), max(bytes_by_group.values())
         assert lo >= 0.6 * hi, bytes_by_group
+        wait_every_node_sees(c.nodes, {m["partition_id"]: "second" for m in moves})
         check_scans(c, s, acked | preloaded)
     finally:
         driver.shutdown()
@@ -240,7 +242,7 @@ def test_a_move_whose_owner_is_killed_is_finished_by_the_next_owner(two_groups):
         print(f"\nmove of partition {pid} finished after its owner {owner} was killed: "
               f"{moved['detail']}; {len(acked)} writes acknowledged, {failed} failed")
         survivors = [n for n in c.nodes if n is not victim]
-        wait_every_node_sees(survivors, pid, "group2")
+        wait_every_node_sees(survivors, {pid: "group2"})
         seen = full_scan(s)
         assert len(seen) == len(set(seen)), "a row appeared twice in the scan"
         missing = acked - set(seen)
@@ -282,7 +284,7 @@ def test_a_split_child_goes_to_the_group_with_the_least_data(small_partitions):
         states = {r.partition_id: (r.state, r.from_group) for r in s.execute(
             "SELECT partition_id, state, from_group FROM system_views.partition_moves")}
         assert states.get(moved[0]) == ("moved", "default"), states
-        wait_every_node_sees(c.nodes, moved[0], "group2")
+        wait_every_node_sees(c.nodes, {moved[0]: "group2"})
         check_scans(c, s, set(keys))
     finally:
         driver.shutdown()
