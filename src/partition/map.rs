@@ -495,6 +495,28 @@ impl PartitionMaps {
         Ok(true)
     }
 
+    /// The revision of the maps' change key that the maps here follow (0: none yet, or a
+    /// single node); the token for [`PartitionMaps::unchanged_since`]. Stored after the reload
+    /// it names, so the maps here are at least as new.
+    pub fn followed_revision(&self) -> i64 {
+        self.followed.load(Ordering::Acquire)
+    }
+
+    /// Shared metadata: whether no node changed a map (a split, a move's switch) since
+    /// `followed_revision` returned `since`, by a linearizable read of the change key; when
+    /// one did, the maps are reloaded before it answers false. True on a single node.
+    pub fn unchanged_since(&self, since: i64) -> Result<bool, StorageError> {
+        let meta = self.store.metadata();
+        if !meta.is_shared() {
+            return Ok(true);
+        }
+        if meta.meta_revision(MAPS_CHANGED_KEY)? == since {
+            return Ok(true);
+        }
+        self.follow()?;
+        Ok(false)
+    }
+
     /// Shared metadata: loads the maps other nodes wrote (new tables', split tables') and
     /// forgets those no longer stored (dropped tables); partitions unchanged stay as they are.
     pub fn reload(&self) -> Result<(), StorageError> {

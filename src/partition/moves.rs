@@ -19,7 +19,10 @@
 //!    transaction; readers through this node do not pause.
 //! 6. The source's copy stays until [`cleanup`]: other nodes read partitions they do not own
 //!    through their own handles (scans), on the group their map names, until they follow the
-//!    new map (the follower polls every 200 ms); the copy is complete up to the switch.
+//!    new map (the follower polls every 200 ms); the copy is complete up to the switch, and a
+//!    read that went there after the switch notices the maps' change key moved and reads
+//!    again with the new map (`query/select/fresh.rs`), so it still sees every write
+//!    acknowledged before it began.
 //!
 //! Failure before the switch (an error, lost ownership, a split or drop of the partition, a
 //! write rate the copy cannot catch up with) leaves the partition where it was, serving

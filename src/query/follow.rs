@@ -12,8 +12,8 @@
 //! one small key the split rewrites and reloads the maps when it moved.
 
 use super::Engine;
-use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
 
 /// How often the stored schema's revision is read.
 pub const POLL_MS: u64 = 200;
@@ -54,6 +54,7 @@ fn follow(engine: Weak<Engine>, builder: Option<super::index_cluster::Builder>) 
     let mut failing = false;
     let mut published = None;
     let mut delayed = false;
+    let mut maps_followed = Instant::now();
     loop {
         std::thread::sleep(Duration::from_millis(POLL_MS));
         let Some(e) = engine.upgrade() else { return };
@@ -67,7 +68,11 @@ fn follow(engine: Weak<Engine>, builder: Option<super::index_cluster::Builder>) 
         // Before the refresh, and again after it (below): a driver waiting for schema
         // agreement after DDL on another node sees this node's new version at once.
         publish_version(&e, &mut published);
-        match e.catalog.refresh().and_then(|s| Ok(follow_maps(&e)? || s)) {
+        let maps_due = maps_followed.elapsed() >= Duration::from_millis(test_maps_every_ms());
+        if maps_due {
+            maps_followed = Instant::now();
+        }
+        match (e.catalog.refresh()).and_then(|s| Ok((maps_due && follow_maps(&e)?) || s)) {
             Ok(changed) => {
                 if changed {
                     // New tables' or split children's partitions: the ones assigned here are
@@ -123,9 +128,22 @@ fn follow_maps(e: &Engine) -> Result<bool, crate::error::ClientError> {
 /// this much later, so a test can act while this node serves an older schema than the
 /// cluster's (`tests/python/test_cluster_index.py`).
 fn test_delay_ms() -> u64 {
-    static DELAY: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *DELAY.get_or_init(|| {
-        std::env::var("RINGGATE_TEST_FOLLOW_DELAY_MS")
+    static DELAY: OnceLock<u64> = OnceLock::new();
+    test_ms(&DELAY, "RINGGATE_TEST_FOLLOW_DELAY_MS")
+}
+
+/// Test hook (`RINGGATE_TEST_FOLLOW_MAPS_MS`): the follower reads the maps' change key only
+/// this often instead of every [`POLL_MS`], so a test can read through a node whose maps are
+/// behind the cluster's (`tests/python/test_partition_moves.py`).
+fn test_maps_every_ms() -> u64 {
+    static EVERY: OnceLock<u64> = OnceLock::new();
+    test_ms(&EVERY, "RINGGATE_TEST_FOLLOW_MAPS_MS")
+}
+
+/// A test hook's milliseconds, read once (0: unset).
+fn test_ms(cell: &OnceLock<u64>, var: &str) -> u64 {
+    *cell.get_or_init(|| {
+        std::env::var(var)
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(0)

@@ -21,7 +21,8 @@ import pytest
 from cassandra.query import SimpleStatement
 
 import clusterlib
-from test_cluster import Writer, pinned, settled_cluster, wait_until
+from test_cluster import (LEASE_MS, Writer, pinned, settled_cluster, started, wait_settled,
+                          wait_until)
 from test_cluster_groups import token, tokens_in
 
 clusterlib.require_or_skip(pytest)
@@ -288,3 +289,49 @@ def test_a_split_child_goes_to_the_group_with_the_least_data(small_partitions):
         check_scans(c, s, set(keys))
     finally:
         driver.shutdown()
+
+
+def test_a_node_behind_on_a_move_scans_the_rows_written_after_it(monkeypatch):
+    """n3's follower reads the maps' change key only every 60 s (RINGGATE_TEST_FOLLOW_MAPS_MS),
+    so its map still places a partition in its old group after another node moved it. A row
+    written after the move (in the new group only) is in n3's scan all the same: the read sees
+    that the maps changed while it ran, reloads them and reads again (query/select/fresh.rs).
+    Before, n3 scanned the old group's copy and missed the row until its follower caught up."""
+    with started(clusterlib.LocalCluster(nodes=2, groups=2, lease_ms=LEASE_MS)) as c:
+        monkeypatch.setenv("RINGGATE_TEST_FOLLOW_MAPS_MS", "60000")
+        behind = c.add_node()
+        monkeypatch.delenv("RINGGATE_TEST_FOLLOW_MAPS_MS")
+        wait_settled(c)
+        driver = c.connect(node=c.nodes[0])
+        try:
+            s = driver.connect()
+            create_app_t(driver, s)
+
+            def owners():
+                return {r.partition_id: (r.storage_group, r.owner, r.token_start, r.token_end)
+                        for r in s.execute(
+                            "SELECT partition_id, storage_group, owner, token_start, token_end "
+                            "FROM system_views.physical_partitions WHERE keyspace_name = 'app' "
+                            "AND table_name = 't'")}
+            wait_until("every partition owned", lambda: all(o for _, o, _, _ in owners().values()))
+            pid, (_, _, start, end) = next((p, v) for p, v in sorted(owners().items())
+                                           if v[0] == "default" and v[1] != behind.name)
+            keys = [k for k in range(20000) if start < token(k) <= end][:2]
+            ins = s.prepare("INSERT INTO app.t (pk, v) VALUES (?, ?)")
+            s.execute(ins, (keys[0], "before the move"))
+            cl, ps = pinned(behind)
+            try:
+                scan = SimpleStatement(
+                    "SELECT pk FROM app.t WHERE token(pk) > %s AND token(pk) <= %s")
+                assert [r.pk for r in ps.execute(scan, (start, end))] == [keys[0]]
+                moved = admin(c.nodes[0], "move", "app.t", str(pid), "group2")
+                assert moved["state"] == "moved", moved
+                s.execute(ins, (keys[1], "after the move"))
+                rs = ps.execute(scan, (start, end), trace=True)
+                assert sorted(r.pk for r in rs) == sorted(keys)
+                events = [e.description for e in rs.get_query_trace(max_wait_sec=10).events]
+                assert any("map changed during the read" in e for e in events), events
+            finally:
+                cl.shutdown()
+        finally:
+            driver.shutdown()

@@ -26,6 +26,7 @@ mod cells;
 mod feed;
 mod filters;
 mod flat_scan;
+mod fresh;
 mod limits;
 mod output;
 mod paging;
@@ -52,6 +53,7 @@ pub(crate) use self::filters::map_value;
 pub(crate) use self::filters::tuple_values;
 use self::filters::*;
 use self::flat_scan::*;
+use self::fresh::*;
 use self::limits::*;
 use self::output::*;
 pub use self::paging::paging_state_roundtrip;
@@ -82,6 +84,31 @@ pub fn execute(
     opts: &QueryOptions,
     described: Option<crate::query::Described>,
 ) -> Result<Rows> {
+    for _ in 0..MAX_READS {
+        // Before the maps are read for routing (`fresh.rs`).
+        let since = engine.maps.followed_revision();
+        let (rows, elsewhere) = read_once(engine, keyspace, sel, binds, opts, described)?;
+        if !elsewhere || engine.maps.unchanged_since(since)? {
+            return Ok(rows);
+        }
+        opts.ctx
+            .trace(|| "A partition map changed during the read: reading again".to_string());
+    }
+    Err(super::QueryError::Unavailable(format!(
+        "the partition maps changed during each of {MAX_READS} attempts of this read (splits or \
+         moves going on); try again"
+    )))
+}
+
+/// One run of a SELECT; with it, whether it read a partition this node does not own.
+fn read_once(
+    engine: &Engine,
+    keyspace: Option<&str>,
+    sel: &Select,
+    binds: &BoundValues,
+    opts: &QueryOptions,
+    described: Option<crate::query::Described>,
+) -> Result<(Rows, bool)> {
     let schema = engine.schema();
     let t = resolve_table(&schema, keyspace, &sel.table)?;
     if sel.json && t.virtual_table {
@@ -166,6 +193,7 @@ pub fn execute(
             out.cur_count = p.partition_rows as usize;
         }
     }
+    let mut elsewhere = false;
     if t.virtual_table {
         opts.ctx.add_charge(crate::partition::ru::FIXED_RU);
         read_virtual(
@@ -178,6 +206,7 @@ pub fn execute(
             opts.peer_rows.as_deref(),
         )?;
     } else {
+        elsewhere = reads_elsewhere(engine, t.storage_id, &plan, out.map.as_deref());
         let budget = admit_read(engine, &schema, t, &plan, out.map.as_deref(), opts)?;
         let res = match &feed {
             Some((q, _)) => self::feed::read_feed(engine, t, &plan, &mut out, q, opts),
@@ -240,5 +269,5 @@ pub fn execute(
         // The last group (or, without GROUP BY, the one result row) ends with the rows.
         let _ = out.flush_group();
     }
-    Ok(out.rows)
+    Ok((out.rows, elsewhere))
 }

@@ -362,12 +362,7 @@ pub(super) fn read_ranges(
         }
         let lo_tok = lo.max(MIN_TOKEN as i128 - 1);
         // (lo, hi] over the ring; the empty key's MIN token belongs to the first partition.
-        let parts: Vec<_> = map
-            .parts
-            .iter()
-            .filter(|p| (p.end as i128) > lo_tok && (p.start as i128) < hi)
-            .cloned()
-            .collect();
+        let parts: Vec<_> = parts_in(&map, lo, hi).cloned().collect();
         for p in parts {
             let a = (p.start as i128).max(lo_tok); // exclusive
             let b = (p.end as i128).min(hi); // inclusive
@@ -495,7 +490,6 @@ pub(super) fn read_index(
     if let Some(p) = paging.as_ref().filter(|p| !p.last_key.is_empty()) {
         lo_b = max_lo(lo_b, p.resume_bound());
     }
-    let lo_tok = lo.max(MIN_TOKEN as i128 - 1);
     let mut reader = IndexRows {
         t,
         index,
@@ -505,11 +499,7 @@ pub(super) fn read_index(
         cur_pk: None,
         ck_start: 0,
     };
-    for p in map
-        .parts
-        .iter()
-        .filter(|p| (p.end as i128) > lo_tok && (p.start as i128) < hi)
-    {
+    for p in parts_in(&map, lo, hi) {
         let handle = engine.handles.read(t.storage_id, p)?;
         let entries = handle.scan_local(&prefix, as_ref(&lo_b), as_ref(&hi_key), false);
         if reader.read(&**handle, entries, out)? {
