@@ -63,3 +63,49 @@ pub(super) fn reads_elsewhere(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokens::MAX_TOKEN;
+
+    /// Three partitions: (MIN, -100], (-100, 100], (100, MAX].
+    fn map() -> PartitionMap {
+        let part = |id, start, end| {
+            Arc::new(PhysicalPartition {
+                id,
+                start,
+                end,
+                group: None,
+                sizes: Default::default(),
+                stats: Default::default(),
+            })
+        };
+        PartitionMap {
+            parts: vec![
+                part(1, MIN_TOKEN, -100),
+                part(2, -100, 100),
+                part(3, 100, MAX_TOKEN),
+            ],
+        }
+    }
+
+    fn ids(lo: i128, hi: i128) -> Vec<u64> {
+        parts_in(&map(), lo, hi).map(|p| p.id).collect()
+    }
+
+    /// (lo, hi] picks every partition holding one of its tokens, no other: a range ending on a
+    /// partition's end stays out of the next one, and one starting below the ring (the empty
+    /// key's MIN token included) starts in the first.
+    #[test]
+    fn parts_in_picks_the_partitions_holding_tokens_of_the_range() {
+        assert_eq!(ids(MIN_TOKEN as i128 - 1, MAX_TOKEN as i128), [1, 2, 3]);
+        assert_eq!(ids(i128::MIN, -150), [1]);
+        assert_eq!(ids(-200, -100), [1]);
+        assert_eq!(ids(-100, 100), [2]);
+        assert_eq!(ids(-101, -99), [1, 2]);
+        assert_eq!(ids(100, 101), [3]);
+        assert_eq!(ids(99, 100), [2]);
+        assert_eq!(ids(MAX_TOKEN as i128 - 1, MAX_TOKEN as i128), [3]);
+    }
+}
