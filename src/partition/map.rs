@@ -486,7 +486,12 @@ impl PartitionMaps {
         if !meta.is_shared() {
             return Ok(false);
         }
-        let revision = meta.meta_revision(MAPS_CHANGED_KEY)?;
+        self.follow_to(meta.meta_revision(MAPS_CHANGED_KEY)?)
+    }
+
+    /// Reloads the maps unless they follow `revision` (the change key's, just read) already;
+    /// true if it did.
+    fn follow_to(&self, revision: i64) -> Result<bool, StorageError> {
         if revision == self.followed.load(Ordering::Acquire) {
             return Ok(false);
         }
@@ -510,10 +515,11 @@ impl PartitionMaps {
         if !meta.is_shared() {
             return Ok(true);
         }
-        if meta.meta_revision(MAPS_CHANGED_KEY)? == since {
+        let revision = meta.meta_revision(MAPS_CHANGED_KEY)?;
+        if revision == since {
             return Ok(true);
         }
-        self.follow()?;
+        self.follow_to(revision)?;
         Ok(false)
     }
 
