@@ -46,6 +46,16 @@ def partitions(session):
     return {r.partition_id: (r.storage_group, r.token_start, r.token_end) for r in rows}
 
 
+def owned_partitions(session):
+    """{partition id: (group, owner)} of app.t, once every partition has an owner."""
+    def owners():
+        return {r.partition_id: (r.storage_group, r.owner) for r in session.execute(
+            "SELECT partition_id, storage_group, owner FROM system_views.physical_partitions "
+            "WHERE keyspace_name = 'app' AND table_name = 't'")}
+    wait_until("every partition owned", lambda: all(o for _, o in owners().values()))
+    return owners()
+
+
 def full_scan(session):
     """Every pk of app.t by a token-range scan of 64 ranges (Spark-style)."""
     seen = [r.pk for r in session.execute(
@@ -215,13 +225,7 @@ def test_a_move_whose_owner_is_killed_is_finished_by_the_next_owner(two_groups):
         s = driver.connect()
         create_app_t(driver, s)
 
-        def owners():
-            return {r.partition_id: (r.storage_group, r.owner) for r in s.execute(
-                "SELECT partition_id, storage_group, owner FROM "
-                "system_views.physical_partitions WHERE keyspace_name = 'app' "
-                "AND table_name = 't'")}
-        wait_until("every partition owned", lambda: all(o for _, o in owners().values()))
-        parts = owners()
+        parts = owned_partitions(s)
         pid, owner = next((p, o) for p, (g, o) in sorted(parts.items())
                           if g == "default" and o != "n1")
         victim = c.node(owner)
@@ -307,15 +311,9 @@ def test_a_node_behind_on_a_move_scans_the_rows_written_after_it(monkeypatch):
             s = driver.connect()
             create_app_t(driver, s)
 
-            def owners():
-                return {r.partition_id: (r.storage_group, r.owner, r.token_start, r.token_end)
-                        for r in s.execute(
-                            "SELECT partition_id, storage_group, owner, token_start, token_end "
-                            "FROM system_views.physical_partitions WHERE keyspace_name = 'app' "
-                            "AND table_name = 't'")}
-            wait_until("every partition owned", lambda: all(o for _, o, _, _ in owners().values()))
-            pid, (_, _, start, end) = next((p, v) for p, v in sorted(owners().items())
-                                           if v[0] == "default" and v[1] != behind.name)
+            pid = next(p for p, (g, o) in sorted(owned_partitions(s).items())
+                       if g == "default" and o != behind.name)
+            _, start, end = partitions(s)[pid]
             keys = [k for k in range(20000) if start < token(k) <= end][:2]
             ins = s.prepare("INSERT INTO app.t (pk, v) VALUES (?, ?)")
             s.execute(ins, (keys[0], "before the move"))
