@@ -346,8 +346,12 @@ impl PartitionHandle for EmbeddedHandle {
         let durability = (!deferred).then_some(PersistMode::Buffer);
         let ops = commit.writes.len() + commit.local.len() + commit.sizes.len();
         let mut batch = Vec::with_capacity(ops);
+        // Local records first: fjall applies a batch to its memtables one key at a time and
+        // reads see each key as it lands, so a reader that reads a row and then its local
+        // records (the change feed's reverse record, `query::changefeed::read`) must never
+        // find the row newer than them.
         let local = commit.local.into_iter().map(|l| (l.key, l.value));
-        for (key, value) in commit.writes.into_iter().chain(local) {
+        for (key, value) in local.chain(commit.writes) {
             batch.push((GroupSpace::Data, key, value));
         }
         for (key, value) in commit.sizes {

@@ -193,7 +193,9 @@ pub struct PartitionCommit {
     pub writes: Vec<(Bytes, Option<Bytes>)>,
     /// Size records (`Space::Sizes`), `(key, value)` as `writes`.
     pub sizes: Vec<(Bytes, Option<Bytes>)>,
-    /// Records owned through a token (secondary-index entries).
+    /// Records owned through a token (secondary-index entries, change feed records). A
+    /// reader that sees one of the commit's `writes` sees these too (contract test
+    /// `visibility.rs`).
     pub local: Vec<LocalWrite>,
 }
 

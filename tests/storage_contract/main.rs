@@ -1,7 +1,8 @@
 //! The per-partition storage contract (`ringgate::storage::handle`), one file per behaviour:
 //! reads (get, scans, snapshots), conditional commits, fencing by owner epoch, key-range
-//! enforcement. One test binary (each links the whole crate). Every test runs on the embedded store
-//! and on PostgreSQL (`support::each_backend`, `pg.rs`).
+//! enforcement, what a reader sees of a commit in flight. One test binary (each links the
+//! whole crate). Every test runs on the embedded store and on PostgreSQL
+//! (`support::each_backend`, `pg.rs`).
 #![allow(dead_code)]
 
 mod conditions;
@@ -13,3 +14,4 @@ mod pg_local;
 mod ranges;
 mod reads;
 mod support;
+mod visibility;

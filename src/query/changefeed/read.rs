@@ -133,8 +133,9 @@ fn visit(
     }
     let (value, header) = read_row(engine, map, storage_id, &key, &dk, end)?;
     // Read after the row: if the row's latest entry is still this one, the row read is this
-    // entry's version (row and reverse record change in one commit). If not, the row changed
-    // since the scan began and its newer entry returns it.
+    // entry's version (row and reverse record change in one commit, and a reader never sees
+    // its row write before its reverse record: `PartitionCommit::local`). If not, the row
+    // changed since the scan began and its newer entry returns it.
     let reverse = (engine.store).get(Space::Data, &keys::reverse_key(storage_id, tail))?;
     if reverse.as_deref() != Some(&seq.to_be_bytes()[..]) {
         return Ok(false);
