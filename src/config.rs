@@ -149,6 +149,9 @@ pub struct StorageConfig {
     /// (filled by the blocks reads take; scans and point reads of data beyond it read and
     /// decompress blocks again).
     pub block_cache_bytes: ByteSize,
+    /// The embedded store's row cache: point reads of rows answered from memory, filled by
+    /// reads and writes, never stale (0 turns it off; `storage/row_cache.rs`).
+    pub row_cache_bytes: ByteSize,
     /// "embedded" (fjall in `data_dir`) or "postgres" (tables in the database of
     /// `storage.postgres`; `data_dir` then holds only the server's lock file).
     pub backend: Backend,
@@ -434,6 +437,7 @@ impl Default for StorageConfig {
             sync: crate::storage::SyncMode::None,
             min_free_bytes: ByteSize(256 << 20),
             block_cache_bytes: ByteSize(crate::storage::DEFAULT_BLOCK_CACHE_BYTES),
+            row_cache_bytes: ByteSize(crate::storage::row_cache::DEFAULT_ROW_CACHE_BYTES),
             backend: Backend::Embedded,
             postgres: Postgres::default(),
             group: crate::cluster::groups::DEFAULT_GROUP.into(),
@@ -897,11 +901,13 @@ mod tests {
                 "partitions.physical_split_bytes=4MiB".into(),
                 "storage.sync=fsync".into(),
                 "storage.block_cache_bytes=64MiB".into(),
+                "storage.row_cache_bytes=0".into(),
                 "listen=127.0.0.1:19042".into(),
             ],
         )
         .unwrap();
         assert_eq!(c.storage.block_cache_bytes.0, 64 << 20);
+        assert_eq!(c.storage.row_cache_bytes.0, 0);
         assert!(c.auth.enabled);
         assert_eq!(c.auth.users["cassandra"], "cassandra");
         assert_eq!(c.partitions.physical_split_bytes.0, 4 << 20);

@@ -131,6 +131,9 @@ pub struct Registry {
     pub purged_entries: Counter,
     /// Partitions whose tombstones the sweeper removed.
     pub swept_partitions: Counter,
+    /// Point reads the embedded store's row cache answered, and those it sent to the store.
+    pub row_cache_hits: Counter,
+    pub row_cache_misses: Counter,
     /// Statements slower than `log.slow_query_ms`.
     pub slow_queries: Counter,
     /// HTTP requests answered by the metrics/dashboard listener.
@@ -166,6 +169,8 @@ impl Registry {
             compactions: Counter::new(),
             purged_entries: Counter::new(),
             swept_partitions: Counter::new(),
+            row_cache_hits: Counter::new(),
+            row_cache_misses: Counter::new(),
             slow_queries: Counter::new(),
             http_requests: Counter::new(),
             forwarded_requests: Counter::new(),

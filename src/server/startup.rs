@@ -69,7 +69,8 @@ fn open_store(cfg: &Config) -> Result<Arc<dyn Store>, String> {
                 cfg.storage.block_cache_bytes.0,
             )
             .map_err(|e| e.to_string())?
-            .with_min_free_bytes(&cfg.data_dir, cfg.storage.min_free_bytes.0),
+            .with_min_free_bytes(&cfg.data_dir, cfg.storage.min_free_bytes.0)
+            .with_row_cache_bytes(cfg.storage.row_cache_bytes.0),
         ),
         Backend::Postgres => {
             let pg = &cfg.storage.postgres;

@@ -6,6 +6,7 @@
 //! fsync; concurrent committers share one fsync (group commit).
 
 use super::free_space::FreeSpaceGuard;
+use super::row_cache::RowCache;
 use super::{
     Purge, PurgeFilter, PurgeFilterFactory, Result, ScanIter, Space, StorageError, Store, SyncMode,
     WriteBatch, MAX_KEY_BYTES,
@@ -35,11 +36,25 @@ pub struct EmbeddedStore {
     pub(super) owners: super::embedded_handle::Owners,
     /// Writes to the data space that do not go through a handle (`write_stamps.rs`).
     pub(super) plain_writes: Arc<super::write_stamps::Counter>,
+    /// Point reads through the handles (`row_cache.rs`).
+    pub(super) row_cache: Arc<RowCache>,
 }
 
-/// The purge filter factory, installed after the store is open (by the query layer).
+impl Drop for EmbeddedStore {
+    fn drop(&mut self) {
+        // The row cache holds the database (to ask about compactions) and the database the
+        // purge slot: let go of the cycle so the database closes.
+        *self.purge.1.write() = None;
+    }
+}
+
+/// The purge filter factory, installed after the store is open (by the query layer), and the
+/// row cache its changes must leave (`row_cache.rs`).
 #[derive(Default)]
-struct PurgeSlot(parking_lot::RwLock<Option<PurgeFilterFactory>>);
+struct PurgeSlot(
+    parking_lot::RwLock<Option<PurgeFilterFactory>>,
+    parking_lot::RwLock<Option<Arc<RowCache>>>,
+);
 
 impl std::panic::RefUnwindSafe for PurgeSlot {}
 
@@ -50,11 +65,50 @@ impl Factory for PurgeSlot {
 
     fn make_filter(&self, _ctx: &Context) -> Box<dyn CompactionFilter> {
         crate::metrics::global().compactions.inc();
-        Box::new(PurgeRun(self.0.read().as_ref().map(|f| f())))
+        Box::new(PurgeRun {
+            filter: self.0.read().as_ref().map(|f| f()),
+            cache: self.1.read().clone(),
+            changed: Some(Vec::new()),
+            began: false,
+        })
     }
 }
 
-struct PurgeRun(Option<PurgeFilter>);
+/// One compaction's purge filter, and the keys it changed (None: more than the row cache
+/// takes one by one).
+struct PurgeRun {
+    filter: Option<PurgeFilter>,
+    cache: Option<Arc<RowCache>>,
+    changed: Option<Vec<Vec<u8>>>,
+    began: bool,
+}
+
+impl PurgeRun {
+    fn changed(&mut self, key: &[u8]) {
+        crate::metrics::global().purged_entries.inc();
+        let Some(cache) = &self.cache else {
+            return;
+        };
+        if !std::mem::replace(&mut self.began, true) {
+            cache.purge_began();
+        }
+        if let Some(keys) = &mut self.changed {
+            if keys.len() < super::row_cache::MAX_PURGED_KEYS {
+                keys.push(key.to_vec());
+            } else {
+                self.changed = None;
+            }
+        }
+    }
+}
+
+impl Drop for PurgeRun {
+    fn drop(&mut self) {
+        if let Some(cache) = self.cache.as_ref().filter(|_| self.began) {
+            cache.purged(self.changed.as_deref());
+        }
+    }
+}
 
 impl CompactionFilter for PurgeRun {
     fn filter_item(
@@ -62,21 +116,17 @@ impl CompactionFilter for PurgeRun {
         item: ItemAccessor<'_>,
         _ctx: &Context,
     ) -> fjall::compaction::filter::CompactionFilterResult {
-        let Some(f) = self.0.as_mut() else {
+        let Some(f) = self.filter.as_mut() else {
             return Ok(Verdict::Keep);
         };
         let value = item.value()?;
-        Ok(match f(item.key(), &value) {
-            Purge::Keep => Verdict::Keep,
-            Purge::Remove => {
-                crate::metrics::global().purged_entries.inc();
-                Verdict::Remove
-            }
-            Purge::Replace(v) => {
-                crate::metrics::global().purged_entries.inc();
-                Verdict::ReplaceValue(v.into())
-            }
-        })
+        let verdict = match f(item.key(), &value) {
+            Purge::Keep => return Ok(Verdict::Keep),
+            Purge::Remove => Verdict::Remove,
+            Purge::Replace(v) => Verdict::ReplaceValue(v.into()),
+        };
+        self.changed(item.key());
+        Ok(verdict)
     }
 }
 
@@ -153,7 +203,9 @@ impl EmbeddedStore {
             free_space: Arc::new(FreeSpaceGuard::new(dir.to_path_buf(), 0)),
             owners: Default::default(),
             plain_writes: Default::default(),
+            row_cache: Arc::new(RowCache::new(0, Box::new(|| true))),
         };
+        let store = store.with_row_cache_bytes(super::row_cache::DEFAULT_ROW_CACHE_BYTES);
         let moved = super::legacy_sizes::move_records(&store)?;
         if moved > 0 {
             tracing::info!("moved {moved} size records from the metadata space to the sizes space");
@@ -165,6 +217,23 @@ impl EmbeddedStore {
     /// (0: never), so the store never runs into a full disk (see `free_space`).
     pub fn with_min_free_bytes(mut self, dir: &Path, min_free_bytes: u64) -> EmbeddedStore {
         self.free_space = Arc::new(FreeSpaceGuard::new(dir.to_path_buf(), min_free_bytes));
+        self
+    }
+
+    /// A row cache of `row_cache_bytes` (0: none) for the point reads through handles opened
+    /// from now on (`row_cache.rs`).
+    pub fn with_row_cache_bytes(mut self, row_cache_bytes: u64) -> EmbeddedStore {
+        let (db, data) = (self.db.clone(), self.data.clone());
+        let idle = move || {
+            use fjall::AbstractTree;
+            // Installation holds the version lock: once it is free, none is half done.
+            db.active_compactions() == 0 && {
+                drop(data.tree.get_version_history_lock());
+                true
+            }
+        };
+        self.row_cache = Arc::new(RowCache::new(row_cache_bytes, Box::new(idle)));
+        *self.purge.1.write() = Some(Arc::clone(&self.row_cache));
         self
     }
 
@@ -283,6 +352,11 @@ impl Store for EmbeddedStore {
         self.free_space.check()?;
         let _writing =
             (batch.ops.iter().any(|op| op.space == Space::Data)).then(|| self.plain_writes.begin());
+        // Their keys leave the row cache (no lock held: nothing stored back).
+        let data_keys = (batch.ops.iter())
+            .filter(|op| op.space == Space::Data)
+            .map(|op| &op.key[..]);
+        let _caching = self.row_cache.begin(data_keys);
         let mut b = self.db.batch().durability(Some(PersistMode::Buffer));
         for op in batch.ops {
             let ks = self.space(op.space);
@@ -314,6 +388,7 @@ impl Store for EmbeddedStore {
 
     fn compact(&self) -> Result<()> {
         self.data.rotate_memtable_and_wait()?;
+        let _counted = self.row_cache.own_compaction();
         self.data.major_compact()?;
         Ok(())
     }

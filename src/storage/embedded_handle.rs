@@ -136,6 +136,7 @@ impl PartitionStore for EmbeddedStore {
             group: Arc::clone(&self.group),
             free_space: Arc::clone(&self.free_space),
             plain_writes: Arc::clone(&self.plain_writes),
+            row_cache: Arc::clone(&self.row_cache),
         }))
     }
 
@@ -219,6 +220,7 @@ struct EmbeddedHandle {
     free_space: Arc<super::free_space::FreeSpaceGuard>,
     /// The store's writes to the data space outside the handles (`write_stamps.rs`).
     plain_writes: Arc<Counter>,
+    row_cache: Arc<super::row_cache::RowCache>,
 }
 
 impl PartitionHandle for EmbeddedHandle {
@@ -235,7 +237,7 @@ impl PartitionHandle for EmbeddedHandle {
         if key.len() > MAX_KEY_BYTES {
             return Ok(None);
         }
-        Ok(self.data.get(key)?.map(Bytes::from))
+        self.read(key)
     }
 
     fn prefers_point_reads(&self) -> bool {
@@ -249,7 +251,7 @@ impl PartitionHandle for EmbeddedHandle {
         }
         // Taken before the read: see `write_stamps.rs`.
         let stamp = self.stamp(key);
-        Ok((self.data.get(key)?.map(Bytes::from), stamp))
+        Ok((self.read(key)?, stamp))
     }
 
     fn stamp(&self, key: &[u8]) -> Option<ReadStamp> {
@@ -325,6 +327,9 @@ impl PartitionHandle for EmbeddedHandle {
             }
             let now = self.data.get(cond.key())?;
             if !cond.holds(now.as_deref()) {
+                // The reader may have had it from the row cache, and a compaction's purge
+                // rewrites keys under the cache (`row_cache.rs`): read the store next time.
+                self.row_cache.forget(cond.key());
                 return Err(StorageError::Conflict {
                     key: HexKey(cond.key().clone()),
                 });
@@ -341,6 +346,15 @@ impl PartitionHandle for EmbeddedHandle {
             .state
             .stripes(written.chain(commit.local.iter().map(|l| &l.key)));
         let writing = write_stamps::begin_set(&self.state.stamps, written);
+        let cached = (commit.writes.iter().map(|(k, _)| &k[..]))
+            .chain(commit.local.iter().map(|l| &l.key[..]));
+        let mut caching = self.row_cache.begin(cached);
+        // What the row cache keeps of this commit: its writes to keys it holds the lock of.
+        for (key, value) in &commit.writes {
+            if commit.conditions.iter().any(|c| c.key() == key) {
+                caching.will_store(key, value.as_deref());
+            }
+        }
         // SyncMode::None: the journal reaches the OS before the answer does (`settle.rs`).
         let deferred = self.sync == SyncMode::None;
         let durability = (!deferred).then_some(PersistMode::Buffer);
@@ -364,6 +378,7 @@ impl PartitionHandle for EmbeddedHandle {
             durability,
         };
         self.group.batches.commit(&target, batch)?;
+        caching.stored();
         if deferred {
             self.group.settle.deferred();
         }
@@ -375,6 +390,11 @@ impl PartitionHandle for EmbeddedHandle {
 }
 
 impl EmbeddedHandle {
+    /// A point read of the data space, through the row cache.
+    fn read(&self, key: &[u8]) -> Result<Option<Bytes>> {
+        (self.row_cache).read_through(key, || Ok(self.data.get(key)?.map(Bytes::from)))
+    }
+
     /// Whether `cond` is an `Unchanged` whose read's stamp shows no write since (it holds
     /// without reading the key again; `write_stamps.rs`).
     fn unchanged_since_read(&self, cond: &Condition) -> bool {

@@ -21,6 +21,7 @@ mod journal_writeback;
 mod legacy_sizes;
 mod memtable_release;
 pub mod postgres;
+pub mod row_cache;
 mod settle;
 mod stripe_set;
 pub(crate) mod write_stamps;

@@ -58,3 +58,108 @@ fn a_row_write_is_never_seen_before_its_local_records_on(dir: &TempDir) {
     });
     assert_eq!(version(h.get(&row).unwrap()), COMMITS);
 }
+
+/// Writers of a few keys commit version after version on condition that the key is unchanged
+/// since they read it (as the engine writes rows); readers check that a read never returns a
+/// version older than one acknowledged before it began, nor older than one any read returned
+/// before it began (the embedded store's row cache must keep both).
+#[test]
+fn reads_are_never_older_than_acknowledged_writes_or_earlier_reads() {
+    each_backend(
+        "contract-monotonic",
+        reads_are_never_older_than_acknowledged_writes_or_earlier_reads_on,
+    );
+}
+
+fn reads_are_never_older_than_acknowledged_writes_or_earlier_reads_on(dir: &TempDir) {
+    use ringgate::storage::{Condition, StorageError};
+    use std::sync::atomic::AtomicU64;
+    const KEYS: usize = 4;
+    const COMMITS_PER_WRITER: usize = 1_000;
+    let store = open(dir);
+    let h = store.open_partition(parts()[1].clone(), 1).unwrap();
+    let keys: Vec<Bytes> = (0..KEYS).map(|i| Bytes::from(key(5, &[i as u8]))).collect();
+    let acked: Vec<AtomicU64> = (0..KEYS).map(|_| AtomicU64::new(0)).collect();
+    let seen: Vec<AtomicU64> = (0..KEYS).map(|_| AtomicU64::new(0)).collect();
+    let writers_done = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for w in 0..2 {
+            let (h, keys, acked, done) = (&h, &keys, &acked, &writers_done);
+            s.spawn(move || {
+                for n in 0..COMMITS_PER_WRITER {
+                    let i = (n * 3 + w) % KEYS;
+                    loop {
+                        let (read, stamp) = h.get_stamped(&keys[i]).unwrap();
+                        let next = version(read.clone()) + 1;
+                        let mut c = PartitionCommit::default();
+                        c.require(Condition::Unchanged {
+                            key: keys[i].clone(),
+                            read,
+                            stamp,
+                        })
+                        .put(keys[i].clone(), Bytes::copy_from_slice(&next.to_be_bytes()));
+                        match h.commit(c) {
+                            Ok(()) => {
+                                acked[i].fetch_max(next, Ordering::SeqCst);
+                                break;
+                            }
+                            Err(StorageError::Conflict { .. }) => continue,
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                }
+                done.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+        for _ in 0..2 {
+            let (h, keys, acked, seen, done) = (&h, &keys, &acked, &seen, &writers_done);
+            s.spawn(move || {
+                while done.load(Ordering::SeqCst) < 2 {
+                    for i in 0..KEYS {
+                        let floor = acked[i].load(Ordering::SeqCst);
+                        let earlier = seen[i].load(Ordering::SeqCst);
+                        let got = version(h.get(&keys[i]).unwrap());
+                        assert!(
+                            got >= floor,
+                            "key {i}: read {got} after {floor} was acknowledged"
+                        );
+                        assert!(
+                            got >= earlier,
+                            "key {i}: read {got} after a read of {earlier}"
+                        );
+                        seen[i].fetch_max(got, Ordering::SeqCst);
+                    }
+                }
+            });
+        }
+    });
+    let total: u64 = keys.iter().map(|k| version(h.get(k).unwrap())).sum();
+    assert_eq!(total, 2 * COMMITS_PER_WRITER as u64);
+}
+
+/// A key read (and so cached) through a handle, then deleted by a plain storage batch (as
+/// DROP TABLE's range deletion and the batch log's replay write): the next read finds it gone.
+#[test]
+fn a_write_outside_the_handles_is_seen_by_the_next_read() {
+    each_backend(
+        "contract-plain-write",
+        a_write_outside_the_handles_is_seen_by_the_next_read_on,
+    );
+}
+
+fn a_write_outside_the_handles_is_seen_by_the_next_read_on(dir: &TempDir) {
+    use ringgate::storage::WriteBatch;
+    let store = open(dir);
+    let h = store.open_partition(parts()[1].clone(), 1).unwrap();
+    let k = Bytes::from(key(5, b"row"));
+    let mut c = PartitionCommit::default();
+    c.put(k.clone(), "v1");
+    h.commit(c).unwrap();
+    assert_eq!(h.get(&k).unwrap().as_deref(), Some(&b"v1"[..]));
+    let mut batch = WriteBatch::default();
+    batch.put(Space::Data, k.clone(), "v2");
+    store.commit(batch).unwrap();
+    assert_eq!(h.get(&k).unwrap().as_deref(), Some(&b"v2"[..]));
+    ringgate::storage::delete_range(&*store, Space::Data, &key(0, b""), &key(10, b"")).unwrap();
+    assert_eq!(h.get(&k).unwrap(), None);
+}

@@ -165,7 +165,7 @@ fn process(out: &mut Text, engine: &Engine) {
         "Open CQL connections.",
         one(g.connections_open.get() as f64),
     );
-    let counters: [(&str, &str, u64); 8] = [
+    let counters: [(&str, &str, u64); 10] = [
         (
             "ringgate_connections_accepted_total",
             "CQL connections accepted.",
@@ -185,6 +185,16 @@ fn process(out: &mut Text, engine: &Engine) {
             "ringgate_purged_entries_total",
             "Entries compactions dropped or rewrote (tombstones, expired cells, shadowed rows).",
             g.purged_entries.get(),
+        ),
+        (
+            "ringgate_row_cache_hits_total",
+            "Point reads the embedded store's row cache answered (storage.row_cache_bytes).",
+            g.row_cache_hits.get(),
+        ),
+        (
+            "ringgate_row_cache_misses_total",
+            "Point reads the row cache sent to the store.",
+            g.row_cache_misses.get(),
         ),
         (
             "ringgate_swept_partitions_total",
