@@ -339,7 +339,7 @@ impl Store for EmbeddedStore {
         reverse: bool,
     ) -> ScanIter {
         let range = (clamp_lower(lower), clamp_upper(upper));
-        boxed_iter(self.space(space).range::<Vec<u8>, _>(range), reverse)
+        snapshot_range(&self.db, self.space(space), range, reverse)
     }
 
     fn commit(&self, batch: WriteBatch) -> Result<()> {
@@ -416,6 +416,20 @@ impl Store for EmbeddedStore {
 }
 
 /// A fjall range as a [`ScanIter`], descending when `reverse`.
+/// The keys of `space` in `range`, as of one instant: fjall reads at its newest sequence
+/// number see a batch's keys as its memtable inserts land, one by one, so a plain range could
+/// show part of a commit (a single-partition batch must be seen whole, as in Cassandra); a
+/// snapshot reads only whole commits, for the same cost (a plain range opens a snapshot too).
+pub(super) fn snapshot_range(
+    db: &Database,
+    space: &Keyspace,
+    range: (Bound<Vec<u8>>, Bound<Vec<u8>>),
+    reverse: bool,
+) -> ScanIter {
+    use fjall::Readable;
+    boxed_iter(db.snapshot().range::<Vec<u8>, _>(space, range), reverse)
+}
+
 pub(super) fn boxed_iter(iter: fjall::Iter, reverse: bool) -> ScanIter {
     let map = |g: fjall::Guard| -> Result<(Bytes, Bytes)> {
         let (k, v) = g.into_inner()?;

@@ -18,7 +18,9 @@
 //! removes its entry.
 
 use super::commit_group::{Space as GroupSpace, Target};
-use super::embedded::{boxed_iter, clamp_lower, clamp_upper, EmbeddedStore, GroupCommit};
+use super::embedded::{
+    boxed_iter, clamp_lower, clamp_upper, snapshot_range, EmbeddedStore, GroupCommit,
+};
 use super::handle::*;
 use super::stripe_set::{Held, StripeSet};
 use super::write_stamps::{self, Counter};
@@ -263,7 +265,13 @@ impl PartitionHandle for EmbeddedHandle {
     }
 
     fn scan(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, reverse: bool) -> ScanIter {
-        scan_within(&self.data, &self.part.range, (lower, upper), reverse)
+        scan_within(
+            &self.db,
+            &self.data,
+            &self.part.range,
+            (lower, upper),
+            reverse,
+        )
     }
 
     fn scan_local(
@@ -274,7 +282,7 @@ impl PartitionHandle for EmbeddedHandle {
         reverse: bool,
     ) -> ScanIter {
         let own = KeyRange::of_prefixed_tokens(prefix, self.part.start, self.part.end);
-        scan_within(&self.data, &own, (lower, upper), reverse)
+        scan_within(&self.db, &self.data, &own, (lower, upper), reverse)
     }
 
     fn get_size(&self, key: &[u8]) -> Result<Option<Bytes>> {
@@ -286,7 +294,13 @@ impl PartitionHandle for EmbeddedHandle {
     }
 
     fn scan_sizes(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> ScanIter {
-        scan_within(&self.sizes, &self.part.range, (lower, upper), false)
+        scan_within(
+            &self.db,
+            &self.sizes,
+            &self.part.range,
+            (lower, upper),
+            false,
+        )
     }
 
     fn snapshot(&self) -> Arc<dyn PartitionSnapshot> {
@@ -411,8 +425,9 @@ impl EmbeddedHandle {
     }
 }
 
-/// The keys of `space` within `own` and `(lower, upper)`.
+/// The keys of `space` within `own` and `(lower, upper)`, as of one instant.
 fn scan_within(
+    db: &Database,
     space: &Keyspace,
     own: &KeyRange,
     (lower, upper): (Bound<&[u8]>, Bound<&[u8]>),
@@ -420,7 +435,7 @@ fn scan_within(
 ) -> ScanIter {
     let (lower, upper) = own.clamp(lower, upper);
     let range = (clamp_lower(lower), clamp_upper(upper));
-    boxed_iter(space.range::<Vec<u8>, _>(range), reverse)
+    snapshot_range(db, space, range, reverse)
 }
 
 struct EmbeddedSnapshot {

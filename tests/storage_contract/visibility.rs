@@ -163,3 +163,50 @@ fn a_write_outside_the_handles_is_seen_by_the_next_read_on(dir: &TempDir) {
     ringgate::storage::delete_range(&*store, Space::Data, &key(0, b""), &key(10, b"")).unwrap();
     assert_eq!(h.get(&k).unwrap(), None);
 }
+
+/// A commit of several keys of one partition (as a single-partition batch writes its rows) is
+/// seen whole or not at all by a scan of the partition (Cassandra: batches are isolated within
+/// a partition).
+#[test]
+fn a_scan_sees_a_commit_whole_or_not_at_all() {
+    each_backend(
+        "contract-scan-isolation",
+        a_scan_sees_a_commit_whole_or_not_at_all_on,
+    );
+}
+
+fn a_scan_sees_a_commit_whole_or_not_at_all_on(dir: &TempDir) {
+    const KEYS: u8 = 8;
+    const COMMITS: u64 = 1_000;
+    let store = open(dir);
+    let h = store.open_partition(parts()[1].clone(), 1).unwrap();
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for v in 1..=COMMITS {
+                let mut c = PartitionCommit::default();
+                for i in 0..KEYS {
+                    c.put(key(5, &[i]), Bytes::copy_from_slice(&v.to_be_bytes()));
+                }
+                h.commit(c).unwrap();
+            }
+            done.store(true, Ordering::SeqCst);
+        });
+        let (lo, hi) = (key(5, b""), key(6, b""));
+        let mut scans = 0u64;
+        while !done.load(Ordering::SeqCst) {
+            let range = (
+                std::ops::Bound::Included(&lo[..]),
+                std::ops::Bound::Excluded(&hi[..]),
+            );
+            let versions: Vec<u64> = (h.scan(range.0, range.1, scans % 2 == 1))
+                .map(|r| version(Some(r.unwrap().1)))
+                .collect();
+            assert!(
+                versions.is_empty() || versions.iter().all(|&v| v == versions[0]),
+                "scan {scans}: one commit seen in part: {versions:?}"
+            );
+            scans += 1;
+        }
+    });
+}
