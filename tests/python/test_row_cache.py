@@ -54,10 +54,10 @@ def run_workload(srv, unique_name):
     s.execute(f"DELETE FROM {ks}.t WHERE k = 2")
     model[2] = None
     # (Large: a read of its expired bytes would charge more than the range read of nothing.)
-    s.execute(f"INSERT INTO {ks}.t (k, s, v) VALUES (3, '{'y' * 4000}', 3) USING TTL 1")
+    s.execute(f"INSERT INTO {ks}.t (k, s, v) VALUES (3, '{'y' * 4000}', 3) USING TTL 3")
     model[3] = (3, "y" * 4000, 3)
     check_reads(s, ks, model, sel, scan)
-    time.sleep(1.5)
+    time.sleep(3.2)
     model[3] = None
     check_reads(s, ks, model, sel, scan)
     # A compaction purges the expired row and the deletion (gc_grace_seconds = 0) under the
