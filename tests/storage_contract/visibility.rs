@@ -5,7 +5,7 @@
 
 use super::support::*;
 use bytes::Bytes;
-use ringgate::storage::handle::LocalWrite;
+use ringgate::storage::handle::{LocalWrite, PartitionHandle};
 use ringgate::storage::{PartitionCommit, Space};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -21,6 +21,30 @@ fn version(v: Option<Bytes>) -> u64 {
     v.map_or(0, |b| u64::from_be_bytes(b[..].try_into().unwrap()))
 }
 
+/// Commits `commit(v)` through `h` for versions 1 to `commits` on another thread, while
+/// `check(round)` runs here, round after round, until the last commit has returned.
+fn while_committing(
+    h: &dyn PartitionHandle,
+    commits: u64,
+    commit: impl Fn(u64) -> PartitionCommit + Send + Sync,
+    mut check: impl FnMut(u64),
+) {
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for v in 1..=commits {
+                h.commit(commit(v)).unwrap();
+            }
+            done.store(true, Ordering::SeqCst);
+        });
+        let mut round = 0u64;
+        while !done.load(Ordering::SeqCst) {
+            check(round);
+            round += 1;
+        }
+    });
+}
+
 fn a_row_write_is_never_seen_before_its_local_records_on(dir: &TempDir) {
     // Enough commits for the embedded store to show a row-first order (it did in every run
     // of 2,000, after a few hundred at most), few enough for PostgreSQL's round trips.
@@ -29,32 +53,24 @@ fn a_row_write_is_never_seen_before_its_local_records_on(dir: &TempDir) {
     let h = store.open_partition(parts()[1].clone(), 1).unwrap();
     let row = Bytes::from(key(5, b"row"));
     let local = Bytes::from_static(b"\xff\x02local");
-    let done = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            for v in 1..=COMMITS {
-                let value = Bytes::copy_from_slice(&v.to_be_bytes());
-                let mut c = PartitionCommit::default();
-                c.put(row.clone(), value.clone());
-                c.local.push(LocalWrite {
-                    token: 5,
-                    key: local.clone(),
-                    value: Some(value),
-                });
-                h.commit(c).unwrap();
-            }
-            done.store(true, Ordering::SeqCst);
+    let commit = |v: u64| {
+        let value = Bytes::copy_from_slice(&v.to_be_bytes());
+        let mut c = PartitionCommit::default();
+        c.put(row.clone(), value.clone());
+        c.local.push(LocalWrite {
+            token: 5,
+            key: local.clone(),
+            value: Some(value),
         });
-        let mut reads = 0u64;
-        while !done.load(Ordering::SeqCst) {
-            let seen_row = version(h.get(&row).unwrap());
-            let seen_local = version(store.get(Space::Data, &local).unwrap());
-            assert!(
-                seen_local >= seen_row,
-                "after {reads} reads: row at version {seen_row}, its local record at {seen_local}"
-            );
-            reads += 1;
-        }
+        c
+    };
+    while_committing(&*h, COMMITS, commit, |reads| {
+        let seen_row = version(h.get(&row).unwrap());
+        let seen_local = version(store.get(Space::Data, &local).unwrap());
+        assert!(
+            seen_local >= seen_row,
+            "after {reads} reads: row at version {seen_row}, its local record at {seen_local}"
+        );
     });
     assert_eq!(version(h.get(&row).unwrap()), COMMITS);
 }
@@ -180,33 +196,25 @@ fn a_scan_sees_a_commit_whole_or_not_at_all_on(dir: &TempDir) {
     const COMMITS: u64 = 1_000;
     let store = open(dir);
     let h = store.open_partition(parts()[1].clone(), 1).unwrap();
-    let done = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            for v in 1..=COMMITS {
-                let mut c = PartitionCommit::default();
-                for i in 0..KEYS {
-                    c.put(key(5, &[i]), Bytes::copy_from_slice(&v.to_be_bytes()));
-                }
-                h.commit(c).unwrap();
-            }
-            done.store(true, Ordering::SeqCst);
-        });
-        let (lo, hi) = (key(5, b""), key(6, b""));
-        let mut scans = 0u64;
-        while !done.load(Ordering::SeqCst) {
-            let range = (
-                std::ops::Bound::Included(&lo[..]),
-                std::ops::Bound::Excluded(&hi[..]),
-            );
-            let versions: Vec<u64> = (h.scan(range.0, range.1, scans % 2 == 1))
-                .map(|r| version(Some(r.unwrap().1)))
-                .collect();
-            assert!(
-                versions.is_empty() || versions.iter().all(|&v| v == versions[0]),
-                "scan {scans}: one commit seen in part: {versions:?}"
-            );
-            scans += 1;
+    let commit = |v: u64| {
+        let mut c = PartitionCommit::default();
+        for i in 0..KEYS {
+            c.put(key(5, &[i]), Bytes::copy_from_slice(&v.to_be_bytes()));
         }
+        c
+    };
+    let (lo, hi) = (key(5, b""), key(6, b""));
+    while_committing(&*h, COMMITS, commit, |scans| {
+        let range = (
+            std::ops::Bound::Included(&lo[..]),
+            std::ops::Bound::Excluded(&hi[..]),
+        );
+        let versions: Vec<u64> = (h.scan(range.0, range.1, scans % 2 == 1))
+            .map(|r| version(Some(r.unwrap().1)))
+            .collect();
+        assert!(
+            versions.is_empty() || versions.iter().all(|&v| v == versions[0]),
+            "scan {scans}: one commit seen in part: {versions:?}"
+        );
     });
 }
