@@ -84,7 +84,8 @@ struct PurgeRun {
 }
 
 impl PurgeRun {
-    fn changed(&mut self, key: &[u8]) {
+    /// The filter dropped or rewrote `key`.
+    fn record_change(&mut self, key: &[u8]) {
         crate::metrics::global().purged_entries.inc();
         let Some(cache) = &self.cache else {
             return;
@@ -125,7 +126,7 @@ impl CompactionFilter for PurgeRun {
             Purge::Remove => Verdict::Remove,
             Purge::Replace(v) => Verdict::ReplaceValue(v.into()),
         };
-        self.changed(item.key());
+        self.record_change(item.key());
         Ok(verdict)
     }
 }
@@ -415,7 +416,6 @@ impl Store for EmbeddedStore {
     }
 }
 
-/// A fjall range as a [`ScanIter`], descending when `reverse`.
 /// The keys of `space` in `range`, as of one instant: fjall reads at its newest sequence
 /// number see a batch's keys as its memtable inserts land, one by one, so a plain range could
 /// show part of a commit (a single-partition batch must be seen whole, as in Cassandra); a
@@ -430,6 +430,7 @@ pub(super) fn snapshot_range(
     boxed_iter(db.snapshot().range::<Vec<u8>, _>(space, range), reverse)
 }
 
+/// A fjall range as a [`ScanIter`], descending when `reverse`.
 pub(super) fn boxed_iter(iter: fjall::Iter, reverse: bool) -> ScanIter {
     let map = |g: fjall::Guard| -> Result<(Bytes, Bytes)> {
         let (k, v) = g.into_inner()?;

@@ -130,21 +130,22 @@ impl RowCache {
         metrics.row_cache_misses.inc();
         let stamp = self.writes[i].quiet().zip(self.purge_stamp());
         let value = read()?;
-        if let Some((stamp, purges)) = stamp {
+        let budget = self.shard_budget_bytes;
+        // The entry is built (an allocation and a copy) before the shard is locked.
+        let fill = stamp.and_then(|st| Some((st, Slot::new(hash, key, value.as_deref(), budget)?)));
+        if let Some(((stamp, purges), slot)) = fill {
             let mut shard = self.shards[i].lock();
             // Under the lock a writer also stores and removes: see the module doc.
             if self.writes[i].unchanged_since(stamp) && self.purges_begun.load(SeqCst) == purges {
-                let budget = self.shard_budget_bytes;
-                if let Some(slot) = Slot::new(hash, key, value.as_deref(), budget) {
-                    shard.put(slot, budget);
-                }
+                shard.put(slot, budget);
             }
         }
         Ok(value)
     }
 
     /// Counts a write of `keys` as begun and removes their entries; the returned value stores
-    /// what the write wrote ([`CacheWrite::wrote`]) and counts it finished when dropped.
+    /// what the write wrote ([`CacheWrite::will_store`], [`CacheWrite::stored`]) and counts it
+    /// finished when dropped.
     pub(crate) fn begin<'a>(&self, keys: impl Iterator<Item = &'a [u8]> + Clone) -> CacheWrite<'_> {
         let set = StripeSet::of(keys.clone().map(|k| self.locate(k).1));
         let writing = begin_set(&self.writes, set);
