@@ -38,6 +38,7 @@ use crate::storage::{Space, StorageError, WriteBatch};
 use crate::tokens::{Token, MAX_TOKEN, MIN_TOKEN};
 use bytes::Bytes;
 use parking_lot::RwLock;
+use smallvec::SmallVec;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
@@ -446,7 +447,8 @@ struct PkChange {
 /// What a write changes in the logical partition sizes, checked against the limits.
 #[derive(Default)]
 pub struct Accounting {
-    changes: Vec<PkChange>,
+    /// Inline room for one: a point write's accounting allocates no list.
+    changes: SmallVec<[PkChange; 1]>,
 }
 
 fn human(n: u64) -> String {
@@ -561,10 +563,10 @@ impl Accounting {
         warn: Option<&dyn Fn(String)>,
     ) -> Result<(), QueryError> {
         for c in &mut self.changes {
-            let key = size_key(c.storage_id, c.token, &c.pk);
+            let key = || size_key(c.storage_id, c.token, &c.pk);
             let old = match c.recorded {
                 Some(bytes) => bytes,
-                None => recorded_at(maps, handles, c.storage_id, c.token, &key)?,
+                None => recorded_at(maps, handles, c.storage_id, c.token, &key())?,
             } as i64;
             let delta = c.new;
             c.old = old;
@@ -594,9 +596,9 @@ impl Accounting {
                 continue;
             }
             if c.new == 0 {
-                batch.delete(Space::Sizes, key);
+                batch.delete(Space::Sizes, key());
             } else {
-                batch.put(Space::Sizes, key, (c.new as u64).to_be_bytes().to_vec());
+                batch.put(Space::Sizes, key(), (c.new as u64).to_be_bytes().to_vec());
             }
         }
         Ok(())
@@ -609,7 +611,7 @@ impl Accounting {
         &self,
         maps: &PartitionMaps,
         commit: impl FnOnce() -> Result<(), E>,
-    ) -> Result<Vec<Touched>, E> {
+    ) -> Result<TouchedList, E> {
         let mut commit = Some(commit);
         loop {
             let mut parts = self.partitions(maps);
@@ -642,10 +644,10 @@ impl Accounting {
 
     /// The physical partitions the changes fall in, by (storage id, partition id), each with
     /// no request units yet.
-    fn partitions(&self, maps: &PartitionMaps) -> Vec<Touched> {
+    fn partitions(&self, maps: &PartitionMaps) -> TouchedList {
         // The last table's map (a write is mostly of one table: no list of maps).
         let mut map: Option<(u64, Arc<PartitionMap>)> = None;
-        let mut parts: Vec<Touched> = Vec::with_capacity(self.changes.len());
+        let mut parts = TouchedList::with_capacity(self.changes.len());
         for c in &self.changes {
             if map.as_ref().is_none_or(|(s, _)| *s != c.storage_id) {
                 let Some(m) = maps.get(c.storage_id) else {
@@ -668,8 +670,8 @@ impl Accounting {
     /// Counts the committed changes in their partitions (`parts`, locked shared): bytes,
     /// logical partitions, consumption, heat, memo and split watch; the request units of each
     /// partition, in the order of `parts` (at most a few: a write's partitions).
-    fn count(&self, parts: &[Touched]) -> Vec<f64> {
-        let mut ru = vec![0.0f64; parts.len()];
+    fn count(&self, parts: &[Touched]) -> SmallVec<[f64; 1]> {
+        let mut ru: SmallVec<[f64; 1]> = smallvec::smallvec![0.0f64; parts.len()];
         let now = super::ru::unix_now();
         for c in &self.changes {
             let Some((i, (_, p, _))) = parts.iter().enumerate().find(|(_, (s, p, _))| {
@@ -704,6 +706,8 @@ impl Accounting {
 
 /// A partition a write touched: (storage id, partition, request units written to it).
 pub type Touched = (u64, Arc<super::map::PhysicalPartition>, f64);
+/// The partitions a write touched (inline room for a point write's one).
+pub type TouchedList = SmallVec<[Touched; 1]>;
 
 /// The shared locks of a write's partitions (`PartStats::lock`), held until this drops (no
 /// list of guards).

@@ -64,6 +64,9 @@ impl Part {
     }
 }
 
+/// One write's parts: inline room for one (a point write's commit allocates no list).
+pub type Parts = smallvec::SmallVec<[Part; 1]>;
+
 /// Commits `parts` (each one physical partition's writes): a single part directly, with its
 /// conditions; several through a batch log entry. The parts of a logged write commit without
 /// their conditions: once the first part is applied the write must finish (the entry replays
@@ -75,7 +78,7 @@ impl Part {
 /// request, by the cluster batch log (`server::batchlog`): final values replayed after a
 /// takeover could overwrite newer writes of the new owner, and etcd (the shared `meta`)
 /// refuses data-sized entries. An UNLOGGED write may then apply in part, as in Cassandra.
-pub fn commit_parts(store: &dyn Store, mut parts: Vec<Part>) -> Result<()> {
+pub fn commit_parts(store: &dyn Store, mut parts: Parts) -> Result<()> {
     parts.retain(|p| !p.commit.is_empty());
     if parts.len() <= 1 {
         return match parts.pop() {

@@ -26,6 +26,7 @@
 
 use super::{Result, ScanIter};
 use bytes::Bytes;
+use smallvec::SmallVec;
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -188,9 +189,10 @@ impl Condition {
 /// or nothing is.
 #[derive(Debug, Default, Clone)]
 pub struct PartitionCommit {
-    pub conditions: Vec<Condition>,
+    /// Inline room for a point write's one condition and one write (no list allocated).
+    pub conditions: SmallVec<[Condition; 1]>,
     /// `(key, value)`; a None value deletes the key.
-    pub writes: Vec<(Bytes, Option<Bytes>)>,
+    pub writes: SmallVec<[(Bytes, Option<Bytes>); 1]>,
     /// Size records (`Space::Sizes`), `(key, value)` as `writes`.
     pub sizes: Vec<(Bytes, Option<Bytes>)>,
     /// Records owned through a token (secondary-index entries, change feed records). A

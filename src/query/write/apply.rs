@@ -14,6 +14,10 @@ use crate::query::changefeed::write as changefeed;
 use crate::query::QueryError;
 use crate::storage::handle::Condition;
 use crate::storage::StorageError;
+use smallvec::SmallVec;
+
+/// The conditions of one attempt's commit: (storage id, token, condition).
+pub(crate) type Conditions = SmallVec<[(u64, Token, Condition); 1]>;
 
 /// Applies mutations atomically: locks their partitions, merges with stored rows, commits.
 pub fn apply(engine: &Engine, muts: Vec<Mutation>) -> Result<()> {
@@ -45,7 +49,7 @@ pub fn apply_with(
     };
     let budgets = admit_writes(engine, &muts, write_type, rctx).map_err(logged)?;
     let stripes = stripes_of(engine, &muts);
-    let _guards: Vec<_> = stripes.iter().map(|&i| engine.write_lock(i)).collect();
+    let _guards: SmallVec<[_; 2]> = stripes.iter().map(|&i| engine.write_lock(i)).collect();
     apply_locked(engine, muts, rctx, (write_type, &budgets)).map_err(logged)
 }
 
@@ -53,8 +57,8 @@ pub fn apply_with(
 pub(crate) const MAX_ATTEMPTS: u32 = 8;
 
 /// The lock stripes of the partitions mutations touch, sorted and distinct (lock them in order).
-pub(crate) fn stripes_of(engine: &Engine, muts: &[Mutation]) -> Vec<usize> {
-    let mut stripes: Vec<usize> = muts
+pub(crate) fn stripes_of(engine: &Engine, muts: &[Mutation]) -> SmallVec<[usize; 2]> {
+    let mut stripes: SmallVec<[usize; 2]> = muts
         .iter()
         .map(|m| engine.lock_stripe(m.table.storage_id, &m.pk))
         .collect();
@@ -110,7 +114,9 @@ pub(crate) fn apply_once(
     let feed = changefeed::ticket(engine, &muts)?;
     // The attempt's one reading of the clock (pending list operations, index entries' liveness).
     let now = engine.clock.now_millis();
-    let mut conditions = extra;
+    // Inline room for a point write's one (a Vec without capacity moves inline, no copy of
+    // a heap list).
+    let mut conditions: Conditions = SmallVec::from_vec(extra);
     let mut batch = WriteBatch::default();
     // Several mutations of one batch may hit the same key: merge them in order. The stored
     // version is kept for tables with secondary indexes, to update their entries.
@@ -128,7 +134,7 @@ pub(crate) fn apply_once(
         /// The logical partition's size record, if the read learnt it (`row_read.rs`).
         recorded: Option<u64>,
     }
-    let mut merged: Vec<Merged> = Vec::with_capacity(muts.len());
+    let mut merged: SmallVec<[Merged; 1]> = SmallVec::with_capacity(muts.len());
     for mut m in muts {
         // Clustering values equal for Cassandra name one row (`same_row.rs`).
         if let Some(prefix) = same_row::order_prefix(&m.table, &m.key) {
@@ -182,7 +188,7 @@ pub(crate) fn apply_once(
     let mut sizes = crate::partition::sizes::Accounting::default();
     let limits = &engine.limits.partitions;
     // The (table, token) of the row each op of `batch` belongs to, to split it by partition.
-    let mut owners: Vec<(u64, Token)> = Vec::with_capacity(merged.len());
+    let mut owners: SmallVec<[(u64, Token); 2]> = SmallVec::with_capacity(merged.len());
     for m in merged {
         if let Some(old) = &m.old {
             crate::query::index::check_indexed_sizes(&m.table, &m.key, &m.row, now)?;

@@ -9,10 +9,11 @@
 
 use crate::partition::handles::Handles;
 use crate::partition::map::PartitionMaps;
-use crate::storage::batch_log::Part;
+use crate::storage::batch_log::{Part, Parts};
 use crate::storage::handle::{Condition, LocalWrite, PartitionCommit};
 use crate::storage::{Result, Space, StorageError, WriteBatch};
 use crate::tokens::Token;
+use smallvec::SmallVec;
 
 /// `owners[i]`: (storage id, token) of the row op `i` was written for; ops past its end are
 /// size records. `conditions`: (storage id, token, condition) for the rows read and merged.
@@ -21,9 +22,9 @@ pub(crate) fn split(
     handles: &Handles,
     batch: WriteBatch,
     owners: &[(u64, Token)],
-    conditions: Vec<(u64, Token, Condition)>,
-) -> Result<Vec<Part>> {
-    let mut parts = Parts::default();
+    conditions: impl IntoIterator<Item = (u64, Token, Condition)>,
+) -> Result<Parts> {
+    let mut parts = Building::default();
     for (i, op) in batch.ops.into_iter().enumerate() {
         let (sid, token) = match (owners.get(i), op.space) {
             (Some(&owner), _) => owner,
@@ -54,22 +55,26 @@ pub(crate) fn split(
 }
 
 /// The commits being built, one per physical partition. A write touches one or a few
-/// partitions: looked up by a linear search (a hash map cost more than the search).
+/// partitions: looked up by a linear search (a hash map cost more than the search). Inline
+/// room for one partition and table: a point write builds its commit without allocating a
+/// list.
 #[derive(Default)]
-struct Parts {
-    list: Vec<Part>,
+struct Building {
+    list: Parts,
     /// (storage id, partition) of each entry of `list`.
-    placed: Vec<(
-        u64,
-        std::sync::Arc<crate::partition::map::PhysicalPartition>,
-    )>,
+    placed: SmallVec<
+        [(
+            u64,
+            std::sync::Arc<crate::partition::map::PhysicalPartition>,
+        ); 1],
+    >,
     /// The map of each table seen (looked up once per table, not once per op).
-    maps: Vec<(u64, std::sync::Arc<crate::partition::map::PartitionMap>)>,
+    maps: SmallVec<[(u64, std::sync::Arc<crate::partition::map::PartitionMap>); 1]>,
     /// The entry the last op went to.
     last: usize,
 }
 
-impl Parts {
+impl Building {
     fn of(
         &mut self,
         maps: &PartitionMaps,

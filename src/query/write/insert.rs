@@ -1,6 +1,10 @@
 //! INSERT (VALUES and JSON): the mutations of one statement.
 
 use super::*;
+use smallvec::SmallVec;
+
+/// The values of a key's columns, in key order (None: not given).
+type KeyParts = SmallVec<[Option<Bytes>; 4]>;
 
 pub(super) fn insert_mutations(
     engine: &Engine,
@@ -15,7 +19,7 @@ pub(super) fn insert_mutations(
             "Conditional updates (IF NOT EXISTS) are not supported yet",
         ));
     }
-    let pairs: Vec<(&ColumnDef, Val)> = match &ins.values {
+    let pairs: SmallVec<[(&ColumnDef, Val); 4]> = match &ins.values {
         InsertValues::Values { columns, values } => {
             if columns.len() != values.len() {
                 return Err(invalid(format!(
@@ -24,7 +28,7 @@ pub(super) fn insert_mutations(
                     values.len()
                 )));
             }
-            let mut pairs = Vec::with_capacity(columns.len());
+            let mut pairs = SmallVec::with_capacity(columns.len());
             for (i, (name, term)) in columns.iter().zip(values).enumerate() {
                 if columns[..i].contains(name) {
                     return Err(invalid(format!(
@@ -39,11 +43,13 @@ pub(super) fn insert_mutations(
         InsertValues::Json {
             value,
             default_unset,
-        } => json_pairs(table, value, *default_unset, ctx)?,
+        } => SmallVec::from_vec(json_pairs(table, value, *default_unset, ctx)?),
     };
     let p = using_params(table, &ins.using, ctx, ts)?;
-    let mut pk_vals: Vec<Option<Vec<Bytes>>> = vec![None; table.partition_key.len()];
-    let mut ck_vals: Vec<Option<Vec<Bytes>>> = vec![None; table.clustering.len()];
+    // One value per key column (an INSERT names each once): inline lists, no allocation for
+    // keys of up to four columns.
+    let mut pk_vals: KeyParts = smallvec::smallvec![None; table.partition_key.len()];
+    let mut ck_vals: KeyParts = smallvec::smallvec![None; table.clustering.len()];
     let mut cells = RowData::default();
     let mut static_cells = RowData::default();
     for (col, v) in pairs {
@@ -58,10 +64,10 @@ pub(super) fn insert_mutations(
                     }
                     other => key_value(other, col)?,
                 };
-                pk_vals[col.position] = Some(vec![v]);
+                pk_vals[col.position] = Some(v);
             }
             ColumnKind::Clustering => {
-                ck_vals[col.position] = Some(vec![key_value(v, col)?]);
+                ck_vals[col.position] = Some(key_value(v, col)?);
             }
             ColumnKind::Regular => put_column(&mut cells, col, v, &p),
             ColumnKind::Static => put_column(&mut static_cells, col, v, &p),
@@ -75,21 +81,26 @@ pub(super) fn insert_mutations(
         || !cells.cells.is_empty()
         || !cells.complex.is_empty();
     let ck: Option<Vec<Bytes>> = if need_row {
-        require_all(table, &table.clustering, &ck_vals, "clustering keys")?;
-        Some(
-            ck_vals
-                .into_iter()
-                .map(|v| v.unwrap_or_default().remove(0))
-                .collect(),
-        )
+        require_each(table, &table.clustering, &ck_vals, "clustering keys")?;
+        Some(ck_vals.into_iter().flatten().collect())
     } else {
         None
     };
-    let pks = partition_keys(table, pk_vals)?;
+    require_each(table, &table.partition_key, &pk_vals, "partition key parts")?;
+    let pk = match &pk_vals[..] {
+        // One column: the key is its value (no list of parts to build).
+        [Some(one)] => Bytes::copy_from_slice(one),
+        _ => {
+            let refs: SmallVec<[&[u8]; 4]> = pk_vals.iter().flatten().map(|v| &v[..]).collect();
+            Bytes::from(partition_key_bytes(&refs))
+        }
+    };
+    check_partition_key(&pk)?;
+    let pks = [pk];
     sort_update(&mut cells);
     sort_update(&mut static_cells);
     let _ = engine;
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(pks.len() * (ck.is_some() as usize + has_static as usize));
     let last = pks.len().saturating_sub(1);
     for (i, pk) in pks.into_iter().enumerate() {
         // The last partition takes the cells (one partition: no copy of them).

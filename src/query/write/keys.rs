@@ -171,6 +171,19 @@ pub(super) fn require_all(
     have: &[Option<Vec<Bytes>>],
     what: &str,
 ) -> Result<()> {
+    require_each(table, idx, have, what)
+}
+
+/// `require_all` over any list of optional values (one per key column).
+pub(super) fn require_each<T>(
+    table: &TableDef,
+    idx: &[usize],
+    have: &[Option<T>],
+    what: &str,
+) -> Result<()> {
+    if have.iter().all(Option::is_some) {
+        return Ok(());
+    }
     let miss: Vec<&str> = idx
         .iter()
         .zip(have)
