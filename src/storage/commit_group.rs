@@ -27,6 +27,7 @@ use super::StorageError;
 use bytes::Bytes;
 use fjall::{Database, Keyspace, PersistMode};
 use parking_lot::{Condvar, Mutex};
+use smallvec::SmallVec;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -147,6 +148,8 @@ impl CommitGroup {
                 q.slot.set(&res);
             }
         }
+        // Every batch has its outcome: nothing left for the drop to fail.
+        group.0.clear();
         drop(group);
         drop(lead);
         let _queue = self.queue.lock();
@@ -156,10 +159,14 @@ impl CommitGroup {
 
 /// The batches one leader took. Should applying them panic, each still gets an outcome (a
 /// failure) as this is dropped, so that no follower waits for it forever.
-struct Group(Vec<Queued>);
+/// Inline room for a few batches: a group of one or two allocates no list.
+struct Group(SmallVec<[Queued; 2]>);
 
 impl Drop for Group {
     fn drop(&mut self) {
+        if self.0.is_empty() {
+            return;
+        }
         let abandoned = Err("the store's commit panicked".to_string());
         for q in &self.0 {
             q.slot.set(&abandoned);
@@ -274,7 +281,7 @@ mod tests {
     #[test]
     fn an_abandoned_group_fails_its_batches() {
         let slot = Arc::<Slot>::default();
-        drop(Group(vec![Queued {
+        drop(Group(smallvec::smallvec![Queued {
             batch: Vec::new(),
             slot: Arc::clone(&slot),
         }]));
