@@ -8,7 +8,8 @@
 //!    same machine, no work per request) and then against ringgate; ringgate's throughput is
 //!    printed as a fraction of the canned one, with p50/p99/p999 latency.
 //! 2. A token-range scan: a table of bigint key / int value rows read as 256 token ranges, 16 in
-//!    parallel, page size 5,000 (rows/s); the row count is checked.
+//!    parallel, page size 5,000 (rows/s), right after it was loaded and again at rest (after a
+//!    major compaction, the `compact` maintenance command); the row count is checked.
 //! 3. Wide partitions: prepared reads of a 100-row clustering slice at a random place in a
 //!    1,000-row partition and in a 1,000,000-row one (4 connections x 8 in flight), each phase
 //!    for the phase time; the wide partition's rate as a fraction of the narrow one's (1.0: no
@@ -435,11 +436,39 @@ async fn scan(ringgate: &str, s: &Settings) {
         .await
         .expect("prepare scan");
     stmt.set_page_size(SCAN_PAGE_ROWS);
+    let what = format!(
+        "{} rows (bigint key, int value; loaded in {load_secs:.1} s) read as {SCAN_RANGES} token ranges, {SCAN_PARALLEL} in parallel, page size {SCAN_PAGE_ROWS}",
+        s.scan_rows
+    );
+    let secs = timed_scan(&session, &stmt, s.scan_rows).await;
+    println!(
+        "scan: {what}: {secs:.2} s, {:.0} rows/s (right after the load: its flushes and compactions run beside the scan)",
+        s.scan_rows as f64 / secs
+    );
+    // The same table at rest: every flush and compaction done (a major compaction, the
+    // `compact` maintenance command), as a table an export reads some time after it was written.
+    let t = Instant::now();
+    ddl(
+        &session,
+        "INSERT INTO system_views.maintenance (command) VALUES ('compact')",
+    )
+    .await;
+    let compact_secs = t.elapsed().as_secs_f64();
+    let secs = timed_scan(&session, &stmt, s.scan_rows).await;
+    println!(
+        "scan: {what}: {secs:.2} s, {:.0} rows/s (at rest, after a major compaction of {compact_secs:.1} s)",
+        s.scan_rows as f64 / secs
+    );
+}
+
+/// Reads the whole scan table as `SCAN_RANGES` token ranges, `SCAN_PARALLEL` at a time, checks
+/// that every row came once, and returns the seconds it took.
+async fn timed_scan(session: &Arc<Session>, stmt: &PreparedStatement, expect_rows: u64) -> f64 {
     let next = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
     let mut handles = Vec::new();
     for _ in 0..SCAN_PARALLEL {
-        let (session, stmt, next) = (Arc::clone(&session), stmt.clone(), Arc::clone(&next));
+        let (session, stmt, next) = (Arc::clone(session), stmt.clone(), Arc::clone(&next));
         handles.push(tokio::spawn(async move {
             let mut rows = 0;
             loop {
@@ -456,11 +485,8 @@ async fn scan(ringgate: &str, s: &Settings) {
         rows += h.await.expect("scan task");
     }
     let secs = start.elapsed().as_secs_f64();
-    assert_eq!(rows, s.scan_rows, "the scan must return every row once");
-    println!(
-        "scan: {rows} rows (bigint key, int value; loaded in {load_secs:.1} s) read as {SCAN_RANGES} token ranges, {SCAN_PARALLEL} in parallel, page size {SCAN_PAGE_ROWS}: {secs:.2} s, {:.0} rows/s",
-        rows as f64 / secs
-    );
+    assert_eq!(rows, expect_rows, "the scan must return every row once");
+    secs
 }
 
 #[tokio::main]
