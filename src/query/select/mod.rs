@@ -183,7 +183,7 @@ fn read_once(
         cur_pk: None,
         cur_count: 0,
         map: engine.maps.get(t.storage_id),
-        meter: Vec::new(),
+        meter: smallvec::SmallVec::new(),
         error: Default::default(),
     };
     if let (Some(_), Some(p)) = (out.per_partition, &paging) {

@@ -28,7 +28,8 @@ pub(super) struct Output<'a> {
     pub(super) cur_count: usize,
     /// The table's partition map and what the scan read per physical partition (for RU).
     pub(super) map: Option<Arc<crate::partition::map::PartitionMap>>,
-    pub(super) meter: Vec<(Arc<crate::partition::map::PhysicalPartition>, u64, u64)>,
+    pub(super) meter:
+        smallvec::SmallVec<[(Arc<crate::partition::map::PhysicalPartition>, u64, u64); 1]>,
     /// A selector failed (an operation's division by zero): the query fails with it.
     pub(super) error: std::cell::RefCell<Option<crate::query::QueryError>>,
 }

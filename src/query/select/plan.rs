@@ -411,8 +411,14 @@ fn named_partitions(t: &TableDef, pk_vals: Vec<Option<Vec<Bytes>>>) -> Result<Ve
 
 /// The partition key of its components' values (in partition key order), checked.
 pub(super) fn partition_key_of(parts: &[Bytes]) -> Result<Bytes> {
-    let refs: Vec<&[u8]> = parts.iter().map(|b| &b[..]).collect();
-    let k = Bytes::from(partition_key_bytes(&refs));
+    let k = match parts {
+        // One column: the key is its value, copied once (not into a Vec, then a Bytes).
+        [one] => Bytes::copy_from_slice(one),
+        _ => {
+            let refs: smallvec::SmallVec<[&[u8]; 4]> = parts.iter().map(|b| &b[..]).collect();
+            Bytes::from(partition_key_bytes(&refs))
+        }
+    };
     crate::query::write::check_partition_key(&k)?;
     Ok(k)
 }

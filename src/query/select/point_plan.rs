@@ -112,7 +112,8 @@ impl PointTemplate {
     /// The partition key bound from the request, checked as `key_values` and
     /// `named_partitions` check it (`partition_key_of`).
     fn partition_key(&self, t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Bytes> {
-        let mut parts: Vec<Bytes> = vec![Bytes::new(); self.partition.len()];
+        let mut parts: smallvec::SmallVec<[Bytes; 4]> =
+            smallvec::smallvec![Bytes::new(); self.partition.len()];
         for &(r, pos) in &self.partition {
             // The relation names this column exactly (`TableDef::column`).
             let col = &t.columns[t.partition_key[pos]];

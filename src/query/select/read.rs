@@ -26,7 +26,9 @@ pub(super) fn admit_read(
         }
     }
     let budget = throttle::table_budget(&engine.maps, schema, t, map, &engine.limits.throughput);
-    let mut parts: Vec<&crate::partition::map::PhysicalPartition> = Vec::new();
+    // Inline room for a point read's one partition and gate (no list allocated).
+    let mut parts: smallvec::SmallVec<[&crate::partition::map::PhysicalPartition; 1]> =
+        smallvec::SmallVec::new();
     match &plan.target {
         Target::Partitions(_) => {
             for &token in &plan.tokens {
@@ -53,7 +55,7 @@ pub(super) fn admit_read(
                 .map(|p| &**p),
         ),
     }
-    let mut gates: Vec<_> = parts.iter().map(|p| budget.gate(p)).collect();
+    let mut gates: smallvec::SmallVec<[_; 1]> = parts.iter().map(|p| budget.gate(p)).collect();
     // Shared pools: one bucket may serve several partitions; ask it once.
     gates.dedup_by(|a, b| std::ptr::eq(a.bucket, b.bucket));
     let access = if opts.serial {
@@ -69,6 +71,7 @@ pub(super) fn admit_read(
         opts.ctx.held_since(),
     )?;
     opts.ctx.admitted(how);
+    drop(gates); // they borrow the budget
     Ok(Some(budget))
 }
 
