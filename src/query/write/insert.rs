@@ -96,41 +96,30 @@ pub(super) fn insert_mutations(
         }
     };
     check_partition_key(&pk)?;
-    let pks = [pk];
     sort_update(&mut cells);
     sort_update(&mut static_cells);
     let _ = engine;
-    let mut out = Vec::with_capacity(pks.len() * (ck.is_some() as usize + has_static as usize));
-    let last = pks.len().saturating_sub(1);
-    for (i, pk) in pks.into_iter().enumerate() {
-        // The last partition takes the cells (one partition: no copy of them).
-        let (cells, static_cells) = match i == last {
-            true => (
-                std::mem::take(&mut cells),
-                std::mem::take(&mut static_cells),
-            ),
-            false => (cells.clone(), static_cells.clone()),
-        };
-        if let Some(ck) = &ck {
-            let marker = Some(Marker {
-                timestamp_micros: p.timestamp_micros,
-                ttl_secs: p.ttl_secs,
-                expiry_ms: p.expiry_ms,
-            });
-            out.push(Mutation::row(
-                table,
-                &pk,
-                ck,
-                RowData {
-                    marker,
-                    deletion: None,
-                    ..cells
-                },
-            ));
-        }
-        if has_static {
-            out.push(Mutation::header(table, &pk, static_cells));
-        }
+    // An INSERT names one partition (no IN): a row write, a header write, or both.
+    let mut out = Vec::with_capacity(ck.is_some() as usize + has_static as usize);
+    if let Some(ck) = &ck {
+        let marker = Some(Marker {
+            timestamp_micros: p.timestamp_micros,
+            ttl_secs: p.ttl_secs,
+            expiry_ms: p.expiry_ms,
+        });
+        out.push(Mutation::row(
+            table,
+            &pk,
+            ck,
+            RowData {
+                marker,
+                deletion: None,
+                ..cells
+            },
+        ));
+    }
+    if has_static {
+        out.push(Mutation::header(table, &pk, static_cells));
     }
     Ok(out)
 }
