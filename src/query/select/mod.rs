@@ -5,7 +5,7 @@ use super::bind::BoundValues;
 use super::complex;
 use super::eval::{eval, Ctx, Val};
 use super::row::{self, RowData, KIND_HEADER, KIND_ROW};
-use super::write::{in_values, key_values, table_token};
+use super::write::{in_values, key_values, partition_key_of, table_token};
 use super::{invalid, resolve_table, Engine, QueryOptions, Result, ResultColumn, Rows};
 use crate::cql::ast::{Operator, Relation, RelationLhs, Select, Selection, SelectorExpr, Term};
 use crate::cql::types::CqlType;

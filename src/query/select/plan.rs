@@ -409,20 +409,6 @@ fn named_partitions(t: &TableDef, pk_vals: Vec<Option<Vec<Bytes>>>) -> Result<Ve
     Ok(keys)
 }
 
-/// The partition key of its components' values (in partition key order), checked.
-pub(super) fn partition_key_of(parts: &[Bytes]) -> Result<Bytes> {
-    let k = match parts {
-        // One column: the key is its value, copied once (not into a Vec, then a Bytes).
-        [one] => Bytes::copy_from_slice(one),
-        _ => {
-            let refs: smallvec::SmallVec<[&[u8]; 4]> = parts.iter().map(|b| &b[..]).collect();
-            Bytes::from(partition_key_bytes(&refs))
-        }
-    };
-    crate::query::write::check_partition_key(&k)?;
-    Ok(k)
-}
-
 /// The clustering prefix given by = / IN (values per column), and the column after it
 /// restricted by a slice with its bounds.
 type ClusteringAccess = (Vec<Vec<Bytes>>, Option<(usize, Vec<(Operator, Bytes)>)>);

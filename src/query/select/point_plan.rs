@@ -110,7 +110,7 @@ impl PointTemplate {
     }
 
     /// The partition key bound from the request, checked as `key_values` and
-    /// `named_partitions` check it (`partition_key_of`).
+    /// `named_partitions` check it (`write::partition_key_of`).
     fn partition_key(&self, t: &TableDef, sel: &Select, ctx: &Ctx) -> Result<Bytes> {
         let mut parts: smallvec::SmallVec<[Bytes; 4]> =
             smallvec::smallvec![Bytes::new(); self.partition.len()];

@@ -81,21 +81,14 @@ pub(super) fn insert_mutations(
         || !cells.cells.is_empty()
         || !cells.complex.is_empty();
     let ck: Option<Vec<Bytes>> = if need_row {
-        require_each(table, &table.clustering, &ck_vals, "clustering keys")?;
+        require_all(table, &table.clustering, &ck_vals, "clustering keys")?;
         Some(ck_vals.into_iter().flatten().collect())
     } else {
         None
     };
-    require_each(table, &table.partition_key, &pk_vals, "partition key parts")?;
-    let pk = match &pk_vals[..] {
-        // One column: the key is its value (no list of parts to build).
-        [Some(one)] => Bytes::copy_from_slice(one),
-        _ => {
-            let refs: SmallVec<[&[u8]; 4]> = pk_vals.iter().flatten().map(|v| &v[..]).collect();
-            Bytes::from(partition_key_bytes(&refs))
-        }
-    };
-    check_partition_key(&pk)?;
+    require_all(table, &table.partition_key, &pk_vals, "partition key parts")?;
+    let pk_parts: SmallVec<[Bytes; 4]> = pk_vals.into_iter().flatten().collect();
+    let pk = partition_key_of(&pk_parts)?;
     sort_update(&mut cells);
     sort_update(&mut static_cells);
     let _ = engine;

@@ -3,6 +3,7 @@
 //! themselves are built by `crate::format`.
 
 use super::*;
+use smallvec::SmallVec;
 
 /// Values of the partition key or clustering columns restricted by `=` / `IN` in a WHERE clause:
 /// one list of candidate values per column (None where a column is not restricted).
@@ -165,17 +166,7 @@ pub(crate) fn combinations<'a, T: Clone + 'a>(
 }
 
 /// An error naming the key columns (`idx`, `what`) that have no values in `have`, if any.
-pub(super) fn require_all(
-    table: &TableDef,
-    idx: &[usize],
-    have: &[Option<Vec<Bytes>>],
-    what: &str,
-) -> Result<()> {
-    require_each(table, idx, have, what)
-}
-
-/// `require_all` over any list of optional values (one per key column).
-pub(super) fn require_each<T>(
+pub(super) fn require_all<T>(
     table: &TableDef,
     idx: &[usize],
     have: &[Option<T>],
@@ -205,39 +196,39 @@ pub(super) fn partition_keys(
     pk_vals: Vec<Option<Vec<Bytes>>>,
 ) -> Result<Vec<Bytes>> {
     require_all(table, &table.partition_key, &pk_vals, "partition key parts")?;
-    // One column, one value: the key is that value (no list of parts to build).
-    if let [Some(v)] = &pk_vals[..] {
-        if let [one] = &v[..] {
-            let k = Bytes::copy_from_slice(one);
-            check_partition_key(&k)?;
-            return Ok(vec![k]);
-        }
-    }
     // One value per column (no IN), what a point write is: no combinations to build.
     if pk_vals
         .iter()
         .all(|v| v.as_ref().is_some_and(|v| v.len() == 1))
     {
-        let refs: Vec<&[u8]> = pk_vals.iter().flatten().map(|v| &v[0][..]).collect();
-        let k = Bytes::from(partition_key_bytes(&refs));
-        check_partition_key(&k)?;
-        return Ok(vec![k]);
+        let parts: SmallVec<[&Bytes; 4]> = pk_vals.iter().flatten().map(|v| &v[0]).collect();
+        return Ok(vec![partition_key_of(&parts)?]);
     }
     let cols: Vec<Vec<Bytes>> = pk_vals.into_iter().map(|v| v.unwrap_or_default()).collect();
     combinations(&cols)
         .into_iter()
-        .map(|parts| {
-            let refs: Vec<&[u8]> = parts.iter().map(|b| &b[..]).collect();
-            let k = Bytes::from(partition_key_bytes(&refs));
-            check_partition_key(&k)?;
-            Ok(k)
-        })
+        .map(|parts| partition_key_of(&parts))
         .collect()
+}
+
+/// The serialized partition key of its components' values (in partition key order), checked
+/// (`check_partition_key`): a one-column key is its value, copied once; several are composed
+/// as Cassandra's CompositeType.
+pub(crate) fn partition_key_of<B: AsRef<[u8]>>(parts: &[B]) -> Result<Bytes> {
+    let k = match parts {
+        [one] => Bytes::copy_from_slice(one.as_ref()),
+        _ => {
+            let refs: SmallVec<[&[u8]; 4]> = parts.iter().map(AsRef::as_ref).collect();
+            Bytes::from(partition_key_bytes(&refs))
+        }
+    };
+    check_partition_key(&k)?;
+    Ok(k)
 }
 
 /// Cassandra's rule for a serialized partition key: an empty key (a single-column key given as
 /// `''` or an empty blob) is refused, by writes and reads alike.
-pub(crate) fn check_partition_key(k: &[u8]) -> Result<()> {
+fn check_partition_key(k: &[u8]) -> Result<()> {
     if k.is_empty() {
         return Err(invalid("Key may not be empty"));
     }
