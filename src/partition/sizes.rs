@@ -563,11 +563,16 @@ impl Accounting {
         warn: Option<&dyn Fn(String)>,
     ) -> Result<(), QueryError> {
         for c in &mut self.changes {
-            let key = || size_key(c.storage_id, c.token, &c.pk);
-            let old = match c.recorded {
-                Some(bytes) => bytes,
-                None => recorded_at(maps, handles, c.storage_id, c.token, &key())?,
-            } as i64;
+            // The record's key is built once, and only when the record is read or written
+            // (tables whose sizes derive from their rows write none).
+            let (old, read_key) = match c.recorded {
+                Some(bytes) => (bytes as i64, None),
+                None => {
+                    let key = size_key(c.storage_id, c.token, &c.pk);
+                    let bytes = recorded_at(maps, handles, c.storage_id, c.token, &key)?;
+                    (bytes as i64, Some(key))
+                }
+            };
             let delta = c.new;
             c.old = old;
             c.new = (old + delta).max(0);
@@ -595,10 +600,11 @@ impl Accounting {
             if c.new == c.old || derives_sizes(maps, c.storage_id, c.token) {
                 continue;
             }
+            let key = read_key.unwrap_or_else(|| size_key(c.storage_id, c.token, &c.pk));
             if c.new == 0 {
-                batch.delete(Space::Sizes, key());
+                batch.delete(Space::Sizes, key);
             } else {
-                batch.put(Space::Sizes, key(), (c.new as u64).to_be_bytes().to_vec());
+                batch.put(Space::Sizes, key, (c.new as u64).to_be_bytes().to_vec());
             }
         }
         Ok(())

@@ -17,7 +17,7 @@ use crate::storage::StorageError;
 use smallvec::SmallVec;
 
 /// The conditions of one attempt's commit: (storage id, token, condition).
-pub(crate) type Conditions = SmallVec<[(u64, Token, Condition); 1]>;
+type Conditions = SmallVec<[(u64, Token, Condition); 1]>;
 
 /// Applies mutations atomically: locks their partitions, merges with stored rows, commits.
 pub fn apply(engine: &Engine, muts: Vec<Mutation>) -> Result<()> {
@@ -114,8 +114,8 @@ pub(crate) fn apply_once(
     let feed = changefeed::ticket(engine, &muts)?;
     // The attempt's one reading of the clock (pending list operations, index entries' liveness).
     let now = engine.clock.now_millis();
-    // Inline room for a point write's one (a Vec without capacity moves inline, no copy of
-    // a heap list).
+    // Inline room for a point write's one (`extra` is mostly an empty Vec, which becomes an
+    // inline list without allocating).
     let mut conditions: Conditions = SmallVec::from_vec(extra);
     let mut batch = WriteBatch::default();
     // Several mutations of one batch may hit the same key: merge them in order. The stored
