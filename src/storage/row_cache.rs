@@ -52,14 +52,20 @@ use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 pub const SHARDS: usize = MAX_STRIPES;
 
 /// What an entry costs beyond its key and value: its clock slot (56 bytes), its map slot and
-/// the map's spare capacity (about 40), the shared header its first read allocates (32), the
-/// allocator's rounding.
+/// the map's spare capacity (about 40), the shared header the first read of a value over
+/// [`COPIED_VALUE_BYTES`] allocates (32), the allocator's rounding.
 pub const ENTRY_OVERHEAD_BYTES: usize = 160;
 
 /// The row cache's capacity unless `storage.row_cache_bytes` says otherwise: half the block
 /// cache, about 400,000 rows of 100-byte values (the budget counts a row as about 300 bytes;
 /// the process grew by 85 MB with it full in scripts/bench).
 pub const DEFAULT_ROW_CACHE_BYTES: u64 = 128 << 20;
+
+/// Values up to this many bytes leave the cache as copies, not as slices of the entry. The
+/// copy reads the lines the key comparison just loaded; a slice counts a reference in the
+/// entry's shared header, a line of its own that both runtime threads write, once when taken
+/// and once when dropped (and the entry's first slice allocates that header).
+const COPIED_VALUE_BYTES: usize = 256;
 
 /// Keys one compaction's purge remembers; past it, the purge empties the whole cache.
 pub const MAX_PURGED_KEYS: usize = 65_536;
@@ -306,6 +312,16 @@ impl Slot {
     fn key(&self) -> &[u8] {
         &self.data[..self.key_len as usize]
     }
+
+    /// The value, for a reader: a copy when small (see [`COPIED_VALUE_BYTES`]), else a slice
+    /// sharing the entry's allocation.
+    fn value(&self) -> Bytes {
+        let at = self.key_len as usize;
+        match self.data.len() - at {
+            n if n <= COPIED_VALUE_BYTES => Bytes::copy_from_slice(&self.data[at..]),
+            _ => self.data.slice(at..),
+        }
+    }
 }
 
 impl Clock {
@@ -316,7 +332,7 @@ impl Clock {
             return None;
         }
         slot.referenced = true;
-        Some((slot.present).then(|| slot.data.slice(slot.key_len as usize..)))
+        Some((slot.present).then(|| slot.value()))
     }
 
     fn remove(&mut self, hash: u64, key: &[u8]) {
@@ -401,6 +417,23 @@ mod tests {
         assert_eq!(hit.unwrap(), Some(b("v1")));
         let hit = cache.read_through(b"absent", || panic!("read the store"));
         assert_eq!(hit.unwrap(), None);
+    }
+
+    /// Small values leave as copies and large ones as slices of the entry: both read back
+    /// whole, at and around the size where one becomes the other, empty ones too.
+    #[test]
+    fn hits_give_the_whole_value_copied_or_shared() {
+        let cache = RowCache::new(1 << 20, Box::new(|| true));
+        let n = COPIED_VALUE_BYTES;
+        for len in [0, 1, n - 1, n, n + 1, 4 * n] {
+            let key = format!("k{len}");
+            let value: Bytes = (0..len).map(|i| i as u8).collect();
+            let stored = value.clone();
+            let filled = cache.read_through(key.as_bytes(), || Ok(Some(stored)));
+            assert_eq!(filled.unwrap().as_deref(), Some(&value[..]));
+            let hit = cache.read_through(key.as_bytes(), || panic!("read the store"));
+            assert_eq!(hit.unwrap().as_deref(), Some(&value[..]), "{len} bytes");
+        }
     }
 
     #[test]
