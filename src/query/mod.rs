@@ -246,6 +246,9 @@ pub struct ResultColumn {
     pub ty: CqlType,
 }
 
+/// What a result's rows buffer starts with when its first cell arrives.
+const FIRST_ROWS_BYTES: usize = 512;
+
 /// Rows encoded as the protocol's cells ([int length][bytes], -1 for null), row after row.
 #[derive(Debug)]
 pub struct Rows {
@@ -265,6 +268,11 @@ impl Rows {
         }
     }
     pub fn push_cell(&mut self, v: Option<&[u8]>) {
+        if self.content.capacity() == 0 {
+            // Room for a point read's row at once: growing from empty took two or three
+            // reallocations (8, 16, 32, ... bytes) per prepared point read.
+            self.content.reserve(FIRST_ROWS_BYTES);
+        }
         match v {
             Some(b) => {
                 self.content
