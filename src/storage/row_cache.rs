@@ -45,6 +45,7 @@ use super::write_stamps::{begin_set, Counter, WritingSet};
 use super::Result;
 use bytes::Bytes;
 use parking_lot::Mutex;
+use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 
@@ -161,7 +162,7 @@ impl RowCache {
         CacheWrite {
             cache: self,
             _writing: writing,
-            stores: Vec::new(),
+            stores: SmallVec::new(),
         }
     }
 
@@ -233,8 +234,8 @@ impl Drop for OwnCompaction<'_> {
 pub(crate) struct CacheWrite<'a> {
     cache: &'a RowCache,
     _writing: WritingSet<'a>,
-    /// Entries to store once the write succeeded: (shard, entry).
-    stores: Vec<(usize, Slot)>,
+    /// Entries to store once the write succeeded: (shard, entry); a point write stores one.
+    stores: SmallVec<[(usize, Slot); 1]>,
 }
 
 impl CacheWrite<'_> {

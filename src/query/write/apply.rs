@@ -117,7 +117,10 @@ pub(crate) fn apply_once(
     // Inline room for a point write's one (`extra` is mostly an empty Vec, which becomes an
     // inline list without allocating).
     let mut conditions: Conditions = SmallVec::from_vec(extra);
-    let mut batch = WriteBatch::default();
+    // A mutation writes one key (more for index entries and the change feed).
+    let mut batch = WriteBatch {
+        ops: Vec::with_capacity(muts.len()),
+    };
     // Several mutations of one batch may hit the same key: merge them in order. The stored
     // version is kept for tables with secondary indexes, to update their entries.
     struct Merged {

@@ -103,7 +103,7 @@ pub(super) fn delete_mutations(
                     ranges: ranges.clone(),
                     ..Default::default()
                 };
-                out.push(Mutation::header(table, &pk, update));
+                out.push(Mutation::header(table, pk.clone(), update));
             }
         } else if ck.len == table.clustering.len() && (del.targets.is_empty() || has_cells) {
             for key in &ck.prefixes {
@@ -115,7 +115,7 @@ pub(super) fn delete_mutations(
                 } else {
                     cells.clone()
                 };
-                out.push(Mutation::row(table, &pk, key, update));
+                out.push(Mutation::row(table, pk.clone(), key, update));
             }
         } else if del.targets.is_empty() {
             // The whole partition: a partition deletion in its header.
@@ -123,7 +123,7 @@ pub(super) fn delete_mutations(
                 deletion: Some((p.timestamp_micros, now)),
                 ..Default::default()
             };
-            out.push(Mutation::header(table, &pk, update));
+            out.push(Mutation::header(table, pk.clone(), update));
         } else if has_cells {
             // Columns of every row of the partition: a range deletion, which Cassandra refuses
             // for specific columns.
@@ -132,7 +132,7 @@ pub(super) fn delete_mutations(
             ));
         }
         if has_static {
-            out.push(Mutation::header(table, &pk, static_cells.clone()));
+            out.push(Mutation::header(table, pk.clone(), static_cells.clone()));
         }
     }
     Ok(out)

@@ -50,7 +50,11 @@ pub(super) fn insert_mutations(
     // keys of up to four columns.
     let mut pk_vals: KeyParts = smallvec::smallvec![None; table.partition_key.len()];
     let mut ck_vals: KeyParts = smallvec::smallvec![None; table.clustering.len()];
-    let mut cells = RowData::default();
+    // One cell per regular column given, at most.
+    let mut cells = RowData {
+        cells: Vec::with_capacity(pairs.len()),
+        ..RowData::default()
+    };
     let mut static_cells = RowData::default();
     for (col, v) in pairs {
         let name = &col.name;
@@ -94,25 +98,27 @@ pub(super) fn insert_mutations(
     let _ = engine;
     // An INSERT names one partition (no IN): a row write, a header write, or both.
     let mut out = Vec::with_capacity(ck.is_some() as usize + has_static as usize);
+    // The key moves into the mutations (a clone of a key built from a Vec allocates the
+    // shared header both copies then count on): into the row's, or the header's if any.
+    let (row_pk, header_pk) = match has_static {
+        true => (pk.clone(), Some(pk)),
+        false => (pk, None),
+    };
     if let Some(ck) = &ck {
         let marker = Some(Marker {
             timestamp_micros: p.timestamp_micros,
             ttl_secs: p.ttl_secs,
             expiry_ms: p.expiry_ms,
         });
-        out.push(Mutation::row(
-            table,
-            &pk,
-            ck,
-            RowData {
-                marker,
-                deletion: None,
-                ..cells
-            },
-        ));
+        let row = RowData {
+            marker,
+            deletion: None,
+            ..cells
+        };
+        out.push(Mutation::row(table, row_pk, ck, row));
     }
-    if has_static {
-        out.push(Mutation::header(table, &pk, static_cells));
+    if let Some(pk) = header_pk {
+        out.push(Mutation::header(table, pk, static_cells));
     }
     Ok(out)
 }

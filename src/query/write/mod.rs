@@ -108,26 +108,26 @@ fn token_in_key(key: &[u8]) -> Token {
 
 impl Mutation {
     /// A write of `update` to the row of partition `pk` with clustering values `ck`.
-    fn row(table: &Arc<TableDef>, pk: &Bytes, ck: &[Bytes], update: RowData) -> Mutation {
-        let key = row_key(table, pk, ck);
+    fn row(table: &Arc<TableDef>, pk: Bytes, ck: &[Bytes], update: RowData) -> Mutation {
+        let key = row_key(table, &pk, ck);
         Mutation {
             table: Arc::clone(table),
             token: token_in_key(&key),
             key,
-            pk: pk.clone(),
+            pk,
             update,
         }
     }
 
     /// A write of `update` to the header of partition `pk` (static cells, partition deletion,
     /// range tombstones).
-    fn header(table: &Arc<TableDef>, pk: &Bytes, update: RowData) -> Mutation {
-        let key = header_key(table, pk);
+    fn header(table: &Arc<TableDef>, pk: Bytes, update: RowData) -> Mutation {
+        let key = header_key(table, &pk);
         Mutation {
             table: Arc::clone(table),
             token: token_in_key(&key),
             key,
-            pk: pk.clone(),
+            pk,
             update,
         }
     }

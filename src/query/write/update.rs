@@ -122,10 +122,10 @@ pub(super) fn update_mutations(
     };
     for pk in pks {
         for ck in &cks {
-            out.push(Mutation::row(table, &pk, ck, cells.clone()));
+            out.push(Mutation::row(table, pk.clone(), ck, cells.clone()));
         }
         if has_static {
-            out.push(Mutation::header(table, &pk, static_cells.clone()));
+            out.push(Mutation::header(table, pk.clone(), static_cells.clone()));
         }
     }
     Ok(out)
