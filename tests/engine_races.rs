@@ -7,6 +7,7 @@ mod shared;
 
 use ringgate::query::{Engine, EngineLimits, Outcome, QueryError, QueryOptions, Session};
 use ringgate::storage::{EmbeddedStore, Store, SyncMode};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 
 fn engine(store: &Arc<dyn Store>) -> Arc<Engine> {
@@ -117,6 +118,63 @@ fn racing_conditional_inserts_apply_exactly_once() {
         let v = cells(&out)[0].clone().unwrap();
         assert_eq!(i32::from_be_bytes(v[..].try_into().unwrap()), winners[0]);
     }
+}
+
+/// A read of a partition's static cell and one row sees a write of both whole or not at all
+/// (Cassandra isolates a single-partition write), also while that write lands and whether the
+/// read looks the header and the row up one by one (a point read, `query/select/points.rs`)
+/// or reads the header on its own before a scan (a slice, a reversed read): what it reads is
+/// one state of the partition. Every write sets the static and the row to the same number.
+#[test]
+fn a_read_sees_a_write_of_statics_and_a_row_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine(&open(dir.path()));
+    setup(&e);
+    run(
+        &e,
+        "CREATE TABLE r.s (k int, c int, s int static, v int, PRIMARY KEY (k, c))",
+    )
+    .unwrap();
+    run(&e, "INSERT INTO r.s (k, c, s, v) VALUES (1, 1, 0, 0)").unwrap();
+    const READS: [&str; 4] = [
+        "SELECT s, v FROM r.s WHERE k = 1 AND c = 1",
+        "SELECT s, v FROM r.s WHERE k = 1 AND c >= 1",
+        "SELECT s, v FROM r.s WHERE k = 1 ORDER BY c DESC",
+        "SELECT s, v FROM r.s WHERE k = 1",
+    ];
+    const WRITES: i32 = 4_000;
+    let written = AtomicBool::new(false);
+    let (reads, torn) = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for i in 1..=WRITES {
+                let q = format!("INSERT INTO r.s (k, c, s, v) VALUES (1, 1, {i}, {i})");
+                run(&e, &q).unwrap();
+            }
+            written.store(true, Ordering::SeqCst);
+        });
+        let reader = scope.spawn(|| {
+            let (mut reads, mut torn) = ([0u64; READS.len()], Vec::new());
+            for q in (0..READS.len()).cycle() {
+                if written.load(Ordering::SeqCst) {
+                    break;
+                }
+                let row = cells(&run(&e, READS[q]).unwrap());
+                if row[0] != row[1] {
+                    torn.push((READS[q], row));
+                }
+                reads[q] += 1;
+            }
+            (reads, torn)
+        });
+        reader.join().unwrap()
+    });
+    assert!(reads.iter().all(|&n| n > 0), "{reads:?}");
+    assert!(
+        torn.is_empty(),
+        "{} of {reads:?} reads torn, e.g. {:?}",
+        torn.len(),
+        &torn[..torn.len().min(3)]
+    );
 }
 
 #[test]

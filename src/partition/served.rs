@@ -161,6 +161,10 @@ impl PartitionHandle for Served {
         self.reader.load().snapshot()
     }
 
+    fn cheap_snapshots(&self) -> bool {
+        self.reader.load().cheap_snapshots()
+    }
+
     fn get_size(&self, key: &[u8]) -> Result<Option<Bytes>> {
         self.reader.load().get_size(key)
     }

@@ -246,6 +246,11 @@ impl PartitionHandle for EmbeddedHandle {
         true
     }
 
+    fn cheap_snapshots(&self) -> bool {
+        // A snapshot is a sequence number registered with fjall's tracker.
+        true
+    }
+
     fn get_stamped(&self, key: &[u8]) -> Result<(Option<Bytes>, Option<ReadStamp>)> {
         check_range(&self.part, key)?;
         if key.len() > MAX_KEY_BYTES {
@@ -262,6 +267,11 @@ impl PartitionHandle for EmbeddedHandle {
         }
         let stripe = &self.state.stamps[stripe_of(key)];
         write_stamps::stamp(self.state.id, stripe, &self.plain_writes)
+    }
+
+    fn changed_since(&self, key: &[u8], stamp: &ReadStamp) -> bool {
+        let stripe = &self.state.stamps[stripe_of(key)];
+        !write_stamps::still(stamp, self.state.id, stripe, &self.plain_writes)
     }
 
     fn scan(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, reverse: bool) -> ScanIter {
@@ -420,8 +430,7 @@ impl EmbeddedHandle {
         else {
             return false;
         };
-        let stripe = &self.state.stamps[stripe_of(key)];
-        write_stamps::still(stamp, self.state.id, stripe, &self.plain_writes)
+        !PartitionHandle::changed_since(self, key, stamp)
     }
 }
 

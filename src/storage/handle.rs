@@ -272,6 +272,12 @@ pub trait PartitionHandle: Send + Sync {
     fn stamp(&self, _key: &[u8]) -> Option<ReadStamp> {
         None
     }
+    /// Whether `key`, read under `stamp` (from [`PartitionHandle::stamp`] just before the
+    /// read), can have changed since: false when no write of its stripe began since. A backend
+    /// without stamps answers true (it never knows).
+    fn changed_since(&self, _key: &[u8], _stamp: &ReadStamp) -> bool {
+        true
+    }
     /// Keys within the partition's range and `(lower, upper)`; each scan is consistent in itself.
     fn scan(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, reverse: bool) -> ScanIter;
     /// Local records (see the module doc) keyed `prefix ‖ [token u64 BE, sign bit flipped] ‖
@@ -285,6 +291,12 @@ pub trait PartitionHandle: Send + Sync {
         reverse: bool,
     ) -> ScanIter;
     fn snapshot(&self) -> Arc<dyn PartitionSnapshot>;
+    /// Whether [`PartitionHandle::snapshot`] costs about what one read costs, so that a read
+    /// of a partition that needs several lookups makes them all in one (`query::select`:
+    /// isolation). A backend whose snapshot holds a connection in a transaction says false.
+    fn cheap_snapshots(&self) -> bool {
+        false
+    }
     /// A size record of the partition (`Space::Sizes`, keyed like its data).
     fn get_size(&self, key: &[u8]) -> Result<Option<Bytes>>;
     /// The partition's size records within `(lower, upper)`, ascending.

@@ -8,6 +8,18 @@
 //! [`PartitionRows`] (header shadowing, TTL, filters, statics, limits, paging), counted as
 //! stored rows read the same way (`Output::scanned`: the trace's "Read N stored rows" and the
 //! RU charge); the header is not counted, as in the scan.
+//!
+//! Isolation: a write to one partition is applied atomically (one commit), and a read of it
+//! must see all of it or none, as in Cassandra, but separate `get`s each see the store as it is
+//! then: a header read before a commit of header and row, and the row read after it, would
+//! give the new row under the old statics. So when a read looks up more than one key, each
+//! lookup is made under a write stamp (`storage::write_stamps`: taken before it, while no
+//! write of the key's stripe is in flight) and the lookups count only if no stamp expired by
+//! the time the last one is done: then no write of any of those keys began or was in flight
+//! during the read, and what it saw is one state of the partition. Otherwise it looks again
+//! (`STAMPED_ATTEMPTS` times), then reads the keys from one snapshot of the store (always
+//! consistent, but past the row cache). A single lookup is consistent by itself and takes no
+//! stamp, which keeps the point read of a table without clustering columns as it was.
 
 use super::*;
 
@@ -19,9 +31,13 @@ pub(super) struct PartitionAt {
     pub(super) prefix: Vec<u8>,
 }
 
+/// Tries of stamped lookups before a read takes a snapshot (module doc): writes of the same
+/// stripes are rare enough that a second try nearly always finds them done.
+const STAMPED_ATTEMPTS: usize = 3;
+
 /// Reads the rows of one partition that `plan`'s point slices name, one `get` each (the
-/// header first, if the table has one: it shadows them), in the read's order; true when the output is full (the
-/// page state is set, and a resumed page scans on from that row).
+/// header first, if the table has one: it shadows them), in the read's order; true when the
+/// output is full (the page state is set, and a resumed page scans on from that row).
 pub(super) fn read_points(
     handle: &dyn PartitionHandle,
     reader: &mut PartitionRows,
@@ -35,34 +51,31 @@ pub(super) fn read_points(
         token,
         prefix,
     } = at;
-    let mut key = header_key(prefix);
-    if reader.t.clustering.is_empty() {
-        // A table without clustering columns stores no partition header: it can have no
-        // static columns, and DELETE of its partition deletes the one row, a deletion kept in
-        // the row (`write/delete.rs`, since the first stored format). Looking one up would
-        // cost a search of every memtable and a bloom probe of every disk table per read
-        // (about a tenth of a point read). Tested: `a_flat_table_stores_no_partition_header`.
-        reader.start(None, out.now, false)?;
-    } else {
-        reader.load(handle, &key, out.now, false)?;
-    }
-    key.pop();
-    key.push(KIND_ROW);
-    let rows_len = key.len();
-    let n = plan.slices.len();
-    for j in 0..n {
-        let (lo, _) = &plan.slices[if plan.reversed { n - 1 - j } else { j }];
-        // `Plan::points` holds only slices from an included whole key.
-        let Bound::Included(ck) = lo else {
-            continue;
-        };
-        key.truncate(rows_len);
-        key.extend_from_slice(ck);
-        let Some(v) = handle.get(&key)? else {
+    // A table without clustering columns stores no partition header: it can have no static
+    // columns, and DELETE of its partition deletes the one row, a deletion kept in the row
+    // (`write/delete.rs`, since the first stored format). Looking one up would cost a search
+    // of every memtable and a bloom probe of every disk table per read (about a tenth of a
+    // point read). Tested: `a_flat_table_stores_no_partition_header`.
+    let has_header = !reader.t.clustering.is_empty();
+    let keys = point_keys(plan, prefix, has_header);
+    let mut values = read_together(handle, &keys)?.into_iter();
+    let mut keys = keys.into_iter();
+    let header = match has_header {
+        true => {
+            keys.next();
+            values.next().flatten()
+        }
+        false => None,
+    };
+    reader.start(header.as_ref(), out.now, false)?;
+    for (key, value) in keys.zip(values) {
+        let Some(v) = value else {
             continue;
         };
         out.scanned(token, key.len() + v.len());
         let dk = row::decode_key(&key, ck_types)?;
+        // The clustering key bytes: what follows the partition prefix and the kind byte.
+        let ck = &key[dk.prefix_len + 1..];
         if let Flow::Stop(more) = reader.row(out, &dk, Some(ck), &v)? {
             if more {
                 out.rows.paging_state = Some(out.page_state(index, key));
@@ -71,4 +84,62 @@ pub(super) fn read_points(
         }
     }
     Ok(false)
+}
+
+/// The keys a point read looks up, in the read's order: the header's (if `has_header`), then
+/// each named row's.
+fn point_keys(plan: &Plan, prefix: Vec<u8>, has_header: bool) -> Vec<Vec<u8>> {
+    let n = plan.slices.len();
+    let mut keys = Vec::with_capacity(n + has_header as usize);
+    let mut rows_prefix = prefix;
+    if has_header {
+        keys.push(header_key(rows_prefix.clone()));
+    }
+    rows_prefix.push(KIND_ROW);
+    for j in 0..n {
+        let (lo, _) = &plan.slices[if plan.reversed { n - 1 - j } else { j }];
+        // `Plan::points` holds only slices from an included whole key.
+        if let Bound::Included(ck) = lo {
+            keys.push([&rows_prefix[..], ck].concat());
+        }
+    }
+    keys
+}
+
+/// The values of `keys`, as of one state of the store (module doc).
+fn read_together(handle: &dyn PartitionHandle, keys: &[Vec<u8>]) -> Result<Vec<Option<Bytes>>> {
+    if let [key] = keys {
+        return Ok(vec![handle.get(key)?]);
+    }
+    for _ in 0..STAMPED_ATTEMPTS {
+        if let Some(values) = read_stamped(handle, keys)? {
+            return Ok(values);
+        }
+    }
+    let snapshot = handle.snapshot();
+    let values = keys.iter().map(|k| snapshot.get(k));
+    Ok(values.collect::<std::result::Result<_, _>>()?)
+}
+
+/// One try of stamped lookups: the values, or None if a write of one of the keys' stripes
+/// was in flight or began before the last lookup was done.
+fn read_stamped(
+    handle: &dyn PartitionHandle,
+    keys: &[Vec<u8>],
+) -> Result<Option<Vec<Option<Bytes>>>> {
+    let mut stamps = Vec::with_capacity(keys.len());
+    let mut values = Vec::with_capacity(keys.len());
+    for key in keys {
+        // Taken before the lookup (`write_stamps.rs`).
+        let Some(stamp) = handle.stamp(key) else {
+            return Ok(None);
+        };
+        stamps.push(stamp);
+        values.push(handle.get(key)?);
+    }
+    let changed = keys
+        .iter()
+        .zip(&stamps)
+        .any(|(k, s)| handle.changed_since(k, s));
+    Ok((!changed).then_some(values))
 }

@@ -249,8 +249,16 @@ fn scan_partition(
     // starts at the first row scans from the header on and meets it first (or learns there
     // is none). Others read the header on its own.
     let mut header_pending = one_seek(plan, resume.is_some());
+    // Isolation (`points.rs`): separate reads of one partition, each of the store as it is
+    // then, could straddle a write of it; where snapshots are cheap they read one.
+    let reads = plan.slices.len() + usize::from(!header_pending);
+    let snapshot = (reads > 1 && handle.cheap_snapshots()).then(|| handle.snapshot());
     if !header_pending {
-        reader.load(handle, &header_key, out.now, resume.is_some())?;
+        let header = match &snapshot {
+            Some(s) => s.get(&header_key)?,
+            None => handle.get(&header_key)?,
+        };
+        reader.start(header.as_ref(), out.now, resume.is_some())?;
     }
     let mut rows_prefix = prefix;
     rows_prefix.push(KIND_ROW);
@@ -287,7 +295,10 @@ fn scan_partition(
                 lo = max_lo(lo, p.resume_bound());
             }
         }
-        let iter = handle.scan(as_ref(&lo), as_ref(&hi), plan.reversed);
+        let iter = match &snapshot {
+            Some(s) => s.scan(as_ref(&lo), as_ref(&hi), plan.reversed),
+            None => handle.scan(as_ref(&lo), as_ref(&hi), plan.reversed),
+        };
         for item in iter {
             let (k, v) = item?;
             if header_pending {
