@@ -22,6 +22,7 @@
 //! stamp, which keeps the point read of a table without clustering columns as it was.
 
 use super::*;
+use smallvec::SmallVec;
 
 /// One named partition of a read: its index in the plan's partition list (for the page
 /// state), token and key prefix (`row::partition_prefix`).
@@ -87,29 +88,44 @@ pub(super) fn read_points(
 }
 
 /// The keys a point read looks up, in the read's order: the header's (if `has_header`), then
-/// each named row's.
-fn point_keys(plan: &Plan, prefix: Vec<u8>, has_header: bool) -> Vec<Vec<u8>> {
+/// each named row's. Inline room for a header and a row: the common point read allocates no
+/// list, and its last key reuses `prefix`'s buffer.
+fn point_keys(plan: &Plan, prefix: Vec<u8>, has_header: bool) -> Keys {
     let n = plan.slices.len();
-    let mut keys = Vec::with_capacity(n + has_header as usize);
+    // `Plan::points` holds only slices from an included whole key.
+    let named =
+        (0..n).filter_map(
+            |j| match &plan.slices[if plan.reversed { n - 1 - j } else { j }].0 {
+                Bound::Included(ck) => Some(ck),
+                _ => None,
+            },
+        );
+    let mut keys = Keys::new();
     let mut rows_prefix = prefix;
     if has_header {
         keys.push(header_key(rows_prefix.clone()));
     }
     rows_prefix.push(KIND_ROW);
-    for j in 0..n {
-        let (lo, _) = &plan.slices[if plan.reversed { n - 1 - j } else { j }];
-        // `Plan::points` holds only slices from an included whole key.
-        if let Bound::Included(ck) = lo {
+    let mut named = named.peekable();
+    while let Some(ck) = named.next() {
+        if named.peek().is_some() {
             keys.push([&rows_prefix[..], ck].concat());
+        } else {
+            rows_prefix.extend_from_slice(ck);
+            keys.push(std::mem::take(&mut rows_prefix));
         }
     }
     keys
 }
 
+/// A point read's keys, and what it found under them.
+type Keys = SmallVec<[Vec<u8>; 2]>;
+type Values = SmallVec<[Option<Bytes>; 2]>;
+
 /// The values of `keys`, as of one state of the store (module doc).
-fn read_together(handle: &dyn PartitionHandle, keys: &[Vec<u8>]) -> Result<Vec<Option<Bytes>>> {
+fn read_together(handle: &dyn PartitionHandle, keys: &[Vec<u8>]) -> Result<Values> {
     if let [key] = keys {
-        return Ok(vec![handle.get(key)?]);
+        return Ok(smallvec::smallvec![handle.get(key)?]);
     }
     for _ in 0..STAMPED_ATTEMPTS {
         if let Some(values) = read_stamped(handle, keys)? {
@@ -123,12 +139,9 @@ fn read_together(handle: &dyn PartitionHandle, keys: &[Vec<u8>]) -> Result<Vec<O
 
 /// One try of stamped lookups: the values, or None if a write of one of the keys' stripes
 /// was in flight or began before the last lookup was done.
-fn read_stamped(
-    handle: &dyn PartitionHandle,
-    keys: &[Vec<u8>],
-) -> Result<Option<Vec<Option<Bytes>>>> {
-    let mut stamps = Vec::with_capacity(keys.len());
-    let mut values = Vec::with_capacity(keys.len());
+fn read_stamped(handle: &dyn PartitionHandle, keys: &[Vec<u8>]) -> Result<Option<Values>> {
+    let mut stamps: SmallVec<[_; 2]> = SmallVec::with_capacity(keys.len());
+    let mut values = Values::with_capacity(keys.len());
     for key in keys {
         // Taken before the lookup (`write_stamps.rs`).
         let Some(stamp) = handle.stamp(key) else {
