@@ -248,6 +248,10 @@ pub struct Partitions {
     pub logical_max_bytes: ByteSize,
     /// The largest row (entity).
     pub row_max_bytes: ByteSize,
+    /// Memory all physical partitions' size memos may hold together (`partition/size_memo.rs`:
+    /// a write of a partition key the memo knows absent skips reading its row); a memo that
+    /// would pass it turns off, and its partition's writes of new keys read the store first.
+    pub size_memo_bytes: ByteSize,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -461,6 +465,7 @@ impl Default for Partitions {
             physical_split_bytes: ByteSize(30 << 30),
             logical_max_bytes: ByteSize(20 << 30),
             row_max_bytes: ByteSize(2 << 20),
+            size_memo_bytes: ByteSize(crate::partition::size_memo::MEMORY_BYTES as u64),
         }
     }
 }

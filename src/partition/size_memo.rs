@@ -25,28 +25,47 @@
 use crate::tokens::Token;
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-/// Bytes all memos of the process may hold (about 1,000,000 records of short keys).
+/// Bytes all memos of the process may hold unless `partitions.size_memo_bytes` says otherwise
+/// (about 1,000,000 records of short keys).
 pub const MEMORY_BYTES: usize = 64 << 20;
 
 /// A memory budget shared by memos.
 #[derive(Debug)]
 pub struct Budget {
-    limit_bytes: usize,
+    limit_bytes: AtomicUsize,
     used_bytes: AtomicUsize,
+    /// Memos turned off for passing the budget (their partitions' new-key writes read the
+    /// store from then on).
+    over_budget: AtomicU64,
 }
 
 impl Budget {
     pub const fn new(limit_bytes: usize) -> Budget {
         Budget {
-            limit_bytes,
+            limit_bytes: AtomicUsize::new(limit_bytes),
             used_bytes: AtomicUsize::new(0),
+            over_budget: AtomicU64::new(0),
         }
+    }
+
+    /// Sets the limit, for memos charged from now on (at startup, before any count).
+    pub fn set_limit_bytes(&self, limit_bytes: usize) {
+        self.limit_bytes.store(limit_bytes, Ordering::SeqCst);
+    }
+
+    pub fn limit_bytes(&self) -> usize {
+        self.limit_bytes.load(Ordering::SeqCst)
     }
 
     pub fn used_bytes(&self) -> usize {
         self.used_bytes.load(Ordering::SeqCst)
+    }
+
+    /// How many memos turned off for passing the budget.
+    pub fn over_budget(&self) -> u64 {
+        self.over_budget.load(Ordering::SeqCst)
     }
 }
 
@@ -265,7 +284,8 @@ impl SizeMemo {
             let more = now - m.charged_bytes;
             let used = self.budget.used_bytes.fetch_add(more, Ordering::SeqCst) + more;
             m.charged_bytes = now;
-            if used > self.budget.limit_bytes {
+            if used > self.budget.limit_bytes() {
+                self.budget.over_budget.fetch_add(1, Ordering::SeqCst);
                 self.clear(m);
             }
         } else if now < m.charged_bytes {
@@ -369,6 +389,16 @@ mod tests {
         assert_eq!(m.get(&key(1, b"x")), None);
         assert!(!m.is_on());
         assert_eq!(budget.used_bytes(), 0);
+        assert_eq!(budget.over_budget(), 1, "counted once, when it turned off");
+        // A larger limit (set before the next count) lets the same records stay.
+        budget.set_limit_bytes(1 << 20);
+        m.begin();
+        for i in 0..1000i64 {
+            m.set(&key(i, &i.to_be_bytes()), 1);
+        }
+        m.complete();
+        assert_eq!(m.get(&key(1, &1i64.to_be_bytes())), Some(1));
+        assert_eq!(budget.over_budget(), 1);
     }
 
     #[test]

@@ -27,6 +27,9 @@ pub struct Opened {
 /// Opens the store in `cfg.data_dir` and the engine over it. `listen` is the address clients
 /// reach (system.local, system.peers); `clock` is where the engine reads time.
 pub fn open(cfg: &Config, listen: SocketAddr, clock: Clock) -> Result<Opened, String> {
+    // Process-wide, and before the engine counts partitions into their memos.
+    let memo_bytes = usize::try_from(cfg.partitions.size_memo_bytes.0).unwrap_or(usize::MAX);
+    crate::partition::size_memo::BUDGET.set_limit_bytes(memo_bytes);
     let (store, host_id, cluster) = match cfg.cluster.enabled() {
         false => {
             let store = open_store(cfg)?;

@@ -254,6 +254,25 @@ fn process(out: &mut Text, engine: &Engine) {
             one(rss as f64),
         );
     }
+    let memos = &crate::partition::size_memo::BUDGET;
+    out.family(
+        "ringgate_size_memo_bytes",
+        "gauge",
+        "Bytes the physical partitions' size memos hold (partitions.size_memo_bytes).",
+        one(memos.used_bytes() as f64),
+    );
+    out.family(
+        "ringgate_size_memo_limit_bytes",
+        "gauge",
+        "What the size memos may hold together (partitions.size_memo_bytes).",
+        one(memos.limit_bytes() as f64),
+    );
+    out.family(
+        "ringgate_size_memos_over_budget_total",
+        "counter",
+        "Size memos turned off for passing partitions.size_memo_bytes: their partitions' writes of new keys read the store first.",
+        one(memos.over_budget() as f64),
+    );
     out.family(
         "ringgate_physical_partition_split_threshold_bytes",
         "gauge",
