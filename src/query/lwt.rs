@@ -150,15 +150,7 @@ pub fn execute(
             }));
         }
         let plain = without_conditions(item.st);
-        let m = write::mutations_for(
-            engine,
-            schema,
-            item.keyspace,
-            &plain,
-            conds.as_ref(),
-            item.ctx,
-            ts,
-        )?;
+        let m = write::mutations_for(schema, item.keyspace, &plain, conds.as_ref(), item.ctx, ts)?;
         for x in &m {
             match &pk {
                 Some(p) if *p != x.pk => {

@@ -137,9 +137,7 @@ pub fn run_batch(
     }
     let mut all = Vec::new();
     for s in stmts {
-        all.extend(mutations_for(
-            engine, schema, s.keyspace, s.st, None, s.ctx, ts,
-        )?);
+        all.extend(mutations_for(schema, s.keyspace, s.st, None, s.ctx, ts)?);
     }
     check_batch_size(engine, &all, rctx)?;
     batch_warnings(kind, &all, rctx);

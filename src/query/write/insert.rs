@@ -7,7 +7,6 @@ use smallvec::SmallVec;
 type KeyParts = SmallVec<[Option<Bytes>; 4]>;
 
 pub(super) fn insert_mutations(
-    engine: &Engine,
     table: &Arc<TableDef>,
     ins: &Insert,
     ctx: &Ctx,
@@ -95,7 +94,6 @@ pub(super) fn insert_mutations(
     let pk = partition_key_of(&pk_parts)?;
     sort_update(&mut cells);
     sort_update(&mut static_cells);
-    let _ = engine;
     // An INSERT names one partition (no IN): a row write, a header write, or both.
     let mut out = Vec::with_capacity(ck.is_some() as usize + has_static as usize);
     // The key moves into the mutations (a clone of a key built from a Vec allocates the

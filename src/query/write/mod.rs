@@ -136,7 +136,6 @@ impl Mutation {
 /// The mutations of a statement. `stripped`: the conditions the conditional path took off it
 /// (they still decide Cassandra's static-only rule).
 pub(crate) fn mutations_for(
-    engine: &Engine,
     schema: &Schema,
     keyspace: Option<&str>,
     st: &Statement,
@@ -148,7 +147,7 @@ pub(crate) fn mutations_for(
         Statement::Insert(i) => {
             let t = resolve_table(schema, keyspace, &i.table)?;
             check_writable(t)?;
-            insert_mutations(engine, t, i, ctx, ts)
+            insert_mutations(t, i, ctx, ts)
         }
         Statement::Update(u) => {
             let t = resolve_table(schema, keyspace, &u.table)?;
@@ -194,7 +193,7 @@ pub fn statement_mutations(
         max_value_bytes: engine.limits.max_value_bytes,
         now_micros: engine.clock.now_micros(),
     };
-    mutations_for(engine, schema, keyspace, st, None, &ctx, ts)
+    mutations_for(schema, keyspace, st, None, &ctx, ts)
 }
 
 pub fn execute_single(
@@ -219,7 +218,7 @@ pub fn execute_single(
         };
         return super::lwt::execute(engine, &schema, &[item], ts, false, Some(rctx));
     }
-    let muts = mutations_for(engine, &schema, keyspace, st, None, &ctx, ts)?;
+    let muts = mutations_for(&schema, keyspace, st, None, &ctx, ts)?;
     let counter = muts.iter().any(|m| m.table.is_counter_table());
     let write_type = if counter {
         WriteType::Counter
