@@ -132,22 +132,25 @@ fn a_read_sees_a_write_of_statics_and_a_row_whole() {
     setup(&e);
     run(
         &e,
-        "CREATE TABLE r.s (k int, c int, s int static, v int, PRIMARY KEY (k, c))",
+        "CREATE TABLE r.s (k int, c int, s int static, v int, w int, PRIMARY KEY (k, c))",
     )
     .unwrap();
-    run(&e, "INSERT INTO r.s (k, c, s, v) VALUES (1, 1, 0, 0)").unwrap();
-    const READS: [&str; 4] = [
+    run(&e, "CREATE INDEX ON r.s (w)").unwrap();
+    run(&e, "INSERT INTO r.s (k, c, s, v, w) VALUES (1, 1, 0, 0, 1)").unwrap();
+    const READS: [&str; 5] = [
         "SELECT s, v FROM r.s WHERE k = 1 AND c = 1",
         "SELECT s, v FROM r.s WHERE k = 1 AND c >= 1",
         "SELECT s, v FROM r.s WHERE k = 1 ORDER BY c DESC",
         "SELECT s, v FROM r.s WHERE k = 1",
+        // Through the index on `w`: the entry, then the row and its partition's header.
+        "SELECT s, v FROM r.s WHERE w = 1",
     ];
     const WRITES: i32 = 4_000;
     let written = AtomicBool::new(false);
     let (reads, torn) = std::thread::scope(|scope| {
         scope.spawn(|| {
             for i in 1..=WRITES {
-                let q = format!("INSERT INTO r.s (k, c, s, v) VALUES (1, 1, {i}, {i})");
+                let q = format!("INSERT INTO r.s (k, c, s, v, w) VALUES (1, 1, {i}, {i}, 1)");
                 run(&e, &q).unwrap();
             }
             written.store(true, Ordering::SeqCst);
@@ -172,6 +175,58 @@ fn a_read_sees_a_write_of_statics_and_a_row_whole() {
     assert!(
         torn.is_empty(),
         "{} of {reads:?} reads torn, e.g. {:?}",
+        torn.len(),
+        &torn[..torn.len().min(3)]
+    );
+}
+
+/// The rows one write sets in one partition are read whole through a secondary index too:
+/// an index read looks a partition's hits up together (`query/select/read.rs::IndexRows`).
+/// Every write (a batch of one partition) sets both rows' `v` to the same number.
+#[test]
+fn an_index_read_sees_the_rows_of_a_write_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine(&open(dir.path()));
+    setup(&e);
+    run(
+        &e,
+        "CREATE TABLE r.i (k int, c int, v int, w int, PRIMARY KEY (k, c))",
+    )
+    .unwrap();
+    run(&e, "CREATE INDEX ON r.i (w)").unwrap();
+    let write = |i: i32| {
+        format!(
+            "BEGIN UNLOGGED BATCH INSERT INTO r.i (k, c, v, w) VALUES (1, 1, {i}, 1); \
+             INSERT INTO r.i (k, c, v, w) VALUES (1, 2, {i}, 1); APPLY BATCH"
+        )
+    };
+    run(&e, &write(0)).unwrap();
+    const WRITES: i32 = 4_000;
+    let written = AtomicBool::new(false);
+    let (reads, torn) = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for i in 1..=WRITES {
+                run(&e, &write(i)).unwrap();
+            }
+            written.store(true, Ordering::SeqCst);
+        });
+        let reader = scope.spawn(|| {
+            let (mut reads, mut torn) = (0u64, Vec::new());
+            while !written.load(Ordering::SeqCst) {
+                let v = cells(&run(&e, "SELECT v FROM r.i WHERE w = 1").unwrap());
+                if v.len() != 2 || v[0] != v[1] {
+                    torn.push(v);
+                }
+                reads += 1;
+            }
+            (reads, torn)
+        });
+        reader.join().unwrap()
+    });
+    assert!(reads > 0);
+    assert!(
+        torn.is_empty(),
+        "{} of {reads} reads torn, e.g. {:?}",
         torn.len(),
         &torn[..torn.len().min(3)]
     );

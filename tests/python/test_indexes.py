@@ -88,6 +88,27 @@ def test_index_on_clustering_column_and_default_name(session, keyspace):
     assert [r.day for r in rows] == [1]
 
 
+def test_many_hits_in_one_partition_page_in_order_with_statics(session, keyspace):
+    """An index read looks a partition's hits up in groups (with the partition's header): a
+    partition with more hits than a group, read in pages, gives every row once, in clustering
+    order, with its static, and a deleted row or a row of a deleted range is skipped."""
+    t = f"{keyspace}.wide_ix"
+    session.execute(f"CREATE TABLE {t} (k int, c int, s text static, v int, PRIMARY KEY (k, c))")
+    ins = session.prepare(f"INSERT INTO {t} (k, c, v) VALUES (?, ?, ?)")
+    for k in (1, 2):
+        session.execute(f"INSERT INTO {t} (k, s) VALUES ({k}, 'static-{k}')")
+        for c in range(100):
+            session.execute(ins, (k, c, c % 2))
+    session.execute(f"CREATE INDEX ON {t} (v)")
+    session.execute(f"DELETE FROM {t} WHERE k = 1 AND c = 3")
+    session.execute(f"DELETE FROM {t} WHERE k = 2 AND c > 40 AND c <= 60")
+    want = [(k, c, f"static-{k}") for k in sorted((1, 2), key=tok) for c in range(1, 100, 2)
+            if not (k == 1 and c == 3) and not (k == 2 and 40 < c <= 60)]
+    for fetch_size in (7, 33, 5000):
+        stmt = SimpleStatement(f"SELECT k, c, s FROM {t} WHERE v = 1", fetch_size=fetch_size)
+        assert [(r.k, r.c, r.s) for r in session.execute(stmt)] == want, fetch_size
+
+
 def test_index_errors(session, keyspace):
     t = f"{keyspace}.errs"
     session.execute(f"CREATE TABLE {t} (k int PRIMARY KEY, c counter)")

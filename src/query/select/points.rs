@@ -123,7 +123,7 @@ type Keys = SmallVec<[Vec<u8>; 2]>;
 type Values = SmallVec<[Option<Bytes>; 2]>;
 
 /// The values of `keys`, as of one state of the store (module doc).
-fn read_together(handle: &dyn PartitionHandle, keys: &[Vec<u8>]) -> Result<Values> {
+pub(super) fn read_together(handle: &dyn PartitionHandle, keys: &[Vec<u8>]) -> Result<Values> {
     if let [key] = keys {
         return Ok(smallvec::smallvec![handle.get(key)?]);
     }

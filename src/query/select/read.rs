@@ -511,7 +511,6 @@ pub(super) fn read_index(
         ck_types: t.clustering_columns().map(|c| (&c.ty, c.desc)).collect(),
         rows: PartitionRows::new(t, plan),
         cur_pk: None,
-        ck_start: 0,
     };
     for p in parts_in(&map, lo, hi) {
         let handle = engine.handles.read(t.storage_id, p)?;
@@ -530,8 +529,22 @@ struct IndexRows<'a> {
     ty: &'a CqlType,
     ck_types: Vec<(&'a CqlType, bool)>,
     rows: PartitionRows<'a>,
+    /// The partition `rows` was last started for.
     cur_pk: Option<Bytes>,
-    ck_start: usize,
+}
+
+/// Index hits of one partition read as one group at most. A group's rows and its partition's
+/// header are looked up together (`points::read_together`), so what a group reads is one state
+/// of the partition, as a point read's keys are; a partition with more hits is read in several
+/// groups. The bound keeps the lookups a page that fills mid-group wastes few.
+const GROUP_HITS: usize = 32;
+
+/// The consecutive hits of one partition, not read yet: the keys to look up (the partition
+/// header's first, for a table that has headers) and each row's entry and decoded key.
+#[derive(Default)]
+struct Hits {
+    keys: Vec<Vec<u8>>,
+    rows: Vec<(Bytes, row::DecodedKey)>,
 }
 
 impl IndexRows<'_> {
@@ -543,6 +556,7 @@ impl IndexRows<'_> {
         entries: crate::storage::ScanIter,
         out: &mut Output,
     ) -> Result<bool> {
+        let mut hits = Hits::default();
         for item in entries {
             let (entry, _) = item?;
             let Some(row_key) =
@@ -550,18 +564,57 @@ impl IndexRows<'_> {
             else {
                 continue;
             };
-            let Some(v) = handle.get(&row_key)? else {
+            let dk = row::decode_key(&row_key, &self.ck_types)?;
+            let same = hits
+                .rows
+                .first()
+                .is_some_and(|(_, first)| first.pk == dk.pk);
+            if (!same || hits.rows.len() == GROUP_HITS) && self.read_hits(handle, &mut hits, out)? {
+                return Ok(true);
+            }
+            if hits.keys.is_empty() && !self.t.clustering.is_empty() {
+                hits.keys.push(header_key(row::partition_prefix(
+                    self.t.storage_id,
+                    dk.token,
+                    &dk.pk,
+                )));
+            }
+            hits.keys.push(row_key);
+            hits.rows.push((entry, dk));
+        }
+        self.read_hits(handle, &mut hits, out)
+    }
+
+    /// Looks up the rows `hits` names and their partition's header together, feeds the rows
+    /// found and empties `hits`; true when the output is full (the page state is set).
+    fn read_hits(
+        &mut self,
+        handle: &dyn PartitionHandle,
+        hits: &mut Hits,
+        out: &mut Output,
+    ) -> Result<bool> {
+        let Some((_, first)) = hits.rows.first() else {
+            return Ok(false);
+        };
+        let mut values = super::points::read_together(handle, &hits.keys)?.into_iter();
+        let has_header = hits.keys.len() > hits.rows.len();
+        let header = if has_header {
+            values.next().flatten()
+        } else {
+            None
+        };
+        // A later group of the same partition keeps whether a row of it passed.
+        let resumed = self.cur_pk.as_ref() == Some(&first.pk) && self.rows.matched;
+        self.cur_pk = Some(first.pk.clone());
+        self.rows.start(header.as_ref(), out.now, resumed)?;
+        let row_keys = hits.keys.drain(..).skip(usize::from(has_header));
+        for ((entry, dk), (key, value)) in hits.rows.drain(..).zip(row_keys.zip(values)) {
+            let Some(v) = value else {
                 continue;
             };
-            let dk = row::decode_key(&row_key, &self.ck_types)?;
-            out.scanned(dk.token, row_key.len() + v.len());
-            if self.cur_pk.as_ref() != Some(&dk.pk) {
-                self.cur_pk = Some(dk.pk.clone());
-                let hk = header_key(row::partition_prefix(self.t.storage_id, dk.token, &dk.pk));
-                self.ck_start = hk.len();
-                self.rows.load(handle, &hk, out.now, false)?;
-            }
-            let ck = row_key.get(self.ck_start..).unwrap_or(&[]);
+            out.scanned(dk.token, key.len() + v.len());
+            // The clustering key bytes: what follows the partition prefix and the kind byte.
+            let ck = key.get(dk.prefix_len + 1..).unwrap_or(&[]);
             if let Flow::Stop(more) = self.rows.row(out, &dk, Some(ck), &v)? {
                 if more {
                     out.rows.paging_state = Some(out.page_state(0, entry.to_vec()));
