@@ -165,6 +165,10 @@ impl PartitionHandle for Served {
         self.reader.load().cheap_snapshots()
     }
 
+    fn get_together(&self, keys: &[Vec<u8>]) -> Option<Result<Vec<Option<Bytes>>>> {
+        self.reader.load().get_together(keys)
+    }
+
     fn get_size(&self, key: &[u8]) -> Result<Option<Bytes>> {
         self.reader.load().get_size(key)
     }

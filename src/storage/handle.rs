@@ -297,6 +297,13 @@ pub trait PartitionHandle: Send + Sync {
     fn cheap_snapshots(&self) -> bool {
         false
     }
+    /// The values of `keys` (data keys of the partition; None: absent), all read in one access
+    /// that sees one state of the store, where the backend has such an access (PostgreSQL: one
+    /// statement); None where it has not, and the caller makes the reads consistent by other
+    /// means (stamps, a snapshot: `query::select::points`).
+    fn get_together(&self, _keys: &[Vec<u8>]) -> Option<Result<Vec<Option<Bytes>>>> {
+        None
+    }
     /// A size record of the partition (`Space::Sizes`, keyed like its data).
     fn get_size(&self, key: &[u8]) -> Result<Option<Bytes>>;
     /// The partition's size records within `(lower, upper)`, ascending.

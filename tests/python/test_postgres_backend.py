@@ -93,6 +93,10 @@ def test_a_representative_slice_and_a_restart(pg_ringgate):
     # A secondary index query (a fan-out over the physical partitions' local indexes).
     tagged = {(r.p, r.c) for r in s.execute("SELECT p, c FROM pgk.events WHERE tag = 't1'")}
     assert tagged == {(p, i) for p in range(10) for i in range(30) if i % 3 == 1}
+    # Paged: each partition's hits are read in one statement with its header; same rows, order.
+    whole = [(r.p, r.c) for r in s.execute("SELECT p, c FROM pgk.events WHERE tag = 't1'")]
+    paged = SimpleStatement("SELECT p, c FROM pgk.events WHERE tag = 't1'", fetch_size=4)
+    assert [(r.p, r.c) for r in s.execute(paged)] == whole and len(whole) == 100
     # A lightweight transaction: applies once, then reports the current value.
     s.execute("CREATE TABLE pgk.kv (k text PRIMARY KEY, v int)")
     assert s.execute("INSERT INTO pgk.kv (k, v) VALUES ('a', 1) IF NOT EXISTS").one()[0]

@@ -99,3 +99,42 @@ fn a_snapshot_serves_several_reads_at_one_point_in_time_on(dir: &TempDir) {
     let now = keys(h.scan(Bound::Unbounded, Bound::Unbounded, false));
     assert_eq!(now, vec![key(1, b"a"), key(3, b"c")]);
 }
+
+#[test]
+fn keys_read_together_come_back_in_their_order() {
+    each_backend(
+        "contract-together",
+        keys_read_together_come_back_in_their_order_on,
+    );
+}
+
+/// `get_together`: where a backend has it (PostgreSQL), every key's value in the keys' order
+/// (absent keys None, a key asked twice answered twice), and a key outside the partition is
+/// refused; where it has not (the embedded store), None, and the reads stamp instead.
+fn keys_read_together_come_back_in_their_order_on(dir: &TempDir) {
+    let store = open(dir);
+    let h = store.open_partition(parts()[1].clone(), 1).unwrap();
+    let mut c = PartitionCommit::default();
+    c.put(key(1, b"a"), "1").put(key(2, b"b"), "2");
+    h.commit(c).unwrap();
+    let asked = [key(2, b"b"), key(1, b"x"), key(1, b"a"), key(2, b"b")];
+    let Some(got) = h.get_together(&asked) else {
+        assert!(
+            matches!(dir, TempDir::Embedded(_)),
+            "PostgreSQL reads keys together"
+        );
+        return;
+    };
+    let want: Vec<Option<Bytes>> = [Some("2"), None, Some("1"), Some("2")]
+        .iter()
+        .map(|v| v.map(Bytes::from))
+        .collect();
+    assert_eq!(got.unwrap(), want);
+    assert_eq!(h.get_together(&[]).unwrap().unwrap(), vec![]);
+    let outside = [key(1, b"a"), key(500, b"r")];
+    let err = h.get_together(&outside).unwrap().unwrap_err();
+    assert!(
+        err.to_string().contains("is outside physical partition"),
+        "{err}"
+    );
+}

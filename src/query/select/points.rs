@@ -19,7 +19,9 @@
 //! during the read, and what it saw is one state of the partition. Otherwise it looks again
 //! (`STAMPED_ATTEMPTS` times), then reads the keys from one snapshot of the store (always
 //! consistent, but past the row cache). A single lookup is consistent by itself and takes no
-//! stamp, which keeps the point read of a table without clustering columns as it was.
+//! stamp, which keeps the point read of a table without clustering columns as it was. A backend
+//! that reads several keys in one access of one state (PostgreSQL: one statement,
+//! `PartitionHandle::get_together`) does that instead.
 
 use super::*;
 use smallvec::SmallVec;
@@ -126,6 +128,9 @@ type Values = SmallVec<[Option<Bytes>; 2]>;
 pub(super) fn read_together(handle: &dyn PartitionHandle, keys: &[Vec<u8>]) -> Result<Values> {
     if let [key] = keys {
         return Ok(smallvec::smallvec![handle.get(key)?]);
+    }
+    if let Some(values) = handle.get_together(keys) {
+        return Ok(values?.into_iter().collect());
     }
     for _ in 0..STAMPED_ATTEMPTS {
         if let Some(values) = read_stamped(handle, keys)? {

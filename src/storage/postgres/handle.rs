@@ -253,6 +253,12 @@ impl PartitionHandle for PgHandle {
         scan::scan(self.store_source.clone(), DATA, lower, upper, reverse)
     }
 
+    /// One statement: READ COMMITTED gives each statement one snapshot.
+    fn get_together(&self, keys: &[Vec<u8>]) -> Option<Result<Vec<Option<Bytes>>>> {
+        let checked = keys.iter().try_for_each(|k| check_range(&self.part, k));
+        Some(checked.and_then(|()| scan::get_many(&self.store_source, DATA, keys)))
+    }
+
     fn get_size(&self, key: &[u8]) -> Result<Option<Bytes>> {
         check_range(&self.part, key)?;
         scan::get(&self.store_source, SIZES, key)

@@ -52,6 +52,27 @@ pub(super) fn get(source: &Source, table: &str, key: &[u8]) -> Result<Option<Byt
     })
 }
 
+/// The values of `keys`, in their order (None: absent), read by one statement.
+pub(super) fn get_many(
+    source: &Source,
+    table: &str,
+    keys: &[Vec<u8>],
+) -> Result<Vec<Option<Bytes>>> {
+    let mut found: Vec<(Vec<u8>, Bytes)> = source.run(|c| {
+        let stmt = c.stmt(&format!("SELECT k, v FROM {table} WHERE k = ANY($1)"))?;
+        let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        let rows = wait(c.client.query(&stmt, &[&keys])).map_err(map_err)?;
+        let row = |r: &tokio_postgres::Row| (r.get(0), Bytes::from(r.get::<_, Vec<u8>>(1)));
+        Ok(rows.iter().map(row).collect())
+    })?;
+    found.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let value_of = |key: &Vec<u8>| {
+        let at = found.binary_search_by(|(k, _)| k.cmp(key)).ok()?;
+        Some(found[at].1.clone())
+    };
+    Ok(keys.iter().map(value_of).collect())
+}
+
 pub(super) fn scan(
     source: Source,
     table: &'static str,
