@@ -183,6 +183,9 @@ pub struct Postgres {
     pub dbname: String,
     /// Connections the server opens at most (requests beyond it wait for one).
     pub pool_size: usize,
+    /// Seconds between purge passes over the data this node owns (`query::purge_pass`:
+    /// PostgreSQL has no compactions to drop expired and deleted data); 0: none.
+    pub purge_every_secs: u64,
 }
 
 impl Postgres {
@@ -216,6 +219,7 @@ impl Default for Postgres {
             password: String::new(),
             dbname: "ringgate".into(),
             pool_size: 16,
+            purge_every_secs: 3600,
         }
     }
 }

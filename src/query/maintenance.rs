@@ -107,7 +107,12 @@ pub fn run(engine: &Engine, ins: &Insert, ctx: &eval::Ctx) -> Result<Outcome> {
         }
         "compact" => {
             engine.store.compact()?;
-            "compacted".to_string()
+            if engine.store.purges_in_compactions() {
+                "compacted".to_string()
+            } else {
+                let n = super::purge_pass::run(engine)?;
+                format!("compacted ({n} expired or deleted entries purged)")
+            }
         }
         "garbage-collect" => {
             let (Some(ks), Some(t)) = (&c.keyspace, &c.table) else {

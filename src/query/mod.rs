@@ -18,6 +18,7 @@ pub mod lwt;
 pub mod maintenance;
 pub mod partition_moves;
 pub mod purge;
+pub mod purge_pass;
 pub mod select;
 mod select_rules;
 pub mod storage_groups;
@@ -938,6 +939,25 @@ pub fn resolve_keyspace<'a>(
     q.keyspace.as_deref().or(keyspace).ok_or_else(|| {
         invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename")
     })
+}
+
+/// An engine over a new embedded store in `dir`, with default limits (unit tests).
+#[cfg(test)]
+pub(crate) fn test_engine(dir: &std::path::Path) -> Engine {
+    use crate::schema::system::{host_id, node_tokens};
+    use crate::storage::{EmbeddedStore, SyncMode};
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(dir, SyncMode::None).unwrap());
+    let node = NodeInfo {
+        listen: "127.0.0.1:9042".parse().unwrap(),
+        host_id: host_id(&*store).unwrap(),
+        cluster_name: "t".into(),
+        data_center: "dc".into(),
+        rack: "r".into(),
+        tokens: node_tokens(1),
+        native_protocol_version: "5".into(),
+        cluster: None,
+    };
+    Engine::new(store, node, EngineLimits::default()).unwrap()
 }
 
 #[cfg(test)]

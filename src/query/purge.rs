@@ -85,27 +85,36 @@ pub fn install(engine: &Arc<Engine>) {
     engine
         .store
         .set_purge_filter(Arc::new(move || -> PurgeFilter {
-            let gc: HashMap<u64, i32> = match weak.upgrade() {
-                Some(e) => {
-                    let schema = e.schema();
-                    schema
-                        .keyspaces
-                        .values()
-                        .flat_map(|k| k.tables.values())
-                        .map(|t| (t.storage_id, t.options.gc_grace_seconds))
-                        .collect()
-                }
-                None => HashMap::new(),
-            };
-            let mut f = Filter {
-                gc,
-                now: clock.now_secs(),
-                header: None,
-                queue: Arc::clone(&queue),
-                queued: Vec::new(),
-            };
-            Box::new(move |k: &[u8], v: &[u8]| f.filter(k, v))
+            let gc = weak.upgrade().map(|e| grace_of(&e)).unwrap_or_default();
+            filter(gc, clock.now_secs(), Arc::clone(&queue))
         }));
+}
+
+/// A purge filter of the engine's tables as of now, for one run over keys in key order (a
+/// compaction's, or a purge pass's: `purge_pass.rs`).
+pub(super) fn filter_of(engine: &Engine) -> PurgeFilter {
+    let queue = Arc::clone(&engine.sweep_queue);
+    filter(grace_of(engine), engine.clock.now_secs(), queue)
+}
+
+/// gc_grace_seconds of every table, by storage id.
+fn grace_of(engine: &Engine) -> HashMap<u64, i32> {
+    let schema = engine.schema();
+    let tables = schema.keyspaces.values().flat_map(|k| k.tables.values());
+    tables
+        .map(|t| (t.storage_id, t.options.gc_grace_seconds))
+        .collect()
+}
+
+fn filter(gc: HashMap<u64, i32>, now: i32, queue: Arc<SweepQueue>) -> PurgeFilter {
+    let mut f = Filter {
+        gc,
+        now,
+        header: None,
+        queue,
+        queued: Vec::new(),
+    };
+    Box::new(move |k: &[u8], v: &[u8]| f.filter(k, v))
 }
 
 struct Filter {

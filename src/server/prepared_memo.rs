@@ -48,23 +48,10 @@ impl PreparedMemo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::query::{EngineLimits, Session};
-    use crate::schema::system::{host_id, node_tokens, NodeInfo};
-    use crate::storage::{EmbeddedStore, Store, SyncMode};
+    use crate::query::Session;
 
     fn engine(dir: &std::path::Path) -> Engine {
-        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(dir, SyncMode::None).unwrap());
-        let node = NodeInfo {
-            listen: "127.0.0.1:9042".parse().unwrap(),
-            host_id: host_id(&*store).unwrap(),
-            cluster_name: "t".into(),
-            data_center: "dc".into(),
-            rack: "r".into(),
-            tokens: node_tokens(1),
-            native_protocol_version: "5".into(),
-            cluster: None,
-        };
-        Engine::new(store, node, EngineLimits::default()).unwrap()
+        crate::query::test_engine(dir)
     }
 
     /// A kept statement is the engine's own while no PREPARE happened; after one (which may

@@ -387,6 +387,10 @@ impl Store for EmbeddedStore {
         *self.purge.0.write() = Some(filter);
     }
 
+    fn purges_in_compactions(&self) -> bool {
+        true
+    }
+
     fn compact(&self) -> Result<()> {
         self.data.rotate_memtable_and_wait()?;
         let _counted = self.row_cache.own_compaction();

@@ -312,6 +312,11 @@ pub trait Store: Send + Sync + 'static {
     fn compact(&self) -> Result<()> {
         Ok(())
     }
+    /// Whether compactions run the purge filter (`set_purge_filter`), so expired and deleted
+    /// data leaves the store by itself; where not (PostgreSQL), `query::purge_pass` does it.
+    fn purges_in_compactions(&self) -> bool {
+        false
+    }
     /// Writes every key of both key spaces as of one instant into `dir` (new or empty), while
     /// commits continue (`backup.rs`); `progress` gets the entries written so far.
     fn backup(&self, _dir: &std::path::Path, _progress: &dyn Fn(u64)) -> Result<backup::Manifest> {

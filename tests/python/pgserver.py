@@ -89,6 +89,15 @@ class PgServer:
         self._run("createdb", "-h", "127.0.0.1", "-p", self.port, "-U", "postgres", name)
         return self.url(name)
 
+    def sql(self, dbname, sql):
+        """One statement through psql as the superuser; its output, unaligned, no headers."""
+        out = subprocess.run(self._cmd("psql", "-h", "127.0.0.1", "-p", self.port, "-U", "postgres",
+                                       "-d", dbname, "-At", "-c", sql),
+                             capture_output=True, text=True, cwd="/")
+        if out.returncode != 0:
+            raise RuntimeError(f"psql failed: {out.stdout}{out.stderr}")
+        return out.stdout.strip()
+
     def url(self, dbname):
         return f"postgresql://postgres@127.0.0.1:{self.port}/{dbname}"
 

@@ -138,6 +138,79 @@ def test_a_representative_slice_and_a_restart(pg_ringgate):
     assert not (srv.data_dir / "store").exists()
 
 
+def test_expired_and_deleted_data_is_purged_from_postgresql(pg, server_factory):
+    """PostgreSQL has no compactions: a purge pass (the `compact` command, and a background one
+    every storage.postgres.purge_every_secs) removes from its tables what is past
+    gc_grace_seconds: rows shadowed by partition and range deletions, row deletions, expired
+    rows. Reads answer the same before and after; the sweeper then drops the headers'
+    tombstones."""
+    db = f"rg{next(_dbs)}_{os.getpid()}"
+    url = pg.create_database(db)
+    settings = {"storage.backend": "postgres", "storage.postgres.url": url,
+                "storage.postgres.purge_every_secs": 0}
+    srv = server_factory(settings=settings)
+    c, s = connect(srv)
+    create_keyspace(s, "pgp")
+    s.execute("CREATE TABLE pgp.t (p int, c int, v text, PRIMARY KEY (p, c)) "
+              "WITH gc_grace_seconds = 0")
+    s.execute("CREATE TABLE pgp.kv (k int PRIMARY KEY, v text) WITH gc_grace_seconds = 0")
+    ins = s.prepare("INSERT INTO pgp.t (p, c, v) VALUES (?, ?, 'x')")
+    for p in range(5):
+        for ck in range(20):
+            s.execute(ins, (p, ck))
+    ins_kv = s.prepare("INSERT INTO pgp.kv (k, v) VALUES (?, 'y')")
+    for k in range(100):
+        s.execute(ins_kv, (k,))
+    s.execute("DELETE FROM pgp.t WHERE p = 0")  # 20 rows shadowed by a partition deletion
+    s.execute("DELETE FROM pgp.t WHERE p = 1 AND c >= 5 AND c < 15")  # 10 by a range
+    s.execute("DELETE FROM pgp.t WHERE p = 2 AND c = 3")  # a row deletion
+    for k in range(30):
+        s.execute("DELETE FROM pgp.kv WHERE k = %s", (k,))  # 30 row deletions
+    ttl = s.prepare("INSERT INTO pgp.kv (k, v) VALUES (?, 'z') USING TTL 1")
+    for k in range(100, 130):
+        s.execute(ttl, (k,))  # 30 rows that expire
+    time.sleep(2.5)
+
+    def count():
+        return int(pg.sql(db, "SELECT count(*) FROM ringgate_data"))
+
+    def live():
+        return (sorted((r.p, r.c) for r in s.execute("SELECT p, c FROM pgp.t")),
+                sorted(r.k for r in s.execute("SELECT k FROM pgp.kv")))
+
+    before, stored = live(), count()
+    assert len(before[0]) == 10 + 19 + 20 + 20 and before[1] == list(range(30, 100))
+    r = s.execute("INSERT INTO system_views.maintenance (command) VALUES ('compact')").one()
+    assert r.result == "compacted (91 expired or deleted entries purged)"
+    assert count() == stored - 91
+    assert live() == before
+    # Nothing left for a second pass.
+    r = s.execute("INSERT INTO system_views.maintenance (command) VALUES ('compact')").one()
+    assert r.result == "compacted (0 expired or deleted entries purged)"
+    # The sweeper (every 10 s) drops the two headers' tombstones, each header with them.
+    deadline = time.time() + 30
+    while count() > stored - 93 and time.time() < deadline:
+        time.sleep(0.5)
+    assert count() == stored - 93
+    assert live() == before
+    c.shutdown()
+    srv.stop()
+
+    # The background pass, on the same database.
+    srv = server_factory(settings={**settings, "storage.postgres.purge_every_secs": 1})
+    c, s = connect(srv)
+    stored = count()
+    for k in range(200, 210):
+        s.execute("INSERT INTO pgp.kv (k, v) VALUES (%s, 'w') USING TTL 1", (k,))
+    assert count() == stored + 10
+    deadline = time.time() + 30
+    while count() > stored and time.time() < deadline:
+        time.sleep(0.5)
+    assert count() == stored
+    assert live() == before
+    c.shutdown()
+
+
 def test_acknowledged_writes_survive_kill9_under_load(pg_ringgate):
     srv = pg_ringgate()
     c, s = connect(srv)

@@ -4,8 +4,8 @@
 //! reads are single statements or paged scans (`scan.rs`). Acknowledged means committed:
 //! `synchronous_commit = on` for every connection (`pool.rs`). There is no compaction to hook a
 //! purge filter into and no file backup: `set_purge_filter`/`compact` do nothing (expired and
-//! deleted data is removed by the tombstone sweeper's ordinary writes only) and `backup`
-//! refuses (use PostgreSQL's own: pg_dump, pg_basebackup).
+//! deleted data is removed by ordinary writes: `query::purge_pass` and the tombstone sweeper)
+//! and `backup` refuses (use PostgreSQL's own: pg_dump, pg_basebackup).
 
 use super::pool::Pool;
 use super::scan::{self, Source};
