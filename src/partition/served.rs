@@ -169,6 +169,16 @@ impl PartitionHandle for Served {
         self.reader.load().get_together(keys)
     }
 
+    fn get_and_scan(
+        &self,
+        key: &[u8],
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        reverse: bool,
+    ) -> Option<Result<(Option<Bytes>, ScanIter)>> {
+        self.reader.load().get_and_scan(key, lower, upper, reverse)
+    }
+
     fn get_size(&self, key: &[u8]) -> Result<Option<Bytes>> {
         self.reader.load().get_size(key)
     }

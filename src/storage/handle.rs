@@ -304,6 +304,18 @@ pub trait PartitionHandle: Send + Sync {
     fn get_together(&self, _keys: &[Vec<u8>]) -> Option<Result<Vec<Option<Bytes>>>> {
         None
     }
+    /// `get(key)` and `scan(lower, upper, reverse)` in one access, where the backend has one
+    /// that sees one state of the store for the value and at least the scan's first rows
+    /// (PostgreSQL: one statement for the value and the first page); None where it has not.
+    fn get_and_scan(
+        &self,
+        _key: &[u8],
+        _lower: Bound<&[u8]>,
+        _upper: Bound<&[u8]>,
+        _reverse: bool,
+    ) -> Option<Result<(Option<Bytes>, ScanIter)>> {
+        None
+    }
     /// A size record of the partition (`Space::Sizes`, keyed like its data).
     fn get_size(&self, key: &[u8]) -> Result<Option<Bytes>>;
     /// The partition's size records within `(lower, upper)`, ascending.

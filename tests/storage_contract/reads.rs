@@ -138,3 +138,50 @@ fn keys_read_together_come_back_in_their_order_on(dir: &TempDir) {
         "{err}"
     );
 }
+
+#[test]
+fn a_key_and_a_scan_are_read_together() {
+    each_backend("contract-get-scan", a_key_and_a_scan_are_read_together_on);
+}
+
+/// `get_and_scan`: where a backend has it (PostgreSQL), the key's value (None if absent) and
+/// every key of the scan in its order, past the first page, both ways; a key outside the
+/// partition is refused. Where it has not (the embedded store), None.
+fn a_key_and_a_scan_are_read_together_on(dir: &TempDir) {
+    let store = open(dir);
+    let h = store.open_partition(parts()[1].clone(), 1).unwrap();
+    let mut c = PartitionCommit::default();
+    c.put(key(0, b"h"), "header");
+    for i in 0..150u8 {
+        c.put(key(1, &[b'r', i]), i.to_string());
+    }
+    h.commit(c).unwrap();
+    let (lo, hi) = (key(1, b"r"), key(1, b"s"));
+    let rows = (Bound::Included(&lo[..]), Bound::Excluded(&hi[..]));
+    for (reverse, asked, value) in [
+        (false, key(0, b"h"), Some(Bytes::from("header"))),
+        (true, key(0, b"h"), Some(Bytes::from("header"))),
+        (false, key(0, b"absent"), None),
+    ] {
+        let Some(read) = h.get_and_scan(&asked, rows.0, rows.1, reverse) else {
+            assert!(
+                matches!(dir, TempDir::Embedded(_)),
+                "PostgreSQL reads both at once"
+            );
+            return;
+        };
+        let (got, scan) = read.unwrap();
+        assert_eq!(got, value);
+        let mut want: Vec<_> = (0..150u8).map(|i| key(1, &[b'r', i])).collect();
+        if reverse {
+            want.reverse();
+        }
+        assert_eq!(keys(scan), want, "reverse: {reverse}");
+    }
+    let outside = h.get_and_scan(&key(500, b"r"), rows.0, rows.1, false);
+    let err = outside.unwrap().err().expect("refused");
+    assert!(
+        err.to_string().contains("is outside physical partition"),
+        "{err}"
+    );
+}

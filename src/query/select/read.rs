@@ -249,55 +249,27 @@ fn scan_partition(
     // starts at the first row scans from the header on and meets it first (or learns there
     // is none). Others read the header on its own.
     let mut header_pending = one_seek(plan, resume.is_some());
-    // Isolation (`points.rs`): separate reads of one partition, each of the store as it is
-    // then, could straddle a write of it; where snapshots are cheap they read one.
-    let reads = plan.slices.len() + usize::from(!header_pending);
-    let snapshot = (reads > 1 && handle.cheap_snapshots()).then(|| handle.snapshot());
-    if !header_pending {
-        let header = match &snapshot {
-            Some(s) => s.get(&header_key)?,
-            None => handle.get(&header_key)?,
-        };
-        reader.start(header.as_ref(), out.now, resume.is_some())?;
-    }
     let mut rows_prefix = prefix;
     rows_prefix.push(KIND_ROW);
-    let mut slices: Vec<&KeyRange> = plan.slices.iter().collect();
-    if plan.reversed {
-        slices.reverse();
+    let bounds = slice_bounds(plan, &rows_prefix, &header_key, header_pending, resume);
+    // Isolation (`points.rs`): separate reads of one partition, each of the store as it is
+    // then, could straddle a write of it; where snapshots are cheap they read one, and where
+    // the backend reads a key and a scan's first page in one access the header and the first
+    // slice are read so.
+    let reads = plan.slices.len() + usize::from(!header_pending);
+    let snapshot = (reads > 1 && handle.cheap_snapshots()).then(|| handle.snapshot());
+    let mut first_scan = None;
+    if !header_pending {
+        let first = bounds.first().filter(|_| snapshot.is_none());
+        let (header, scan) = read_header(handle, snapshot.as_deref(), &header_key, first, plan)?;
+        first_scan = scan;
+        reader.start(header.as_ref(), out.now, resume.is_some())?;
     }
-    for (lo, hi) in slices {
-        let abs = |b: &Bound<Vec<u8>>, is_hi: bool| -> Bound<Vec<u8>> {
-            match b {
-                Bound::Included(k) => Bound::Included([&rows_prefix[..], k].concat()),
-                Bound::Excluded(k) => Bound::Excluded([&rows_prefix[..], k].concat()),
-                Bound::Unbounded => {
-                    if is_hi {
-                        Bound::Excluded(
-                            prefix_successor(&rows_prefix).expect("row prefix has a successor"),
-                        )
-                    } else {
-                        Bound::Included(rows_prefix.clone())
-                    }
-                }
-            }
-        };
-        let mut lo = if header_pending {
-            Bound::Included(header_key.clone())
-        } else {
-            abs(lo, false)
-        };
-        let mut hi = abs(hi, true);
-        if let Some(p) = resume {
-            if plan.reversed {
-                hi = min_hi(hi, p.resume_bound());
-            } else {
-                lo = max_lo(lo, p.resume_bound());
-            }
-        }
-        let iter = match &snapshot {
-            Some(s) => s.scan(as_ref(&lo), as_ref(&hi), plan.reversed),
-            None => handle.scan(as_ref(&lo), as_ref(&hi), plan.reversed),
+    for (lo, hi) in &bounds {
+        let iter = match (first_scan.take(), &snapshot) {
+            (Some(scan), _) => scan,
+            (None, Some(s)) => s.scan(as_ref(lo), as_ref(hi), plan.reversed),
+            (None, None) => handle.scan(as_ref(lo), as_ref(hi), plan.reversed),
         };
         for item in iter {
             let (k, v) = item?;
@@ -624,6 +596,77 @@ impl IndexRows<'_> {
         }
         Ok(false)
     }
+}
+
+/// A scan's lower and upper key bounds.
+type KeyBounds = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
+/// A partition's header read on its own: from `snapshot` if there is one, else together with
+/// the first slice's scan (`first`) where the backend reads both in one access (the scan is
+/// returned then), else by itself.
+fn read_header(
+    handle: &dyn PartitionHandle,
+    snapshot: Option<&dyn crate::storage::PartitionSnapshot>,
+    header_key: &[u8],
+    first: Option<&KeyBounds>,
+    plan: &Plan,
+) -> Result<(Option<Bytes>, Option<crate::storage::ScanIter>)> {
+    if let Some(s) = snapshot {
+        return Ok((s.get(header_key)?, None));
+    }
+    let together = first.and_then(|(lo, hi)| {
+        handle.get_and_scan(header_key, as_ref(lo), as_ref(hi), plan.reversed)
+    });
+    match together {
+        Some(read) => read
+            .map(|(header, scan)| (header, Some(scan)))
+            .map_err(Into::into),
+        None => Ok((handle.get(header_key)?, None)),
+    }
+}
+
+/// The key bounds each slice of a partition read scans, in the read's order: the slices'
+/// clustering bounds under the rows' prefix, the first from the header on when it is read in
+/// the same scan (`header_pending`), narrowed to what a resumed page has not returned yet.
+fn slice_bounds(
+    plan: &Plan,
+    rows_prefix: &[u8],
+    header_key: &[u8],
+    header_pending: bool,
+    resume: Option<&PagingState>,
+) -> Vec<KeyBounds> {
+    let abs = |b: &Bound<Vec<u8>>, is_hi: bool| -> Bound<Vec<u8>> {
+        match b {
+            Bound::Included(k) => Bound::Included([rows_prefix, k].concat()),
+            Bound::Excluded(k) => Bound::Excluded([rows_prefix, k].concat()),
+            Bound::Unbounded if is_hi => {
+                Bound::Excluded(prefix_successor(rows_prefix).expect("row prefix has a successor"))
+            }
+            Bound::Unbounded => Bound::Included(rows_prefix.to_vec()),
+        }
+    };
+    let mut slices: Vec<&KeyRange> = plan.slices.iter().collect();
+    if plan.reversed {
+        slices.reverse();
+    }
+    let mut bounds = Vec::with_capacity(slices.len());
+    for (i, (lo, hi)) in slices.into_iter().enumerate() {
+        let mut lo = if header_pending && i == 0 {
+            Bound::Included(header_key.to_vec())
+        } else {
+            abs(lo, false)
+        };
+        let mut hi = abs(hi, true);
+        if let Some(p) = resume {
+            if plan.reversed {
+                hi = min_hi(hi, p.resume_bound());
+            } else {
+                lo = max_lo(lo, p.resume_bound());
+            }
+        }
+        bounds.push((lo, hi));
+    }
+    bounds
 }
 
 pub(super) fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {

@@ -259,6 +259,21 @@ impl PartitionHandle for PgHandle {
         Some(checked.and_then(|()| scan::get_many(&self.store_source, DATA, keys)))
     }
 
+    fn get_and_scan(
+        &self,
+        key: &[u8],
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        reverse: bool,
+    ) -> Option<Result<(Option<Bytes>, ScanIter)>> {
+        if let Err(e) = check_range(&self.part, key) {
+            return Some(Err(e));
+        }
+        let bounds = self.part.range.clamp(lower, upper);
+        let source = self.store_source.clone();
+        Some(scan::get_and_scan(source, DATA, key, bounds, reverse))
+    }
+
     fn get_size(&self, key: &[u8]) -> Result<Option<Bytes>> {
         check_range(&self.part, key)?;
         scan::get(&self.store_source, SIZES, key)

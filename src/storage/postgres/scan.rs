@@ -80,16 +80,50 @@ pub(super) fn scan(
     upper: Bound<&[u8]>,
     reverse: bool,
 ) -> ScanIter {
-    Box::new(PagedScan {
-        source,
-        table,
-        lower: lower.map(<[u8]>::to_vec),
-        upper: upper.map(<[u8]>::to_vec),
-        reverse,
-        buf: VecDeque::new(),
-        done: false,
-        page_rows: FIRST_PAGE_ROWS,
-    })
+    Box::new(PagedScan::new(source, table, lower, upper, reverse))
+}
+
+/// The value of `key` and a scan of `(lower, upper)` whose first page is read by the same
+/// statement (one snapshot: the value and that page are one state of the table; later pages
+/// are statements of their own, as in any scan).
+pub(super) fn get_and_scan(
+    source: Source,
+    table: &'static str,
+    key: &[u8],
+    (lower, upper): (Bound<&[u8]>, Bound<&[u8]>),
+    reverse: bool,
+) -> Result<(Option<Bytes>, ScanIter)> {
+    let mut scan = PagedScan::new(source, table, lower, upper, reverse);
+    let sql = format!(
+        "SELECT true, k, v FROM {table} WHERE k = $1 UNION ALL SELECT false, p.k, p.v FROM ({}) p",
+        scan.sql(2)
+    );
+    let limit = scan.page_rows;
+    let rows = scan.source.run(|c| {
+        let stmt = c.stmt(&sql)?;
+        let key: &(dyn tokio_postgres::types::ToSql + Sync) = &key;
+        let params: Vec<_> = std::iter::once(key).chain(scan.params(&limit)).collect();
+        wait(c.client.query(&stmt, &params)).map_err(map_err)
+    })?;
+    let mut value = None;
+    let mut page = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let entry: (Vec<u8>, Vec<u8>) = (r.get(1), r.get(2));
+        match r.get::<_, bool>(0) {
+            true => value = Some(Bytes::from(entry.1)),
+            false => page.push(entry),
+        }
+    }
+    // A union's rows come in no promised order: the page is put in the scan's.
+    page.sort_unstable_by(|a, b| {
+        if reverse {
+            b.0.cmp(&a.0)
+        } else {
+            a.0.cmp(&b.0)
+        }
+    });
+    scan.take_page(page, limit);
+    Ok((value, Box::new(scan)))
 }
 
 struct PagedScan {
@@ -104,13 +138,34 @@ struct PagedScan {
 }
 
 impl PagedScan {
-    /// `SELECT ... WHERE <bounds> ORDER BY k <dir> LIMIT $n`, bounds as parameters.
-    fn sql(&self) -> String {
+    fn new(
+        source: Source,
+        table: &'static str,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        reverse: bool,
+    ) -> PagedScan {
+        PagedScan {
+            source,
+            table,
+            lower: lower.map(<[u8]>::to_vec),
+            upper: upper.map(<[u8]>::to_vec),
+            reverse,
+            buf: VecDeque::new(),
+            done: false,
+            page_rows: FIRST_PAGE_ROWS,
+        }
+    }
+
+    /// `SELECT ... WHERE <bounds> ORDER BY k <dir> LIMIT $n`, bounds as parameters numbered
+    /// from `$first` (then the limit: [`PagedScan::params`]).
+    fn sql(&self, first: usize) -> String {
         let mut conds = Vec::new();
         for (b, incl, excl) in [(&self.lower, ">=", ">"), (&self.upper, "<=", "<")] {
+            let n = first + conds.len();
             match b {
-                Bound::Included(_) => conds.push(format!("k {incl} ${}", conds.len() + 1)),
-                Bound::Excluded(_) => conds.push(format!("k {excl} ${}", conds.len() + 1)),
+                Bound::Included(_) => conds.push(format!("k {incl} ${n}")),
+                Bound::Excluded(_) => conds.push(format!("k {excl} ${n}")),
                 Bound::Unbounded => {}
             }
         }
@@ -123,31 +178,50 @@ impl PagedScan {
         format!(
             "SELECT k, v FROM {}{filter} ORDER BY k {dir} LIMIT ${}",
             self.table,
-            conds.len() + 1
+            first + conds.len()
         )
     }
 
+    /// The parameters of [`PagedScan::sql`]: the bounds' keys, then `limit`.
+    fn params<'a>(
+        &'a self,
+        limit: &'a i64,
+    ) -> impl Iterator<Item = &'a (dyn tokio_postgres::types::ToSql + Sync)> {
+        let keys = [&self.lower, &self.upper]
+            .into_iter()
+            .filter_map(|b| match b {
+                Bound::Included(k) | Bound::Excluded(k) => Some(k),
+                Bound::Unbounded => None,
+            });
+        let keys = keys.map(|k| k as &(dyn tokio_postgres::types::ToSql + Sync));
+        keys.chain(std::iter::once(
+            limit as &(dyn tokio_postgres::types::ToSql + Sync),
+        ))
+    }
+
     fn fetch(&mut self) -> Result<()> {
-        let sql = self.sql();
+        let sql = self.sql(1);
         let limit = self.page_rows;
-        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = Vec::new();
-        for b in [&self.lower, &self.upper] {
-            if let Bound::Included(k) | Bound::Excluded(k) = b {
-                params.push(k);
-            }
-        }
-        params.push(&limit);
+        let params: Vec<_> = self.params(&limit).collect();
         let rows = self.source.run(|c| {
             let stmt = c.stmt(&sql)?;
             wait(c.client.query(&stmt, &params)).map_err(map_err)
         })?;
+        let page = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        self.take_page(page, limit);
+        Ok(())
+    }
+
+    /// Buffers one page read with `limit`, in the scan's order: the scan is done when it was
+    /// short, else goes on after its last key; the next page's size follows this one's bytes.
+    fn take_page(&mut self, page: Vec<(Vec<u8>, Vec<u8>)>, limit: i64) {
+        let rows = page.len();
         let mut bytes = 0usize;
-        for r in &rows {
-            let (k, v): (Vec<u8>, Vec<u8>) = (r.get(0), r.get(1));
+        for (k, v) in page {
             bytes += k.len() + v.len();
             self.buf.push_back((Bytes::from(k), Bytes::from(v)));
         }
-        if (rows.len() as i64) < limit {
+        if (rows as i64) < limit {
             self.done = true;
         } else if let Some((last, _)) = self.buf.back() {
             let after = Bound::Excluded(last.to_vec());
@@ -164,7 +238,6 @@ impl PagedScan {
         } else {
             limit
         };
-        Ok(())
     }
 }
 
