@@ -155,7 +155,14 @@ fn commit_conditional(engine: &Engine, sid: u64, changes: Vec<Change>) -> Result
     }
     let (maps, handles) = (&engine.maps, &engine.handles);
     let parts = super::write::by_partition::split(maps, handles, batch, &owners, conditions)?;
-    crate::storage::batch_log::commit_parts(&*engine.store, parts)
+    // One physical partition at a time (a split since the scan can route a chunk to two):
+    // `commit_parts` would log several parts together and commit them without their
+    // conditions (it expects the writer to hold the partitions' locks), and a purge that
+    // ignored its condition could delete a write that came in between.
+    for part in parts {
+        crate::storage::batch_log::commit_parts(&*engine.store, smallvec::smallvec![part])?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
