@@ -186,6 +186,8 @@ pub struct Postgres {
     /// Seconds between purge passes over the data this node owns (`query::purge_pass`:
     /// PostgreSQL has no compactions to drop expired and deleted data); 0: none.
     pub purge_every_secs: u64,
+    /// Bytes a background purge pass reads per second at most (0: no limit).
+    pub purge_bytes_per_second: ByteSize,
 }
 
 impl Postgres {
@@ -220,6 +222,7 @@ impl Default for Postgres {
             dbname: "ringgate".into(),
             pool_size: 16,
             purge_every_secs: 3600,
+            purge_bytes_per_second: ByteSize(16 << 20),
         }
     }
 }

@@ -110,7 +110,7 @@ pub fn run(engine: &Engine, ins: &Insert, ctx: &eval::Ctx) -> Result<Outcome> {
             if engine.store.purges_in_compactions() {
                 "compacted".to_string()
             } else {
-                let n = super::purge_pass::run(engine)?;
+                let n = super::purge_pass::run(engine, super::purge_pass::Pace::unlimited())?;
                 format!("compacted ({n} expired or deleted entries purged)")
             }
         }

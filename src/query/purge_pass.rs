@@ -17,7 +17,11 @@
 //! which sweeps its partition and range tombstones and recounts its size record.
 //!
 //! Bounds: a pass reads `CHUNK_KEYS` keys per scan and commits each chunk's changes at once
-//! (key by key when one of them conflicts); memory is one chunk.
+//! (key by key when one of them conflicts); memory is one chunk. A background pass reads at most
+//! `storage.postgres.purge_bytes_per_second` (it competes with requests for the database, as
+//! compactions do: Cassandra throttles them to 64 MiB/s by default); `compact` runs unpaced. A
+//! physical partition that fails (moved or split under the pass) is left for the next pass and
+//! the others go on.
 
 use super::Engine;
 use crate::format::keys::token_from_bytes;
@@ -26,7 +30,7 @@ use crate::storage::{Condition, Purge, PurgeFilter, Space, StorageError, WriteBa
 use bytes::Bytes;
 use std::ops::Bound;
 use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Keys read per scan of a pass; one chunk's changes are one commit.
 const CHUNK_KEYS: usize = 1000;
@@ -35,8 +39,8 @@ const CHUNK_KEYS: usize = 1000;
 type Change = (Bytes, Bytes, Option<Bytes>);
 
 /// Starts the background passes (a thread that ends with the engine) on a store that does not
-/// purge in compactions; `every` zero: none.
-pub fn start(engine: &Arc<Engine>, every: Duration) {
+/// purge in compactions, each reading at most `bytes_per_second`; `every` zero: none.
+pub fn start(engine: &Arc<Engine>, every: Duration, bytes_per_second: u64) {
     if engine.store.purges_in_compactions() || every.is_zero() {
         return;
     }
@@ -46,7 +50,7 @@ pub fn start(engine: &Arc<Engine>, every: Duration) {
         .spawn(move || loop {
             std::thread::sleep(every);
             let Some(e) = weak.upgrade() else { return };
-            match run(&e) {
+            match run(&e, Pace::new(bytes_per_second)) {
                 Ok(0) => {}
                 Ok(n) => tracing::info!("purge pass: {n} expired or deleted entries purged"),
                 Err(err) => tracing::warn!(error = %err, "purge pass failed; will retry"),
@@ -57,27 +61,78 @@ pub fn start(engine: &Arc<Engine>, every: Duration) {
     }
 }
 
+/// How fast a pass reads: after each chunk it sleeps until its reads so far took at least
+/// their bytes at `bytes_per_second` (0: no limit).
+pub struct Pace {
+    bytes_per_second: u64,
+    started: Instant,
+    read_bytes: u64,
+}
+
+impl Pace {
+    pub fn new(bytes_per_second: u64) -> Pace {
+        Pace {
+            bytes_per_second,
+            started: Instant::now(),
+            read_bytes: 0,
+        }
+    }
+
+    /// Unpaced (`compact`: the operator asked for it now).
+    pub fn unlimited() -> Pace {
+        Pace::new(0)
+    }
+
+    /// Counts `bytes` read, `elapsed` after the start; how long to wait before reading on.
+    fn wait_after(&mut self, bytes: u64, elapsed: Duration) -> Duration {
+        self.read_bytes += bytes;
+        if self.bytes_per_second == 0 {
+            return Duration::ZERO;
+        }
+        let due = Duration::from_secs_f64(self.read_bytes as f64 / self.bytes_per_second as f64);
+        due.saturating_sub(elapsed)
+    }
+
+    fn read(&mut self, bytes: u64) {
+        let wait = self.wait_after(bytes, self.started.elapsed());
+        if !wait.is_zero() {
+            std::thread::sleep(wait);
+        }
+    }
+}
+
 /// One pass over every table's data in the physical partitions this node owns; returns how
-/// many keys it removed or rewrote.
-pub fn run(engine: &Engine) -> super::Result<u64> {
+/// many keys it removed or rewrote. A partition that fails is logged and left for the next
+/// pass; the first failure is returned once the others are done.
+pub fn run(engine: &Engine, mut pace: Pace) -> super::Result<u64> {
     let mut filter = super::purge::filter_of(engine);
-    let mut purged = 0;
+    let (mut purged, mut failed) = (0, None);
     for (sid, map) in engine.maps.all() {
         for part in map.parts.iter() {
             if engine.handles.placement(sid, part) != Placement::Local {
                 continue;
             }
-            purged += pass_partition(engine, &mut filter, sid, part)?;
+            match pass_partition(engine, (&mut filter, &mut pace), sid, part) {
+                Ok(n) => purged += n,
+                Err(e) => {
+                    tracing::warn!(storage_id = sid, partition = part.id, error = %e,
+                        "purge pass: a physical partition failed; the next pass retries it");
+                    failed.get_or_insert(e);
+                }
+            }
         }
     }
-    Ok(purged)
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(purged),
+    }
 }
 
 /// Purges one physical partition, chunk by chunk, in key order (the filter needs each
 /// partition header before its rows).
 fn pass_partition(
     engine: &Engine,
-    filter: &mut PurgeFilter,
+    (filter, pace): (&mut PurgeFilter, &mut Pace),
     sid: u64,
     part: &crate::partition::map::PhysicalPartition,
 ) -> super::Result<u64> {
@@ -87,10 +142,11 @@ fn pass_partition(
     loop {
         let lower = after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
         let mut changes: Vec<Change> = Vec::new();
-        let mut read = 0;
+        let (mut read, mut read_bytes) = (0, 0);
         for item in handle.scan(lower, Bound::Unbounded, false).take(CHUNK_KEYS) {
             let (key, value) = item?;
             read += 1;
+            read_bytes += (key.len() + value.len()) as u64;
             match filter(&key, &value) {
                 Purge::Keep => {}
                 Purge::Remove => changes.push((key.clone(), value, None)),
@@ -99,6 +155,7 @@ fn pass_partition(
             after = Some(key);
         }
         purged += commit(engine, sid, changes)?;
+        pace.read(read_bytes);
         if read < CHUNK_KEYS {
             return Ok(purged);
         }
@@ -235,6 +292,18 @@ mod tests {
         );
     }
 
+    /// A paced pass waits until its reads took their bytes at the rate; unlimited never waits.
+    #[test]
+    fn a_pass_reads_no_faster_than_its_pace() {
+        let mut pace = Pace::new(1_000_000);
+        let ms = Duration::from_millis;
+        assert_eq!(pace.wait_after(500_000, ms(100)), ms(400));
+        assert_eq!(pace.wait_after(500_000, ms(1_200)), Duration::ZERO);
+        assert_eq!(pace.wait_after(1_000_000, ms(1_500)), ms(500));
+        let mut free = Pace::unlimited();
+        assert_eq!(free.wait_after(u64::MAX / 2, ms(1)), Duration::ZERO);
+    }
+
     /// A pass purges what is past gc_grace_seconds and keeps the rest; a second finds nothing.
     #[test]
     fn a_pass_purges_row_deletions_and_keeps_live_rows() {
@@ -246,8 +315,8 @@ mod tests {
         for k in (0..2500).step_by(3) {
             run_cql(&e, &format!("DELETE FROM p.t WHERE k = {k}"));
         }
-        assert_eq!(run(&e).unwrap(), 834);
-        assert_eq!(run(&e).unwrap(), 0);
+        assert_eq!(run(&e, Pace::unlimited()).unwrap(), 834);
+        assert_eq!(run(&e, Pace::unlimited()).unwrap(), 0);
         assert_eq!(rows(&e, "SELECT k FROM p.t"), 2500 - 834);
     }
 }

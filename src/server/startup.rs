@@ -58,7 +58,8 @@ pub fn open(cfg: &Config, listen: SocketAddr, clock: Clock) -> Result<Opened, St
     }
     crate::query::purge::install(&engine);
     let purge_every = std::time::Duration::from_secs(cfg.storage.postgres.purge_every_secs);
-    crate::query::purge_pass::start(&engine, purge_every);
+    let purge_pace = cfg.storage.postgres.purge_bytes_per_second.0;
+    crate::query::purge_pass::start(&engine, purge_every, purge_pace);
     crate::query::follow::install(&engine);
     crate::query::write::resume_drop_data(&engine).map_err(|e| e.to_string())?;
     Ok(Opened { store, engine })
