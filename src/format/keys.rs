@@ -26,6 +26,12 @@ pub fn token_from_bytes(b: [u8; 8]) -> Token {
     (u64::from_be_bytes(b) ^ (1 << 63)) as i64
 }
 
+/// The token a data key (or size record key) holds after its storage id; None for a key too
+/// short to hold one.
+pub fn key_token(key: &[u8]) -> Option<Token> {
+    Some(token_from_bytes(key.get(8..16)?.try_into().ok()?))
+}
+
 /// Appends `[storage id][token]` — the start of every key of a table at a token.
 pub fn token_prefix(storage_id: u64, token: Token, out: &mut Vec<u8>) {
     out.extend_from_slice(&storage_id.to_be_bytes());
@@ -167,7 +173,7 @@ pub fn decode_key(key: &[u8], clustering: &[(&CqlType, bool)]) -> Result<Decoded
     if key.len() < 17 {
         return Err(CorruptRow("short key"));
     }
-    let token = token_from_bytes(key[8..16].try_into().expect("8 bytes"));
+    let token = key_token(key).expect("length checked");
     let mut rest = &key[16..];
     let pk = Bytes::from(unescape(&mut rest)?);
     let prefix_len = key.len() - rest.len();
@@ -192,7 +198,7 @@ pub fn decode_key(key: &[u8], clustering: &[(&CqlType, bool)]) -> Result<Decoded
 /// that does not decode). The partition key is borrowed from `key` when it holds no 0x00 byte,
 /// else unescaped into `buf`.
 pub fn plain_row_key<'a>(key: &'a [u8], buf: &'a mut Vec<u8>) -> Option<(Token, &'a [u8])> {
-    let token = token_from_bytes(key.get(8..16)?.try_into().ok()?);
+    let token = key_token(key)?;
     let escaped = key.get(16..)?.strip_suffix(&[0, 1, KIND_ROW])?;
     if !escaped.contains(&0) {
         return Some((token, escaped));

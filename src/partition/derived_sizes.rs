@@ -143,7 +143,7 @@ fn storage_id_of(k: &[u8]) -> u64 {
 }
 
 fn token_of(k: &[u8]) -> Token {
-    crate::format::keys::token_from_bytes(k[8..16].try_into().expect("8 bytes"))
+    crate::format::keys::key_token(k).expect("8 bytes")
 }
 
 /// Data keys grouped by logical partition (a header and a row of one key are one record).

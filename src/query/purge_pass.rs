@@ -24,7 +24,7 @@
 //! the others go on.
 
 use super::Engine;
-use crate::format::keys::token_from_bytes;
+use crate::format::keys::key_token;
 use crate::partition::handles::Placement;
 use crate::storage::{Condition, Purge, PurgeFilter, Space, StorageError, WriteBatch};
 use bytes::Bytes;
@@ -193,10 +193,7 @@ fn commit_conditional(engine: &Engine, sid: u64, changes: Vec<Change>) -> Result
     let mut owners = Vec::with_capacity(changes.len());
     let mut conditions = Vec::with_capacity(changes.len());
     for (key, read, new) in changes {
-        let token = key
-            .get(8..16)
-            .and_then(|b| b.try_into().ok())
-            .map(token_from_bytes)
+        let token = key_token(&key)
             .ok_or_else(|| StorageError::Io("purge pass: a data key without a token".into()))?;
         match new {
             Some(v) => batch.put(Space::Data, key.clone(), v),
@@ -262,7 +259,7 @@ mod tests {
     fn stored(e: &Engine, k: i32) -> (u64, Bytes, Bytes) {
         let t = table(e);
         let key = Bytes::from(row_key(&t, &k.to_be_bytes(), &[]));
-        let token = token_from_bytes(key[8..16].try_into().unwrap());
+        let token = key_token(&key).unwrap();
         let value = e.handle_at(t.storage_id, token).unwrap().get(&key).unwrap();
         (t.storage_id, key, value.unwrap())
     }
@@ -283,7 +280,7 @@ mod tests {
         assert_eq!(commit(&e, sid, changes).unwrap(), 1);
         assert_eq!(rows(&e, "SELECT v FROM p.t WHERE k = 1"), 1);
         let t = table(&e);
-        let token = token_from_bytes(key2[8..16].try_into().unwrap());
+        let token = key_token(&key2).unwrap();
         let handle = e.handle_at(t.storage_id, token).unwrap();
         assert_eq!(
             handle.get(&key2).unwrap(),

@@ -165,8 +165,7 @@ fn odd(key: &[u8]) -> StorageError {
 /// A size record key starts `[storage id u64 BE][token u64 BE, sign bit flipped]`.
 fn table_and_token(key: &[u8]) -> Option<(u64, Token)> {
     let sid = u64::from_be_bytes(key.get(..8)?.try_into().ok()?);
-    let flipped = u64::from_be_bytes(key.get(8..16)?.try_into().ok()?);
-    Some((sid, (flipped ^ (1 << 63)) as i64))
+    Some((sid, crate::format::keys::key_token(key)?))
 }
 
 #[cfg(test)]

@@ -100,10 +100,7 @@ pub struct Mutation {
 
 /// The token a data key starts with (after its storage id; `format::keys`).
 fn token_in_key(key: &[u8]) -> Token {
-    let b: [u8; 8] = key[8..16]
-        .try_into()
-        .expect("data keys start with id and token");
-    crate::format::keys::token_from_bytes(b)
+    crate::format::keys::key_token(key).expect("data keys start with id and token")
 }
 
 impl Mutation {

@@ -65,7 +65,7 @@ pub(crate) fn stored_row_key(engine: &Engine, table: &TableDef, key: Vec<u8>) ->
     let Some(prefix) = order_prefix(table, &key) else {
         return Ok(key);
     };
-    let token = format::token_from_bytes(key[8..16].try_into().expect("a row key has a token"));
+    let token = format::key_token(&key).expect("a row key has a token");
     let end = format::prefix_successor_or_empty(prefix.clone());
     let upper = end.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
     let handle = engine.handle_at(table.storage_id, token)?;
