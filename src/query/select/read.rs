@@ -260,7 +260,7 @@ fn scan_partition(
     let snapshot = (reads > 1 && handle.cheap_snapshots()).then(|| handle.snapshot());
     let mut first_scan = None;
     if !header_pending {
-        let first = bounds.first().filter(|_| snapshot.is_none());
+        let first = bounds.first();
         let (header, scan) = read_header(handle, snapshot.as_deref(), &header_key, first, plan)?;
         first_scan = scan;
         reader.start(header.as_ref(), out.now, resume.is_some())?;
