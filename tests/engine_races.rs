@@ -51,6 +51,70 @@ fn setup(e: &Engine) {
     run(e, "CREATE TABLE r.c (k int PRIMARY KEY, v int)").unwrap();
 }
 
+/// `setup`, and a table `r.w` of wide partitions (clustering column `c`, value `v`).
+fn setup_wide(e: &Engine) {
+    setup(e);
+    run(
+        e,
+        "CREATE TABLE r.w (k int, c int, v int, PRIMARY KEY (k, c))",
+    )
+    .unwrap();
+}
+
+/// An engine over a fresh database of the test PostgreSQL server (None: no server here).
+fn pg_engine(name: &str, pool_size: usize) -> Option<Arc<Engine>> {
+    let pg = pg::server()?;
+    let config = ringgate::storage::postgres::PgConfig {
+        url: pg.new_database(name),
+        pool_size,
+    };
+    let store: Arc<dyn Store> =
+        Arc::new(ringgate::storage::postgres::PostgresStore::open(&config).unwrap());
+    Some(engine(&store))
+}
+
+/// Runs `writes` (statements) one after the other on one thread while another cycles through
+/// `reads` until they are done; asserts that every read ran and that `whole(read, cells)` held
+/// for every result.
+fn race(
+    e: &Engine,
+    writes: impl Iterator<Item = String> + Send,
+    reads: &[&str],
+    whole: impl Fn(usize, &[Option<Vec<u8>>]) -> bool + Sync,
+) {
+    let written = AtomicBool::new(false);
+    let (counts, torn) = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for q in writes {
+                run(e, &q).unwrap();
+            }
+            written.store(true, Ordering::SeqCst);
+        });
+        let reader = scope.spawn(|| {
+            let (mut counts, mut torn) = (vec![0u64; reads.len()], Vec::new());
+            for q in (0..reads.len()).cycle() {
+                if written.load(Ordering::SeqCst) {
+                    break;
+                }
+                let got = cells(&run(e, reads[q]).unwrap());
+                if !whole(q, &got) {
+                    torn.push((reads[q], got));
+                }
+                counts[q] += 1;
+            }
+            (counts, torn)
+        });
+        reader.join().unwrap()
+    });
+    assert!(counts.iter().all(|&n| n > 0), "{counts:?}");
+    assert!(
+        torn.is_empty(),
+        "{} of {counts:?} reads torn, e.g. {:?}",
+        torn.len(),
+        &torn[..torn.len().min(3)]
+    );
+}
+
 #[test]
 fn list_appends_from_writers_without_shared_locks_are_all_kept() {
     let dir = tempfile::tempdir().unwrap();
@@ -139,14 +203,9 @@ fn a_read_sees_a_write_of_statics_and_a_row_whole() {
 /// an index read's keys in one (`get_together`).
 #[test]
 fn a_read_on_postgresql_sees_a_write_of_statics_and_a_row_whole() {
-    let Some(pg) = pg::server() else { return };
-    let config = ringgate::storage::postgres::PgConfig {
-        url: pg.new_database("races-isolation"),
-        pool_size: 8,
-    };
-    let store: Arc<dyn Store> =
-        Arc::new(ringgate::storage::postgres::PostgresStore::open(&config).unwrap());
-    reads_see_statics_and_a_row_whole(&engine(&store), 1_000);
+    if let Some(e) = pg_engine("races-isolation", 8) {
+        reads_see_statics_and_a_row_whole(&e, 1_000);
+    }
 }
 
 fn reads_see_statics_and_a_row_whole(e: &Engine, writes: i32) {
@@ -166,38 +225,121 @@ fn reads_see_statics_and_a_row_whole(e: &Engine, writes: i32) {
         // Through the index on `w`: the entry, then the row and its partition's header.
         "SELECT s, v FROM r.s WHERE w = 1",
     ];
-    let written = AtomicBool::new(false);
-    let (reads, torn) = std::thread::scope(|scope| {
-        scope.spawn(|| {
-            for i in 1..=writes {
-                let q = format!("INSERT INTO r.s (k, c, s, v, w) VALUES (1, 1, {i}, {i}, 1)");
-                run(e, &q).unwrap();
-            }
-            written.store(true, Ordering::SeqCst);
-        });
-        let reader = scope.spawn(|| {
-            let (mut reads, mut torn) = ([0u64; READS.len()], Vec::new());
-            for q in (0..READS.len()).cycle() {
-                if written.load(Ordering::SeqCst) {
-                    break;
-                }
-                let row = cells(&run(e, READS[q]).unwrap());
-                if row[0] != row[1] {
-                    torn.push((READS[q], row));
-                }
-                reads[q] += 1;
-            }
-            (reads, torn)
-        });
-        reader.join().unwrap()
+    let writes =
+        (1..=writes).map(|i| format!("INSERT INTO r.s (k, c, s, v, w) VALUES (1, 1, {i}, {i}, 1)"));
+    race(e, writes, &READS, |_, row| row[0] == row[1]);
+}
+
+/// A read of more rows of one partition than a PostgreSQL statement's first page holds (a scan
+/// pages through the table with statements of its own) sees a write of the first and the last
+/// row whole: reads that need more than one statement read one snapshot
+/// (`query/select/read.rs::scan_partition`). Every write (a batch of one partition) sets both
+/// rows' `v` to the same number; the reads cover the header read with the first page, the
+/// header in the scan, a reversed read and two slices.
+#[test]
+fn a_wide_read_on_postgresql_sees_a_write_of_its_first_and_last_rows_whole() {
+    let Some(e) = pg_engine("races-wide", 8) else {
+        return;
+    };
+    setup_wide(&e);
+    const ROWS: usize = 300;
+    for c in 0..ROWS {
+        run(&e, &format!("INSERT INTO r.w (k, c, v) VALUES (1, {c}, 0)")).unwrap();
+    }
+    const READS: [&str; 4] = [
+        "SELECT v FROM r.w WHERE k = 1",
+        "SELECT v FROM r.w WHERE k = 1 AND c >= 0",
+        "SELECT v FROM r.w WHERE k = 1 ORDER BY c DESC",
+        "SELECT v FROM r.w WHERE k = 1 AND c IN (0, 299)",
+    ];
+    let writes = (1..=300).map(|i| {
+        format!(
+            "BEGIN UNLOGGED BATCH UPDATE r.w SET v = {i} WHERE k = 1 AND c = 0; \
+             UPDATE r.w SET v = {i} WHERE k = 1 AND c = {}; APPLY BATCH",
+            ROWS - 1
+        )
     });
-    assert!(reads.iter().all(|&n| n > 0), "{reads:?}");
-    assert!(
-        torn.is_empty(),
-        "{} of {reads:?} reads torn, e.g. {:?}",
-        torn.len(),
-        &torn[..torn.len().min(3)]
+    race(&e, writes, &READS, |q, v| {
+        let want = if q == 3 { 2 } else { ROWS };
+        v.len() == want && v.first() == v.last()
+    });
+}
+
+/// A query whose partition read runs again from snapshots on PostgreSQL (it reads more than a
+/// statement's first page) answers as the first run would have: every row once, in order,
+/// across CQL pages, aggregates counted once, other partitions of an `IN` read whole.
+#[test]
+fn a_wide_read_on_postgresql_run_again_answers_each_row_once() {
+    let Some(e) = pg_engine("races-wide-rerun", 4) else {
+        return;
+    };
+    setup_wide(&e);
+    for c in 0..250 {
+        run(
+            &e,
+            &format!("INSERT INTO r.w (k, c, v) VALUES (1, {c}, {c})"),
+        )
+        .unwrap();
+    }
+    for c in 0..3 {
+        run(
+            &e,
+            &format!("INSERT INTO r.w (k, c, v) VALUES (2, {c}, {c})"),
+        )
+        .unwrap();
+    }
+    let ints = |q: &str, page_size: Option<i32>| -> Vec<i32> {
+        let (mut all, mut state) = (Vec::new(), None);
+        loop {
+            let opts = QueryOptions {
+                page_size,
+                paging_state: state.take(),
+                ..Default::default()
+            };
+            let out = e.query(&mut Session::default(), q, &opts).unwrap();
+            let Outcome::Rows(rows) = &out else {
+                panic!("{q}: expected rows")
+            };
+            all.extend(cells(&out).into_iter().map(|c| {
+                let c = c.unwrap();
+                match c.len() {
+                    8 => i64::from_be_bytes(c[..].try_into().unwrap()) as i32,
+                    _ => i32::from_be_bytes(c[..].try_into().unwrap()),
+                }
+            }));
+            match rows.paging_state.clone() {
+                Some(s) => state = Some(s),
+                None => return all,
+            }
+        }
+    };
+    let wide: Vec<i32> = (0..250).collect();
+    for page in [None, Some(7), Some(100), Some(5000)] {
+        assert_eq!(
+            ints("SELECT v FROM r.w WHERE k = 1", page),
+            wide,
+            "{page:?}"
+        );
+        let back: Vec<i32> = wide.iter().rev().copied().collect();
+        let q = "SELECT v FROM r.w WHERE k = 1 ORDER BY c DESC";
+        assert_eq!(ints(q, page), back, "{page:?}");
+        let both: Vec<i32> = wide.iter().copied().chain(0..3).collect();
+        assert_eq!(
+            ints("SELECT v FROM r.w WHERE k IN (1, 2)", page),
+            both,
+            "{page:?}"
+        );
+    }
+    assert_eq!(
+        ints("SELECT count(*) FROM r.w WHERE k = 1", None),
+        vec![250]
     );
+    assert_eq!(
+        ints("SELECT sum(v) FROM r.w WHERE k = 1", None),
+        vec![249 * 250 / 2]
+    );
+    let q = "SELECT v FROM r.w WHERE k = 1 AND c >= 10 LIMIT 70";
+    assert_eq!(ints(q, Some(30)), (10..80).collect::<Vec<i32>>());
 }
 
 /// The rows one write sets in one partition are read whole through a secondary index too:
@@ -221,35 +363,10 @@ fn an_index_read_sees_the_rows_of_a_write_whole() {
         )
     };
     run(&e, &write(0)).unwrap();
-    const WRITES: i32 = 4_000;
-    let written = AtomicBool::new(false);
-    let (reads, torn) = std::thread::scope(|scope| {
-        scope.spawn(|| {
-            for i in 1..=WRITES {
-                run(&e, &write(i)).unwrap();
-            }
-            written.store(true, Ordering::SeqCst);
-        });
-        let reader = scope.spawn(|| {
-            let (mut reads, mut torn) = (0u64, Vec::new());
-            while !written.load(Ordering::SeqCst) {
-                let v = cells(&run(&e, "SELECT v FROM r.i WHERE w = 1").unwrap());
-                if v.len() != 2 || v[0] != v[1] {
-                    torn.push(v);
-                }
-                reads += 1;
-            }
-            (reads, torn)
-        });
-        reader.join().unwrap()
+    let reads = ["SELECT v FROM r.i WHERE w = 1"];
+    race(&e, (1..=4_000).map(write), &reads, |_, v| {
+        v.len() == 2 && v[0] == v[1]
     });
-    assert!(reads > 0);
-    assert!(
-        torn.is_empty(),
-        "{} of {reads} reads torn, e.g. {:?}",
-        torn.len(),
-        &torn[..torn.len().min(3)]
-    );
 }
 
 #[test]

@@ -165,6 +165,10 @@ impl PartitionHandle for Served {
         self.reader.load().cheap_snapshots()
     }
 
+    fn entries_read_at_once(&self) -> Option<usize> {
+        self.reader.load().entries_read_at_once()
+    }
+
     fn get_together(&self, keys: &[Vec<u8>]) -> Option<Result<Vec<Option<Bytes>>>> {
         self.reader.load().get_together(keys)
     }

@@ -297,6 +297,14 @@ pub trait PartitionHandle: Send + Sync {
     fn cheap_snapshots(&self) -> bool {
         false
     }
+    /// How many entries a scan through this handle (`scan`, `get_and_scan`'s) reads in its first
+    /// access, as one state of the store; the entries after them come from later accesses, each
+    /// of the store as it is then (PostgreSQL: a statement per page). None: a scan reads one
+    /// state whole (the embedded store's read a snapshot). A partition read that needs more
+    /// reads from a snapshot instead (`query::select::read::scan_partition`).
+    fn entries_read_at_once(&self) -> Option<usize> {
+        None
+    }
     /// The values of `keys` (data keys of the partition; None: absent), all read in one access
     /// that sees one state of the store, where the backend has such an access (PostgreSQL: one
     /// statement); None where it has not, and the caller makes the reads consistent by other

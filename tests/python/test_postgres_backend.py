@@ -138,6 +138,52 @@ def test_a_representative_slice_and_a_restart(pg_ringgate):
     assert not (srv.data_dir / "store").exists()
 
 
+def test_a_wide_partition_read_sees_each_batch_whole(pg_ringgate):
+    """A read of a partition wider than one PostgreSQL statement's first page (64 rows) reads
+    it from one snapshot: while batches set its first and last rows to the same value, every
+    read sees them equal, at the driver's default page size (5,000) and across pages of 100;
+    every row comes once, in order."""
+    srv = pg_ringgate()
+    c, s = connect(srv)
+    create_keyspace(s, "pgw")
+    s.execute("CREATE TABLE pgw.wide (p int, c int, v int, PRIMARY KEY (p, c))")
+    ins = s.prepare("INSERT INTO pgw.wide (p, c, v) VALUES (1, ?, 0)")
+    for ck in range(300):
+        s.execute(ins, (ck,))
+    upd = s.prepare("UPDATE pgw.wide SET v = ? WHERE p = 1 AND c = ?")
+    done = threading.Event()
+
+    def write():
+        w = c.connect()
+        for i in itertools.count(1):
+            if done.is_set():
+                return
+            b = BatchStatement(batch_type=BatchType.UNLOGGED)
+            b.add(upd, (i, 0))
+            b.add(upd, (i, 299))
+            w.execute(b)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        reads, torn = 0, []
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            for fetch in (5000, 100):
+                q = SimpleStatement("SELECT c, v FROM pgw.wide WHERE p = 1", fetch_size=fetch)
+                rows = list(s.execute(q))
+                assert [r.c for r in rows] == list(range(300))
+                reads += 1
+                if rows[0].v != rows[-1].v and fetch == 5000:
+                    torn.append((rows[0].v, rows[-1].v))
+    finally:
+        done.set()
+        writer.join()
+    assert reads > 10
+    assert torn == [], f"{len(torn)} of {reads} reads saw half a batch: {torn[:3]}"
+    c.shutdown()
+
+
 def test_expired_and_deleted_data_is_purged_from_postgresql(pg, server_factory):
     """PostgreSQL has no compactions: a purge pass (the `compact` command, and a background one
     every storage.postgres.purge_every_secs) removes from its tables what is past

@@ -163,36 +163,44 @@ fn read_once(
         (Some(p), Some(_)) => p.remaining.map(|r| r as usize),
         (_, l) => l,
     };
-    let mut out = Output {
-        rows: Rows::new(columns),
-        proj,
-        table: t,
-        page_rows,
-        page_bytes: if page_rows == usize::MAX {
-            usize::MAX
-        } else {
-            engine.limits.max_page_bytes
-        },
-        remaining,
-        now: ctx.now_micros.div_euclid(1000),
-        agg: aggregating.then(|| Aggregation::new(proj, t, group_cols)),
-        resume_inclusive: false,
-        json: sel.json,
-        aggregating,
-        per_partition,
-        cur_pk: None,
-        cur_count: 0,
-        map: engine.maps.get(t.storage_id),
-        meter: smallvec::SmallVec::new(),
-        error: Default::default(),
-    };
-    if let (Some(_), Some(p)) = (out.per_partition, &paging) {
-        // Resuming inside a partition: the rows it already returned count against its limit.
-        if let Ok(dk) = row::decode_key(&p.last_key, &[]) {
-            out.cur_pk = Some(dk.pk);
-            out.cur_count = p.partition_rows as usize;
+    // Built again for a second run that reads partitions from snapshots (`read_stored`).
+    let new_output = |snapshot_reads: bool| {
+        let mut out = Output {
+            rows: Rows::new(Arc::clone(&columns)),
+            proj,
+            table: t,
+            page_rows,
+            page_bytes: if page_rows == usize::MAX {
+                usize::MAX
+            } else {
+                engine.limits.max_page_bytes
+            },
+            remaining,
+            now: ctx.now_micros.div_euclid(1000),
+            agg: aggregating.then(|| Aggregation::new(proj, t, group_cols.clone())),
+            resume_inclusive: false,
+            json: sel.json,
+            aggregating,
+            per_partition,
+            cur_pk: None,
+            cur_count: 0,
+            map: engine.maps.get(t.storage_id),
+            meter: smallvec::SmallVec::new(),
+            error: Default::default(),
+            snapshot_reads,
+            wants_snapshots: false,
+        };
+        if let (Some(_), Some(p)) = (out.per_partition, &paging) {
+            // Resuming inside a partition: the rows it already returned count against its
+            // limit.
+            if let Ok(dk) = row::decode_key(&p.last_key, &[]) {
+                out.cur_pk = Some(dk.pk);
+                out.cur_count = p.partition_rows as usize;
+            }
         }
-    }
+        out
+    };
+    let mut out = new_output(false);
     let mut elsewhere = false;
     if t.virtual_table {
         opts.ctx.add_charge(crate::partition::ru::FIXED_RU);
@@ -210,7 +218,15 @@ fn read_once(
         let budget = admit_read(engine, &schema, t, &plan, out.map.as_deref(), opts)?;
         let res = match &feed {
             Some((q, _)) => self::feed::read_feed(engine, t, &plan, &mut out, q, opts),
-            None => read_stored(engine, t, &plan, &mut out, paging),
+            None => match read_stored(engine, t, &plan, &mut out, paging.clone()) {
+                // A partition read needed a second read of the store: once more from
+                // snapshots, so that it sees one state of the partition.
+                Ok(()) if out.wants_snapshots => {
+                    out = new_output(true);
+                    read_stored(engine, t, &plan, &mut out, paging)
+                }
+                res => res,
+            },
         };
         let (rows, bytes) = out
             .meter

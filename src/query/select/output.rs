@@ -32,6 +32,12 @@ pub(super) struct Output<'a> {
         smallvec::SmallVec<[(Arc<crate::partition::map::PhysicalPartition>, u64, u64); 1]>,
     /// A selector failed (an operation's division by zero): the query fails with it.
     pub(super) error: std::cell::RefCell<Option<crate::query::QueryError>>,
+    /// Partitions are read from snapshots even where a scan's first read alone would do
+    /// (`read.rs::scan_partition`): the query runs again so when `wants_snapshots`.
+    pub(super) snapshot_reads: bool,
+    /// A partition read stopped where its scan would have read the store a second time: what
+    /// the output holds is to be dropped and the query run again with `snapshot_reads`.
+    pub(super) wants_snapshots: bool,
 }
 
 /// Aggregation state: one group at a time (rows arrive in primary key order, so a GROUP BY on

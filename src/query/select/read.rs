@@ -253,11 +253,18 @@ fn scan_partition(
     rows_prefix.push(KIND_ROW);
     let bounds = slice_bounds(plan, &rows_prefix, &header_key, header_pending, resume);
     // Isolation (`points.rs`): separate reads of one partition, each of the store as it is
-    // then, could straddle a write of it; where snapshots are cheap they read one, and where
-    // the backend reads a key and a scan's first page in one access the header and the first
-    // slice are read so.
+    // then, could straddle a write of it. A read that needs several reads from a backend
+    // whose reads do not each see one state whole reads a snapshot; where the backend reads
+    // a key and a scan's first page in one access the header and the first slice are read so.
+    // A scan past what the backend reads at once (`entries_read_at_once`) would read again:
+    // the read stops there and the query runs again from snapshots (`Output::snapshot_reads`).
     let reads = plan.slices.len() + usize::from(!header_pending);
-    let snapshot = (reads > 1 && handle.cheap_snapshots()).then(|| handle.snapshot());
+    let at_once = handle.entries_read_at_once();
+    let several_from_snapshot = handle.cheap_snapshots() || at_once.is_some();
+    let snapshot = ((reads > 1 && several_from_snapshot)
+        || (out.snapshot_reads && at_once.is_some()))
+    .then(|| handle.snapshot());
+    let mut left = at_once.filter(|_| snapshot.is_none());
     let mut first_scan = None;
     if !header_pending {
         let first = bounds.first();
@@ -266,12 +273,21 @@ fn scan_partition(
         reader.start(header.as_ref(), out.now, resume.is_some())?;
     }
     for (lo, hi) in &bounds {
-        let iter = match (first_scan.take(), &snapshot) {
+        let mut iter = match (first_scan.take(), &snapshot) {
             (Some(scan), _) => scan,
             (None, Some(s)) => s.scan(as_ref(lo), as_ref(hi), plan.reversed),
             (None, None) => handle.scan(as_ref(lo), as_ref(hi), plan.reversed),
         };
-        for item in iter {
+        loop {
+            // Before the next entry: taking it may read the store again.
+            if left == Some(0) {
+                out.wants_snapshots = true;
+                return Ok(true);
+            }
+            let Some(item) = iter.next() else {
+                break;
+            };
+            left = left.map(|n| n - 1);
             let (k, v) = item?;
             if header_pending {
                 header_pending = false;

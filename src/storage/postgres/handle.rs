@@ -253,6 +253,11 @@ impl PartitionHandle for PgHandle {
         scan::scan(self.store_source.clone(), DATA, lower, upper, reverse)
     }
 
+    /// A scan's first page is one statement (READ COMMITTED: one snapshot each).
+    fn entries_read_at_once(&self) -> Option<usize> {
+        Some(scan::FIRST_PAGE_ROWS as usize)
+    }
+
     /// One statement: READ COMMITTED gives each statement one snapshot.
     fn get_together(&self, keys: &[Vec<u8>]) -> Option<Result<Vec<Option<Bytes>>>> {
         let checked = keys.iter().try_for_each(|k| check_range(&self.part, k));

@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::Arc;
 
-const FIRST_PAGE_ROWS: i64 = 64;
+pub(super) const FIRST_PAGE_ROWS: i64 = 64;
 const MAX_PAGE_ROWS: i64 = 1024;
 const SMALL_PAGE_BYTES: usize = 1 << 20;
 const LARGE_PAGE_BYTES: usize = 4 << 20;
