@@ -17,7 +17,9 @@
 
 use super::dirty::{Dirty, DirtyKey};
 use super::handles::Placement;
-use crate::storage::handle::{Epoch, LocalWrite, PartitionHandle, PartitionRef, PartitionSnapshot};
+use crate::storage::handle::{
+    Epoch, LocalWrite, PartitionHandle, PartitionRef, PartitionSnapshot, ScanBounds,
+};
 use crate::storage::{Result, ScanIter, StorageError};
 use arc_swap::ArcSwap;
 use bytes::Bytes;
@@ -173,14 +175,13 @@ impl PartitionHandle for Served {
         self.reader.load().get_together(keys)
     }
 
-    fn get_and_scan(
+    fn get_and_scans(
         &self,
         key: &[u8],
-        lower: Bound<&[u8]>,
-        upper: Bound<&[u8]>,
+        slices: &[ScanBounds],
         reverse: bool,
-    ) -> Option<Result<(Option<Bytes>, ScanIter)>> {
-        self.reader.load().get_and_scan(key, lower, upper, reverse)
+    ) -> Option<Result<(Option<Bytes>, Vec<ScanIter>)>> {
+        self.reader.load().get_and_scans(key, slices, reverse)
     }
 
     fn get_size(&self, key: &[u8]) -> Result<Option<Bytes>> {

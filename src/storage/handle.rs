@@ -30,6 +30,9 @@ use smallvec::SmallVec;
 use std::ops::Bound;
 use std::sync::Arc;
 
+/// A scan's lower and upper key bounds (`PartitionHandle::get_and_scans`).
+pub type ScanBounds<'a> = (Bound<&'a [u8]>, Bound<&'a [u8]>);
+
 /// An owner epoch: opening a partition with epoch `e` fences every handle with a smaller one.
 pub type Epoch = u64;
 
@@ -312,16 +315,16 @@ pub trait PartitionHandle: Send + Sync {
     fn get_together(&self, _keys: &[Vec<u8>]) -> Option<Result<Vec<Option<Bytes>>>> {
         None
     }
-    /// `get(key)` and `scan(lower, upper, reverse)` in one access, where the backend has one
-    /// that sees one state of the store for the value and at least the scan's first rows
-    /// (PostgreSQL: one statement for the value and the first page); None where it has not.
-    fn get_and_scan(
+    /// `get(key)` and a `scan(lower, upper, reverse)` of each of `slices` in one access, where
+    /// the backend has one that sees one state of the store for the value and at least each
+    /// scan's first rows (PostgreSQL: one statement for the value and each scan's first page);
+    /// None where it has not. The scans come in the order of `slices`.
+    fn get_and_scans(
         &self,
         _key: &[u8],
-        _lower: Bound<&[u8]>,
-        _upper: Bound<&[u8]>,
+        _slices: &[ScanBounds],
         _reverse: bool,
-    ) -> Option<Result<(Option<Bytes>, ScanIter)>> {
+    ) -> Option<Result<(Option<Bytes>, Vec<ScanIter>)>> {
         None
     }
     /// A size record of the partition (`Space::Sizes`, keyed like its data).

@@ -144,9 +144,10 @@ fn a_key_and_a_scan_are_read_together() {
     each_backend("contract-get-scan", a_key_and_a_scan_are_read_together_on);
 }
 
-/// `get_and_scan`: where a backend has it (PostgreSQL), the key's value (None if absent) and
-/// every key of the scan in its order, past the first page, both ways; a key outside the
-/// partition is refused. Where it has not (the embedded store), None.
+/// `get_and_scans`: where a backend has it (PostgreSQL), the key's value (None if absent) and
+/// every key of each scan in its order, past the first page, both ways, for one slice and for
+/// three (the last empty); a key outside the partition is refused. Where it has not (the
+/// embedded store), None.
 fn a_key_and_a_scan_are_read_together_on(dir: &TempDir) {
     let store = open(dir);
     let h = store.open_partition(parts()[1].clone(), 1).unwrap();
@@ -158,27 +159,44 @@ fn a_key_and_a_scan_are_read_together_on(dir: &TempDir) {
     h.commit(c).unwrap();
     let (lo, hi) = (key(1, b"r"), key(1, b"s"));
     let rows = (Bound::Included(&lo[..]), Bound::Excluded(&hi[..]));
+    let all: Vec<_> = (0..150u8).map(|i| key(1, &[b'r', i])).collect();
+    let (a, b) = (key(1, &[b'r', 10]), key(1, &[b'r', 20]));
+    let (none_lo, none_hi) = (key(2, b"r"), key(3, b"r"));
+    let three = [
+        (Bound::Included(&a[..]), Bound::Excluded(&b[..])),
+        rows,
+        (Bound::Included(&none_lo[..]), Bound::Included(&none_hi[..])),
+    ];
+    let want_three = [all[10..20].to_vec(), all.clone(), Vec::new()];
     for (reverse, asked, value) in [
         (false, key(0, b"h"), Some(Bytes::from("header"))),
         (true, key(0, b"h"), Some(Bytes::from("header"))),
         (false, key(0, b"absent"), None),
     ] {
-        let Some(read) = h.get_and_scan(&asked, rows.0, rows.1, reverse) else {
-            assert!(
-                matches!(dir, TempDir::Embedded(_)),
-                "PostgreSQL reads both at once"
-            );
-            return;
-        };
-        let (got, scan) = read.unwrap();
-        assert_eq!(got, value);
-        let mut want: Vec<_> = (0..150u8).map(|i| key(1, &[b'r', i])).collect();
-        if reverse {
-            want.reverse();
+        for (slices, want) in [
+            (&[rows][..], &want_three[1..2]),
+            (&three[..], &want_three[..]),
+        ] {
+            let Some(read) = h.get_and_scans(&asked, slices, reverse) else {
+                assert!(
+                    matches!(dir, TempDir::Embedded(_)),
+                    "PostgreSQL reads both at once"
+                );
+                return;
+            };
+            let (got, scans) = read.unwrap();
+            assert_eq!(got, value);
+            assert_eq!(scans.len(), want.len());
+            for (scan, want) in scans.into_iter().zip(want) {
+                let mut want = want.clone();
+                if reverse {
+                    want.reverse();
+                }
+                assert_eq!(keys(scan), want, "reverse: {reverse}");
+            }
         }
-        assert_eq!(keys(scan), want, "reverse: {reverse}");
     }
-    let outside = h.get_and_scan(&key(500, b"r"), rows.0, rows.1, false);
+    let outside = h.get_and_scans(&key(500, b"r"), &[rows], false);
     let err = outside.unwrap().err().expect("refused");
     assert!(
         err.to_string().contains("is outside physical partition"),

@@ -228,6 +228,10 @@ pub(super) fn read_stored(
     }
 }
 
+/// Slices whose first pages one access reads with the header at most (an `IN` on clustering
+/// columns has a slice per value; more are read from a snapshot).
+const MAX_SLICES_TOGETHER: usize = 32;
+
 /// Scans the rows of one named partition, slice after slice, through its `handle`; true when
 /// the output is full (the page state is set).
 fn scan_partition(
@@ -245,39 +249,52 @@ fn scan_partition(
         prefix,
     } = at;
     let header_key = header_key(prefix.clone());
+    // Isolation (`points.rs`): separate reads of one partition, each of the store as it is
+    // then, could straddle a write of it. Where snapshots are cheap a read that needs several
+    // reads them from one; where a scan reads its first entries at once and later ones in
+    // reads of their own (`entries_read_at_once`: PostgreSQL's first page), the header and
+    // every slice's first page are read in one access (`get_and_scans`), and a read that
+    // needs another access stops: the query runs again from snapshots
+    // (`Output::snapshot_reads`).
+    let at_once = handle.entries_read_at_once();
     // One seek: the header sorts just before the rows, so a forward read whose first slice
     // starts at the first row scans from the header on and meets it first (or learns there
-    // is none). Others read the header on its own.
-    let mut header_pending = one_seek(plan, resume.is_some());
+    // is none). Others read the header on its own (with the slices, where that is one access).
+    let mut header_pending =
+        one_seek(plan, resume.is_some()) && (at_once.is_none() || plan.slices.len() == 1);
     let mut rows_prefix = prefix;
     rows_prefix.push(KIND_ROW);
     let bounds = slice_bounds(plan, &rows_prefix, &header_key, header_pending, resume);
-    // Isolation (`points.rs`): separate reads of one partition, each of the store as it is
-    // then, could straddle a write of it. A read that needs several reads from a backend
-    // whose reads do not each see one state whole reads a snapshot; where the backend reads
-    // a key and a scan's first page in one access the header and the first slice are read so.
-    // A scan past what the backend reads at once (`entries_read_at_once`) would read again:
-    // the read stops there and the query runs again from snapshots (`Output::snapshot_reads`).
     let reads = plan.slices.len() + usize::from(!header_pending);
-    let at_once = handle.entries_read_at_once();
-    let several_from_snapshot = handle.cheap_snapshots() || at_once.is_some();
-    let snapshot = ((reads > 1 && several_from_snapshot)
-        || (out.snapshot_reads && at_once.is_some()))
-    .then(|| handle.snapshot());
-    let mut left = at_once.filter(|_| snapshot.is_none());
-    let mut first_scan = None;
+    let snapshot = match at_once {
+        None => reads > 1 && handle.cheap_snapshots(),
+        Some(_) => out.snapshot_reads || plan.slices.len() > MAX_SLICES_TOGETHER,
+    };
+    let snapshot = snapshot.then(|| handle.snapshot());
+    // Outside a snapshot on such a backend: accesses left, entries each scan yields at once.
+    let once = at_once.filter(|_| snapshot.is_none());
+    let mut accesses_left = once.map(|_| 1u32);
+    let mut together = Vec::new().into_iter();
     if !header_pending {
-        let first = bounds.first();
-        let (header, scan) = read_header(handle, snapshot.as_deref(), &header_key, first, plan)?;
-        first_scan = scan;
+        let (header, scans) = read_header(handle, snapshot.as_deref(), &header_key, &bounds, plan)?;
+        together = scans.into_iter();
+        accesses_left = accesses_left.map(|n| n - 1);
         reader.start(header.as_ref(), out.now, resume.is_some())?;
     }
     for (lo, hi) in &bounds {
-        let mut iter = match (first_scan.take(), &snapshot) {
+        let mut iter = match (together.next(), &snapshot) {
             (Some(scan), _) => scan,
             (None, Some(s)) => s.scan(as_ref(lo), as_ref(hi), plan.reversed),
-            (None, None) => handle.scan(as_ref(lo), as_ref(hi), plan.reversed),
+            (None, None) => {
+                if accesses_left == Some(0) {
+                    out.wants_snapshots = true;
+                    return Ok(true);
+                }
+                accesses_left = accesses_left.map(|n| n - 1);
+                handle.scan(as_ref(lo), as_ref(hi), plan.reversed)
+            }
         };
+        let mut left = once;
         loop {
             // Before the next entry: taking it may read the store again.
             if left == Some(0) {
@@ -618,26 +635,24 @@ impl IndexRows<'_> {
 type KeyBounds = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
 /// A partition's header read on its own: from `snapshot` if there is one, else together with
-/// the first slice's scan (`first`) where the backend reads both in one access (the scan is
-/// returned then), else by itself.
+/// the first page of each slice's scan (`slices`) where the backend reads them in one access
+/// (the scans are returned then, in the slices' order), else by itself.
 fn read_header(
     handle: &dyn PartitionHandle,
     snapshot: Option<&dyn crate::storage::PartitionSnapshot>,
     header_key: &[u8],
-    first: Option<&KeyBounds>,
+    slices: &[KeyBounds],
     plan: &Plan,
-) -> Result<(Option<Bytes>, Option<crate::storage::ScanIter>)> {
+) -> Result<(Option<Bytes>, Vec<crate::storage::ScanIter>)> {
     if let Some(s) = snapshot {
-        return Ok((s.get(header_key)?, None));
+        return Ok((s.get(header_key)?, Vec::new()));
     }
-    let together = first.and_then(|(lo, hi)| {
-        handle.get_and_scan(header_key, as_ref(lo), as_ref(hi), plan.reversed)
-    });
-    match together {
-        Some(read) => read
-            .map(|(header, scan)| (header, Some(scan)))
-            .map_err(Into::into),
-        None => Ok((handle.get(header_key)?, None)),
+    let bounds: Vec<_> = (slices.iter())
+        .map(|(lo, hi)| (as_ref(lo), as_ref(hi)))
+        .collect();
+    match handle.get_and_scans(header_key, &bounds, plan.reversed) {
+        Some(read) => read.map_err(Into::into),
+        None => Ok((handle.get(header_key)?, Vec::new())),
     }
 }
 

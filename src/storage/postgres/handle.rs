@@ -264,19 +264,20 @@ impl PartitionHandle for PgHandle {
         Some(checked.and_then(|()| scan::get_many(&self.store_source, DATA, keys)))
     }
 
-    fn get_and_scan(
+    fn get_and_scans(
         &self,
         key: &[u8],
-        lower: Bound<&[u8]>,
-        upper: Bound<&[u8]>,
+        slices: &[ScanBounds],
         reverse: bool,
-    ) -> Option<Result<(Option<Bytes>, ScanIter)>> {
+    ) -> Option<Result<(Option<Bytes>, Vec<ScanIter>)>> {
         if let Err(e) = check_range(&self.part, key) {
             return Some(Err(e));
         }
-        let bounds = self.part.range.clamp(lower, upper);
+        let slices: Vec<ScanBounds> = (slices.iter())
+            .map(|&(lower, upper)| self.part.range.clamp(lower, upper))
+            .collect();
         let source = self.store_source.clone();
-        Some(scan::get_and_scan(source, DATA, key, bounds, reverse))
+        Some(scan::get_and_scans(source, DATA, key, &slices, reverse))
     }
 
     fn get_size(&self, key: &[u8]) -> Result<Option<Bytes>> {

@@ -83,47 +83,57 @@ pub(super) fn scan(
     Box::new(PagedScan::new(source, table, lower, upper, reverse))
 }
 
-/// The value of `key` and a scan of `(lower, upper)` whose first page is read by the same
-/// statement (one snapshot: the value and that page are one state of the table; later pages
+/// The value of `key` and a scan of each of `slices` whose first pages are read by the same
+/// statement (one snapshot: the value and those pages are one state of the table; later pages
 /// are statements of their own, as in any scan).
-pub(super) fn get_and_scan(
+pub(super) fn get_and_scans(
     source: Source,
     table: &'static str,
     key: &[u8],
-    (lower, upper): (Bound<&[u8]>, Bound<&[u8]>),
+    slices: &[crate::storage::handle::ScanBounds],
     reverse: bool,
-) -> Result<(Option<Bytes>, ScanIter)> {
-    let mut scan = PagedScan::new(source, table, lower, upper, reverse);
-    let sql = format!(
-        "SELECT true, k, v FROM {table} WHERE k = $1 UNION ALL SELECT false, p.k, p.v FROM ({}) p",
-        scan.sql(2)
-    );
-    let limit = scan.page_rows;
-    let rows = scan.source.run(|c| {
+) -> Result<(Option<Bytes>, Vec<ScanIter>)> {
+    let mut scans: Vec<PagedScan> = (slices.iter())
+        .map(|&(lower, upper)| PagedScan::new(source.clone(), table, lower, upper, reverse))
+        .collect();
+    // Each row tagged with what it belongs to: -1 the key, else its scan's index.
+    let mut sql = format!("SELECT -1, k, v FROM {table} WHERE k = $1");
+    let mut next_param = 2;
+    for (i, scan) in scans.iter().enumerate() {
+        let page = scan.sql(next_param);
+        sql.push_str(&format!(" UNION ALL SELECT {i}, p.k, p.v FROM ({page}) p"));
+        next_param += scan.params(&0).count();
+    }
+    let limit = FIRST_PAGE_ROWS;
+    let rows = source.run(|c| {
         let stmt = c.stmt(&sql)?;
         let key: &(dyn tokio_postgres::types::ToSql + Sync) = &key;
-        let params: Vec<_> = std::iter::once(key).chain(scan.params(&limit)).collect();
+        let pages = scans.iter().flat_map(|s| s.params(&limit));
+        let params: Vec<_> = std::iter::once(key).chain(pages).collect();
         wait(c.client.query(&stmt, &params)).map_err(map_err)
     })?;
     let mut value = None;
-    let mut page = Vec::with_capacity(rows.len());
+    let mut pages: Vec<Vec<(Vec<u8>, Vec<u8>)>> = scans.iter().map(|_| Vec::new()).collect();
     for r in &rows {
         let entry: (Vec<u8>, Vec<u8>) = (r.get(1), r.get(2));
-        match r.get::<_, bool>(0) {
-            true => value = Some(Bytes::from(entry.1)),
-            false => page.push(entry),
+        match usize::try_from(r.get::<_, i32>(0)) {
+            Ok(i) => pages[i].push(entry),
+            Err(_) => value = Some(Bytes::from(entry.1)),
         }
     }
-    // A union's rows come in no promised order: the page is put in the scan's.
-    page.sort_unstable_by(|a, b| {
-        if reverse {
-            b.0.cmp(&a.0)
-        } else {
-            a.0.cmp(&b.0)
-        }
-    });
-    scan.take_page(page, limit);
-    Ok((value, Box::new(scan)))
+    for (scan, mut page) in scans.iter_mut().zip(pages) {
+        // A union's rows come in no promised order: each page is put in its scan's.
+        page.sort_unstable_by(|a, b| {
+            if reverse {
+                b.0.cmp(&a.0)
+            } else {
+                a.0.cmp(&b.0)
+            }
+        });
+        scan.take_page(page, limit);
+    }
+    let scans = scans.into_iter().map(|s| Box::new(s) as ScanIter).collect();
+    Ok((value, scans))
 }
 
 struct PagedScan {
