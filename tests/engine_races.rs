@@ -199,7 +199,7 @@ fn a_read_sees_a_write_of_statics_and_a_row_whole() {
 }
 
 /// The same on PostgreSQL, where a read's statements each see the table as it is then: a
-/// header read with a slice's first page in one statement (`PartitionHandle::get_and_scan`),
+/// header read with a slice's first page in one statement (`PartitionHandle::get_and_scans`),
 /// an index read's keys in one (`get_together`).
 #[test]
 fn a_read_on_postgresql_sees_a_write_of_statics_and_a_row_whole() {

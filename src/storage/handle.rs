@@ -300,7 +300,7 @@ pub trait PartitionHandle: Send + Sync {
     fn cheap_snapshots(&self) -> bool {
         false
     }
-    /// How many entries a scan through this handle (`scan`, `get_and_scan`'s) reads in its first
+    /// How many entries a scan through this handle (`scan`, `get_and_scans`') reads in its first
     /// access, as one state of the store; the entries after them come from later accesses, each
     /// of the store as it is then (PostgreSQL: a statement per page). None: a scan reads one
     /// state whole (the embedded store's read a snapshot). A partition read that needs more
