@@ -51,14 +51,19 @@ fn setup(e: &Engine) {
     run(e, "CREATE TABLE r.c (k int PRIMARY KEY, v int)").unwrap();
 }
 
-/// `setup`, and a table `r.w` of wide partitions (clustering column `c`, value `v`).
-fn setup_wide(e: &Engine) {
+/// `setup`, and a table `r.w` of wide partitions (clustering column `c`, value `v`), `rows`
+/// rows in partition `k` = 1 with `v` = `value(c)` and a kilobyte of padding each: 1,100 rows
+/// are more than one PostgreSQL statement reads of a slice (1 MiB, `get_and_scans`).
+fn setup_wide(e: &Engine, rows: i32, value: impl Fn(i32) -> i32) {
     setup(e);
-    run(
-        e,
-        "CREATE TABLE r.w (k int, c int, v int, PRIMARY KEY (k, c))",
-    )
-    .unwrap();
+    let create = "CREATE TABLE r.w (k int, c int, v int, pad text, PRIMARY KEY (k, c))";
+    run(e, create).unwrap();
+    let pad = "x".repeat(1000);
+    for c in 0..rows {
+        let v = value(c);
+        let q = format!("INSERT INTO r.w (k, c, v, pad) VALUES (1, {c}, {v}, '{pad}')");
+        run(e, &q).unwrap();
+    }
 }
 
 /// An engine over a fresh database of the test PostgreSQL server (None: no server here).
@@ -230,27 +235,24 @@ fn reads_see_statics_and_a_row_whole(e: &Engine, writes: i32) {
     race(e, writes, &READS, |_, row| row[0] == row[1]);
 }
 
-/// A read of more rows of one partition than a PostgreSQL statement's first page holds (a scan
-/// pages through the table with statements of its own) sees a write of the first and the last
-/// row whole: reads that need more than one statement read one snapshot
-/// (`query/select/read.rs::scan_partition`). Every write (a batch of one partition) sets both
-/// rows' `v` to the same number; the reads cover the header read with the first page, the
-/// header in the scan, a reversed read and two slices.
+/// A read of one partition on PostgreSQL sees a write of its first and last rows whole, also
+/// with more rows than one statement reads (a scan pages through the table with statements of
+/// their own; `get_and_scans` reads up to 1 MiB of a slice): reads that need more than
+/// one statement read one snapshot (`query/select/read.rs::scan_partition`). Every write (a
+/// batch of one partition) sets both rows' `v` to the same number; the reads cover the whole
+/// partition, a slice, a reversed read and two slices.
 #[test]
 fn a_wide_read_on_postgresql_sees_a_write_of_its_first_and_last_rows_whole() {
     let Some(e) = pg_engine("races-wide", 8) else {
         return;
     };
-    setup_wide(&e);
-    const ROWS: usize = 300;
-    for c in 0..ROWS {
-        run(&e, &format!("INSERT INTO r.w (k, c, v) VALUES (1, {c}, 0)")).unwrap();
-    }
+    const ROWS: usize = 1_100;
+    setup_wide(&e, ROWS as i32, |_| 0);
     const READS: [&str; 4] = [
         "SELECT v FROM r.w WHERE k = 1",
         "SELECT v FROM r.w WHERE k = 1 AND c >= 0",
         "SELECT v FROM r.w WHERE k = 1 ORDER BY c DESC",
-        "SELECT v FROM r.w WHERE k = 1 AND c IN (0, 299)",
+        "SELECT v FROM r.w WHERE k = 1 AND c IN (0, 1099)",
     ];
     let writes = (1..=300).map(|i| {
         format!(
@@ -265,22 +267,15 @@ fn a_wide_read_on_postgresql_sees_a_write_of_its_first_and_last_rows_whole() {
     });
 }
 
-/// A query whose partition read runs again from snapshots on PostgreSQL (it reads more than a
-/// statement's first page) answers as the first run would have: every row once, in order,
+/// A query whose partition read runs again from snapshots on PostgreSQL (it reads more than
+/// one statement reads, 1 MiB of a slice) answers as the first run would have: every row once, in order,
 /// across CQL pages, aggregates counted once, other partitions of an `IN` read whole.
 #[test]
 fn a_wide_read_on_postgresql_run_again_answers_each_row_once() {
     let Some(e) = pg_engine("races-wide-rerun", 4) else {
         return;
     };
-    setup_wide(&e);
-    for c in 0..250 {
-        run(
-            &e,
-            &format!("INSERT INTO r.w (k, c, v) VALUES (1, {c}, {c})"),
-        )
-        .unwrap();
-    }
+    setup_wide(&e, 1_100, |c| c);
     for c in 0..3 {
         run(
             &e,
@@ -313,7 +308,7 @@ fn a_wide_read_on_postgresql_run_again_answers_each_row_once() {
             }
         }
     };
-    let wide: Vec<i32> = (0..250).collect();
+    let wide: Vec<i32> = (0..1_100).collect();
     for page in [None, Some(7), Some(100), Some(5000)] {
         assert_eq!(
             ints("SELECT v FROM r.w WHERE k = 1", page),
@@ -332,11 +327,11 @@ fn a_wide_read_on_postgresql_run_again_answers_each_row_once() {
     }
     assert_eq!(
         ints("SELECT count(*) FROM r.w WHERE k = 1", None),
-        vec![250]
+        vec![1_100]
     );
     assert_eq!(
         ints("SELECT sum(v) FROM r.w WHERE k = 1", None),
-        vec![249 * 250 / 2]
+        vec![1_099 * 1_100 / 2]
     );
     let q = "SELECT v FROM r.w WHERE k = 1 AND c >= 10 LIMIT 70";
     assert_eq!(ints(q, Some(30)), (10..80).collect::<Vec<i32>>());

@@ -167,8 +167,8 @@ impl PartitionHandle for Served {
         self.reader.load().cheap_snapshots()
     }
 
-    fn entries_read_at_once(&self) -> Option<usize> {
-        self.reader.load().entries_read_at_once()
+    fn scans_read_in_parts(&self) -> bool {
+        self.reader.load().scans_read_in_parts()
     }
 
     fn get_together(&self, keys: &[Vec<u8>]) -> Option<Result<Vec<Option<Bytes>>>> {
@@ -180,8 +180,9 @@ impl PartitionHandle for Served {
         key: &[u8],
         slices: &[ScanBounds],
         reverse: bool,
+        first_entries: usize,
     ) -> Option<Result<(Option<Bytes>, Vec<ScanIter>)>> {
-        self.reader.load().get_and_scans(key, slices, reverse)
+        (self.reader.load()).get_and_scans(key, slices, reverse, first_entries)
     }
 
     fn get_size(&self, key: &[u8]) -> Result<Option<Bytes>> {

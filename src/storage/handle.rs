@@ -300,13 +300,13 @@ pub trait PartitionHandle: Send + Sync {
     fn cheap_snapshots(&self) -> bool {
         false
     }
-    /// How many entries a scan through this handle (`scan`, `get_and_scans`') reads in its first
-    /// access, as one state of the store; the entries after them come from later accesses, each
-    /// of the store as it is then (PostgreSQL: a statement per page). None: a scan reads one
-    /// state whole (the embedded store's read a snapshot). A partition read that needs more
-    /// reads from a snapshot instead (`query::select::read::scan_partition`).
-    fn entries_read_at_once(&self) -> Option<usize> {
-        None
+    /// Whether a scan through this handle reads its range in several accesses, each of the
+    /// store as it is then (PostgreSQL: a statement per page), not one state whole (the
+    /// embedded store's scans read a snapshot). A partition read then reads its header and
+    /// slices with `get_and_scans`, and from a snapshot when one access is not enough
+    /// (`query::select::read::scan_partition`).
+    fn scans_read_in_parts(&self) -> bool {
+        false
     }
     /// The values of `keys` (data keys of the partition; None: absent), all read in one access
     /// that sees one state of the store, where the backend has such an access (PostgreSQL: one
@@ -315,15 +315,19 @@ pub trait PartitionHandle: Send + Sync {
     fn get_together(&self, _keys: &[Vec<u8>]) -> Option<Result<Vec<Option<Bytes>>>> {
         None
     }
-    /// `get(key)` and a `scan(lower, upper, reverse)` of each of `slices` in one access, where
-    /// the backend has one that sees one state of the store for the value and at least each
-    /// scan's first rows (PostgreSQL: one statement for the value and each scan's first page);
-    /// None where it has not. The scans come in the order of `slices`.
+    /// `get(key)` and a `scan(lower, upper, reverse)` of each of `slices` in one access that
+    /// sees one state of the store, where the backend has one (PostgreSQL: one statement);
+    /// None where it has not. Each scan holds what that access read of its slice, at least
+    /// its first `first_entries` entries or a few MiB of them (fewer only if the slice has
+    /// fewer); a scan with more entries than that ends with [`StorageError::ReadAgain`]
+    /// (`crate::storage::StorageError`) instead of reading again. The scans come in the order
+    /// of `slices`.
     fn get_and_scans(
         &self,
         _key: &[u8],
         _slices: &[ScanBounds],
         _reverse: bool,
+        _first_entries: usize,
     ) -> Option<Result<(Option<Bytes>, Vec<ScanIter>)>> {
         None
     }

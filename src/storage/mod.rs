@@ -102,6 +102,10 @@ pub enum StorageError {
     /// The backend cannot be reached now (networked backends); a retry may succeed.
     #[error("storage unavailable: {0}")]
     Unavailable(String),
+    /// A scan of `PartitionHandle::get_and_scans` has more entries than its one access read:
+    /// going on would read the store again, as it is then. The caller reads from a snapshot.
+    #[error("the scan needs another read of the store")]
+    ReadAgain,
     /// A networked backend lost its connection while the commit was being committed: it may or
     /// may not have been applied (and may become visible later). Not retryable as such (a
     /// blind retry could apply a non-idempotent write twice); the client sees a WriteTimeout,

@@ -139,17 +139,18 @@ def test_a_representative_slice_and_a_restart(pg_ringgate):
 
 
 def test_a_wide_partition_read_sees_each_batch_whole(pg_ringgate):
-    """A read of a partition wider than one PostgreSQL statement's first page (64 rows) reads
-    it from one snapshot: while batches set its first and last rows to the same value, every
-    read sees them equal, at the driver's default page size (5,000) and across pages of 100;
+    """A read of a partition wider than one PostgreSQL statement reads (1 MiB) reads it from
+    one snapshot: while batches set its first and last rows to the same value, every read
+    of one page (the driver's default, 5,000 rows) sees them equal; across pages of 100 too,
     every row comes once, in order."""
+    ROWS = 1100
     srv = pg_ringgate()
     c, s = connect(srv)
     create_keyspace(s, "pgw")
-    s.execute("CREATE TABLE pgw.wide (p int, c int, v int, PRIMARY KEY (p, c))")
-    ins = s.prepare("INSERT INTO pgw.wide (p, c, v) VALUES (1, ?, 0)")
-    for ck in range(300):
-        s.execute(ins, (ck,))
+    s.execute("CREATE TABLE pgw.wide (p int, c int, v int, pad text, PRIMARY KEY (p, c))")
+    ins = s.prepare("INSERT INTO pgw.wide (p, c, v, pad) VALUES (1, ?, 0, ?)")
+    for ck in range(ROWS):
+        s.execute(ins, (ck, "x" * 1000))
     upd = s.prepare("UPDATE pgw.wide SET v = ? WHERE p = 1 AND c = ?")
     done = threading.Event()
 
@@ -160,7 +161,7 @@ def test_a_wide_partition_read_sees_each_batch_whole(pg_ringgate):
                 return
             b = BatchStatement(batch_type=BatchType.UNLOGGED)
             b.add(upd, (i, 0))
-            b.add(upd, (i, 299))
+            b.add(upd, (i, ROWS - 1))
             w.execute(b)
 
     writer = threading.Thread(target=write)
@@ -172,7 +173,7 @@ def test_a_wide_partition_read_sees_each_batch_whole(pg_ringgate):
             for fetch in (5000, 100):
                 q = SimpleStatement("SELECT c, v FROM pgw.wide WHERE p = 1", fetch_size=fetch)
                 rows = list(s.execute(q))
-                assert [r.c for r in rows] == list(range(300))
+                assert [r.c for r in rows] == list(range(ROWS))
                 reads += 1
                 if rows[0].v != rows[-1].v and fetch == 5000:
                     torn.append((rows[0].v, rows[-1].v))

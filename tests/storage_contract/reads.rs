@@ -145,9 +145,11 @@ fn a_key_and_a_scan_are_read_together() {
 }
 
 /// `get_and_scans`: where a backend has it (PostgreSQL), the key's value (None if absent) and
-/// every key of each scan in its order, past the first page, both ways, for one slice and for
-/// three (the last empty); a key outside the partition is refused. Where it has not (the
-/// embedded store), None.
+/// the keys of each scan in its order, both ways, for one slice and for three (the last
+/// empty), read by one access: all of them when they are fewer than `first_entries`, else at
+/// least that many followed by `ReadAgain` (as for a slice of more bytes than the access
+/// reads); a key outside the partition is refused. Where it has not (the embedded store),
+/// None.
 fn a_key_and_a_scan_are_read_together_on(dir: &TempDir) {
     let store = open(dir);
     let h = store.open_partition(parts()[1].clone(), 1).unwrap();
@@ -156,12 +158,15 @@ fn a_key_and_a_scan_are_read_together_on(dir: &TempDir) {
     for i in 0..150u8 {
         c.put(key(1, &[b'r', i]), i.to_string());
     }
+    for i in 0..12u8 {
+        c.put(key(2, &[b'b', i]), vec![i; 200 << 10]);
+    }
     h.commit(c).unwrap();
     let (lo, hi) = (key(1, b"r"), key(1, b"s"));
     let rows = (Bound::Included(&lo[..]), Bound::Excluded(&hi[..]));
     let all: Vec<_> = (0..150u8).map(|i| key(1, &[b'r', i])).collect();
     let (a, b) = (key(1, &[b'r', 10]), key(1, &[b'r', 20]));
-    let (none_lo, none_hi) = (key(2, b"r"), key(3, b"r"));
+    let (none_lo, none_hi) = (key(3, b"r"), key(4, b"r"));
     let three = [
         (Bound::Included(&a[..]), Bound::Excluded(&b[..])),
         rows,
@@ -173,33 +178,65 @@ fn a_key_and_a_scan_are_read_together_on(dir: &TempDir) {
         (true, key(0, b"h"), Some(Bytes::from("header"))),
         (false, key(0, b"absent"), None),
     ] {
-        for (slices, want) in [
-            (&[rows][..], &want_three[1..2]),
-            (&three[..], &want_three[..]),
-        ] {
-            let Some(read) = h.get_and_scans(&asked, slices, reverse) else {
-                assert!(
-                    matches!(dir, TempDir::Embedded(_)),
-                    "PostgreSQL reads both at once"
-                );
-                return;
-            };
-            let (got, scans) = read.unwrap();
-            assert_eq!(got, value);
-            assert_eq!(scans.len(), want.len());
-            for (scan, want) in scans.into_iter().zip(want) {
-                let mut want = want.clone();
-                if reverse {
-                    want.reverse();
+        for first in [200, 10] {
+            for (slices, want) in [
+                (&[rows][..], &want_three[1..2]),
+                (&three[..], &want_three[..]),
+            ] {
+                let Some(read) = h.get_and_scans(&asked, slices, reverse, first) else {
+                    assert!(
+                        matches!(dir, TempDir::Embedded(_)),
+                        "PostgreSQL reads both at once"
+                    );
+                    return;
+                };
+                let (got, scans) = read.unwrap();
+                assert_eq!(got, value);
+                assert_eq!(scans.len(), want.len());
+                for (scan, want) in scans.into_iter().zip(want) {
+                    let mut want = want.clone();
+                    if reverse {
+                        want.reverse();
+                    }
+                    let (read, again) = read_once(scan);
+                    match want.len() > first {
+                        true => assert!(again && read.len() >= first && want.starts_with(&read)),
+                        false => assert_eq!((read, again), (want, false), "reverse: {reverse}"),
+                    }
                 }
-                assert_eq!(keys(scan), want, "reverse: {reverse}");
             }
         }
     }
-    let outside = h.get_and_scans(&key(500, b"r"), &[rows], false);
+    // More bytes than one access reads: a first part, then `ReadAgain`.
+    let (lo, hi) = (key(2, b"b"), key(2, b"c"));
+    let big = [(Bound::Included(&lo[..]), Bound::Excluded(&hi[..]))];
+    let (_, scans) = h
+        .get_and_scans(&key(0, b"h"), &big, false, 1000)
+        .unwrap()
+        .unwrap();
+    let (read, again) = read_once(scans.into_iter().next().unwrap());
+    assert!(
+        again && !read.is_empty() && read.len() < 12,
+        "{}",
+        read.len()
+    );
+    let outside = h.get_and_scans(&key(500, b"r"), &[rows], false, 100);
     let err = outside.unwrap().err().expect("refused");
     assert!(
         err.to_string().contains("is outside physical partition"),
         "{err}"
     );
+}
+
+/// The keys a scan yields before it ends, and whether it ended with `ReadAgain`.
+fn read_once(scan: ringgate::storage::ScanIter) -> (Vec<Vec<u8>>, bool) {
+    let mut read = Vec::new();
+    for item in scan {
+        match item {
+            Ok((k, _)) => read.push(k.to_vec()),
+            Err(ringgate::storage::StorageError::ReadAgain) => return (read, true),
+            Err(e) => panic!("{e}"),
+        }
+    }
+    (read, false)
 }

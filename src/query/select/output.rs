@@ -99,6 +99,15 @@ pub(super) enum Flow {
 }
 
 impl Output<'_> {
+    /// Stored entries a read would take to fill the page or reach the limit, and one more to
+    /// learn whether more follow (entries that are no row, such as deleted ones, aside).
+    pub(super) fn entries_wanted(&self) -> usize {
+        let page_left = self.page_rows.saturating_sub(self.rows.count as usize);
+        page_left
+            .min(self.remaining.unwrap_or(usize::MAX))
+            .saturating_add(1)
+    }
+
     /// Counts one stored row read (RU are charged for what is read, not only returned).
     pub(super) fn scanned(&mut self, token: Token, bytes: usize) {
         let Some(map) = &self.map else {

@@ -251,38 +251,36 @@ fn scan_partition(
     let header_key = header_key(prefix.clone());
     // Isolation (`points.rs`): separate reads of one partition, each of the store as it is
     // then, could straddle a write of it. Where snapshots are cheap a read that needs several
-    // reads them from one; where a scan reads its first entries at once and later ones in
-    // reads of their own (`entries_read_at_once`: PostgreSQL's first page), the header and
-    // every slice's first page are read in one access (`get_and_scans`), and a read that
-    // needs another access stops: the query runs again from snapshots
-    // (`Output::snapshot_reads`).
-    let at_once = handle.entries_read_at_once();
+    // reads them from one. Where a scan reads its range in parts, each a state of its own
+    // (`scans_read_in_parts`: PostgreSQL's pages), the header and every slice are read in one
+    // access (`get_and_scans`); a read that needs more stops, and the query runs again from
+    // snapshots (`Output::snapshot_reads`).
+    let in_parts = handle.scans_read_in_parts();
     // One seek: the header sorts just before the rows, so a forward read whose first slice
     // starts at the first row scans from the header on and meets it first (or learns there
     // is none). Others read the header on its own (with the slices, where that is one access).
-    let mut header_pending =
-        one_seek(plan, resume.is_some()) && (at_once.is_none() || plan.slices.len() == 1);
+    let mut header_pending = one_seek(plan, resume.is_some()) && !in_parts;
     let mut rows_prefix = prefix;
     rows_prefix.push(KIND_ROW);
     let bounds = slice_bounds(plan, &rows_prefix, &header_key, header_pending, resume);
     let reads = plan.slices.len() + usize::from(!header_pending);
-    let snapshot = match at_once {
-        None => reads > 1 && handle.cheap_snapshots(),
-        Some(_) => out.snapshot_reads || plan.slices.len() > MAX_SLICES_TOGETHER,
+    let snapshot = match in_parts {
+        false => reads > 1 && handle.cheap_snapshots(),
+        true => out.snapshot_reads || plan.slices.len() > MAX_SLICES_TOGETHER,
     };
     let snapshot = snapshot.then(|| handle.snapshot());
-    // Outside a snapshot on such a backend: accesses left, entries each scan yields at once.
-    let once = at_once.filter(|_| snapshot.is_none());
-    let mut accesses_left = once.map(|_| 1u32);
+    // Reads of the store left outside a snapshot on such a backend (None: any).
+    let mut accesses_left = (in_parts && snapshot.is_none()).then_some(1u32);
     let mut together = Vec::new().into_iter();
     if !header_pending {
-        let (header, scans) = read_header(handle, snapshot.as_deref(), &header_key, &bounds, plan)?;
+        let first = (&bounds[..], out.entries_wanted());
+        let (header, scans) = read_header(handle, snapshot.as_deref(), &header_key, first, plan)?;
         together = scans.into_iter();
         accesses_left = accesses_left.map(|n| n - 1);
         reader.start(header.as_ref(), out.now, resume.is_some())?;
     }
     for (lo, hi) in &bounds {
-        let mut iter = match (together.next(), &snapshot) {
+        let iter = match (together.next(), &snapshot) {
             (Some(scan), _) => scan,
             (None, Some(s)) => s.scan(as_ref(lo), as_ref(hi), plan.reversed),
             (None, None) => {
@@ -294,17 +292,11 @@ fn scan_partition(
                 handle.scan(as_ref(lo), as_ref(hi), plan.reversed)
             }
         };
-        let mut left = once;
-        loop {
-            // Before the next entry: taking it may read the store again.
-            if left == Some(0) {
+        for item in iter {
+            if let Err(crate::storage::StorageError::ReadAgain) = item {
                 out.wants_snapshots = true;
                 return Ok(true);
             }
-            let Some(item) = iter.next() else {
-                break;
-            };
-            left = left.map(|n| n - 1);
             let (k, v) = item?;
             if header_pending {
                 header_pending = false;
@@ -635,13 +627,14 @@ impl IndexRows<'_> {
 type KeyBounds = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
 /// A partition's header read on its own: from `snapshot` if there is one, else together with
-/// the first page of each slice's scan (`slices`) where the backend reads them in one access
-/// (the scans are returned then, in the slices' order), else by itself.
+/// each slice's scan (`slices`, with at least the entries wanted of each) where the backend
+/// reads them in one access (the scans are returned then, in the slices' order), else by
+/// itself.
 fn read_header(
     handle: &dyn PartitionHandle,
     snapshot: Option<&dyn crate::storage::PartitionSnapshot>,
     header_key: &[u8],
-    slices: &[KeyBounds],
+    (slices, wanted): (&[KeyBounds], usize),
     plan: &Plan,
 ) -> Result<(Option<Bytes>, Vec<crate::storage::ScanIter>)> {
     if let Some(s) = snapshot {
@@ -650,7 +643,7 @@ fn read_header(
     let bounds: Vec<_> = (slices.iter())
         .map(|(lo, hi)| (as_ref(lo), as_ref(hi)))
         .collect();
-    match handle.get_and_scans(header_key, &bounds, plan.reversed) {
+    match handle.get_and_scans(header_key, &bounds, plan.reversed, wanted) {
         Some(read) => read.map_err(Into::into),
         None => Ok((handle.get(header_key)?, Vec::new())),
     }

@@ -253,9 +253,9 @@ impl PartitionHandle for PgHandle {
         scan::scan(self.store_source.clone(), DATA, lower, upper, reverse)
     }
 
-    /// A scan's first page is one statement (READ COMMITTED: one snapshot each).
-    fn entries_read_at_once(&self) -> Option<usize> {
-        Some(scan::FIRST_PAGE_ROWS as usize)
+    /// A statement per page (READ COMMITTED: one snapshot each).
+    fn scans_read_in_parts(&self) -> bool {
+        true
     }
 
     /// One statement: READ COMMITTED gives each statement one snapshot.
@@ -269,6 +269,7 @@ impl PartitionHandle for PgHandle {
         key: &[u8],
         slices: &[ScanBounds],
         reverse: bool,
+        first_entries: usize,
     ) -> Option<Result<(Option<Bytes>, Vec<ScanIter>)>> {
         if let Err(e) = check_range(&self.part, key) {
             return Some(Err(e));
@@ -277,7 +278,8 @@ impl PartitionHandle for PgHandle {
             .map(|&(lower, upper)| self.part.range.clamp(lower, upper))
             .collect();
         let source = self.store_source.clone();
-        Some(scan::get_and_scans(source, DATA, key, &slices, reverse))
+        let first = (&slices[..], first_entries);
+        Some(scan::get_and_scans(source, DATA, key, first, reverse))
     }
 
     fn get_size(&self, key: &[u8]) -> Result<Option<Bytes>> {

@@ -7,6 +7,12 @@
 //! Scans through the pool read each page at its own point in time (each page is consistent,
 //! the whole scan is not, as with a paged CQL query); scans of a snapshot run every page in the
 //! snapshot's REPEATABLE READ transaction, so they see one point in time.
+//!
+//! A partition read's header and slices (`get_and_scans`) are one statement instead: each
+//! slice's page sized to what the read wants and bounded in bytes by a running total
+//! (`sum(...) OVER (ORDER BY k ROWS UNBOUNDED PRECEDING)`, which PostgreSQL computes as the
+//! index scan streams, so the `LIMIT` still stops it); a slice with more rows than that ends
+//! with `ReadAgain`, and the reader reads from a snapshot instead.
 
 use super::errors::map_err;
 use super::pool::{wait, Conn, Lease, Pool};
@@ -17,9 +23,14 @@ use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::Arc;
 
-pub(super) const FIRST_PAGE_ROWS: i64 = 64;
+const FIRST_PAGE_ROWS: i64 = 64;
 const MAX_PAGE_ROWS: i64 = 1024;
 const SMALL_PAGE_BYTES: usize = 1 << 20;
+/// The least share of `SMALL_PAGE_BYTES` each scan of `get_and_scans` may read.
+const MIN_SHARE_BYTES: usize = 64 << 10;
+/// Rows each scan of `get_and_scans` reads at most: the bytes bound it first for small rows
+/// (a CQL page of the drivers' default 5,000 rows of a wide partition is one statement).
+const MAX_FIRST_ROWS: i64 = 8192;
 const LARGE_PAGE_BYTES: usize = 4 << 20;
 
 /// Where reads run: any pooled connection, or one snapshot's transaction.
@@ -83,45 +94,55 @@ pub(super) fn scan(
     Box::new(PagedScan::new(source, table, lower, upper, reverse))
 }
 
-/// The value of `key` and a scan of each of `slices` whose first pages are read by the same
-/// statement (one snapshot: the value and those pages are one state of the table; later pages
-/// are statements of their own, as in any scan).
+/// The value of `key` and the scan of each of `slices`, all read by one statement (one
+/// snapshot: the value and those pages are one state of the table): each scan's page holds at
+/// least `first_entries` rows (within [`FIRST_PAGE_ROWS`, `MAX_FIRST_ROWS`]) or the rows of a
+/// share of `SMALL_PAGE_BYTES`; a scan with more ends with `ReadAgain` (it reads no more).
 pub(super) fn get_and_scans(
     source: Source,
     table: &'static str,
     key: &[u8],
-    slices: &[crate::storage::handle::ScanBounds],
+    (slices, first_entries): (&[crate::storage::handle::ScanBounds], usize),
     reverse: bool,
 ) -> Result<(Option<Bytes>, Vec<ScanIter>)> {
     let mut scans: Vec<PagedScan> = (slices.iter())
         .map(|&(lower, upper)| PagedScan::new(source.clone(), table, lower, upper, reverse))
         .collect();
+    let limit = (first_entries as i64).clamp(FIRST_PAGE_ROWS, MAX_FIRST_ROWS);
+    let bytes = (SMALL_PAGE_BYTES / scans.len().max(1)).max(MIN_SHARE_BYTES) as i64;
     // Each row tagged with what it belongs to: -1 the key, else its scan's index.
-    let mut sql = format!("SELECT -1, k, v FROM {table} WHERE k = $1");
+    let mut sql = format!("SELECT -1, k, v, 0::bigint FROM {table} WHERE k = $1");
     let mut next_param = 2;
-    for (i, scan) in scans.iter().enumerate() {
-        let page = scan.sql(next_param);
-        sql.push_str(&format!(" UNION ALL SELECT {i}, p.k, p.v FROM ({page}) p"));
-        next_param += scan.params(&0).count();
+    for (i, scan) in scans.iter_mut().enumerate() {
+        scan.again = false;
+        let page = scan.bounded_sql(next_param);
+        sql.push_str(&format!(
+            " UNION ALL SELECT {i}, p.k, p.v, p.upto FROM ({page}) p"
+        ));
+        next_param += scan.params(&0).count() + 1;
     }
-    let limit = FIRST_PAGE_ROWS;
     let rows = source.run(|c| {
         let stmt = c.stmt(&sql)?;
         let key: &(dyn tokio_postgres::types::ToSql + Sync) = &key;
-        let pages = scans.iter().flat_map(|s| s.params(&limit));
+        let cap: &(dyn tokio_postgres::types::ToSql + Sync) = &bytes;
+        let pages = (scans.iter()).flat_map(|s| s.params(&limit).chain(std::iter::once(cap)));
         let params: Vec<_> = std::iter::once(key).chain(pages).collect();
         wait(c.client.query(&stmt, &params)).map_err(map_err)
     })?;
     let mut value = None;
-    let mut pages: Vec<Vec<(Vec<u8>, Vec<u8>)>> = scans.iter().map(|_| Vec::new()).collect();
+    // Each scan's rows and the largest running total of their bytes.
+    let mut pages: Vec<(Page, i64)> = scans.iter().map(|_| (Vec::new(), 0)).collect();
     for r in &rows {
         let entry: (Vec<u8>, Vec<u8>) = (r.get(1), r.get(2));
         match usize::try_from(r.get::<_, i32>(0)) {
-            Ok(i) => pages[i].push(entry),
+            Ok(i) => {
+                pages[i].0.push(entry);
+                pages[i].1 = pages[i].1.max(r.get::<_, i64>(3));
+            }
             Err(_) => value = Some(Bytes::from(entry.1)),
         }
     }
-    for (scan, mut page) in scans.iter_mut().zip(pages) {
+    for (scan, (mut page, upto)) in scans.iter_mut().zip(pages) {
         // A union's rows come in no promised order: each page is put in its scan's.
         page.sort_unstable_by(|a, b| {
             if reverse {
@@ -130,11 +151,16 @@ pub(super) fn get_and_scans(
                 a.0.cmp(&b.0)
             }
         });
-        scan.take_page(page, limit);
+        // More may follow the page if it reached its row limit or its share of bytes.
+        let more = page.len() as i64 == limit || upto >= bytes;
+        scan.take_page(page, limit, more);
     }
     let scans = scans.into_iter().map(|s| Box::new(s) as ScanIter).collect();
     Ok((value, scans))
 }
+
+/// Rows of a scan's page: (key, value).
+type Page = Vec<(Vec<u8>, Vec<u8>)>;
 
 struct PagedScan {
     source: Source,
@@ -145,6 +171,8 @@ struct PagedScan {
     buf: VecDeque<Entry>,
     done: bool,
     page_rows: i64,
+    /// Whether the scan may read its next page (`get_and_scans`' may not: `ReadAgain`).
+    again: bool,
 }
 
 impl PagedScan {
@@ -164,12 +192,36 @@ impl PagedScan {
             buf: VecDeque::new(),
             done: false,
             page_rows: FIRST_PAGE_ROWS,
+            again: true,
         }
     }
 
     /// `SELECT ... WHERE <bounds> ORDER BY k <dir> LIMIT $n`, bounds as parameters numbered
     /// from `$first` (then the limit: [`PagedScan::params`]).
     fn sql(&self, first: usize) -> String {
+        let (filter, dir, limit) = self.filter(first);
+        format!(
+            "SELECT k, v FROM {}{filter} ORDER BY k {dir} LIMIT {limit}",
+            self.table
+        )
+    }
+
+    /// [`PagedScan::sql`] with each row's running total of key and value bytes (`upto`), up to
+    /// the row that reaches the parameter after the limit's (a byte budget).
+    fn bounded_sql(&self, first: usize) -> String {
+        let (filter, dir, limit) = self.filter(first);
+        let bytes = first + self.params(&0).count();
+        format!(
+            "SELECT k, v, upto FROM (SELECT k, v, sum(octet_length(k) + octet_length(v)) \
+             OVER (ORDER BY k {dir} ROWS UNBOUNDED PRECEDING) AS upto FROM {}{filter} \
+             ORDER BY k {dir} LIMIT {limit}) w WHERE upto - octet_length(k) - octet_length(v) < ${bytes}",
+            self.table
+        )
+    }
+
+    /// The scan's WHERE clause (bounds as parameters numbered from `$first`), its direction
+    /// and the limit's parameter.
+    fn filter(&self, first: usize) -> (String, &'static str, String) {
         let mut conds = Vec::new();
         for (b, incl, excl) in [(&self.lower, ">=", ">"), (&self.upper, "<=", "<")] {
             let n = first + conds.len();
@@ -185,11 +237,7 @@ impl PagedScan {
             format!(" WHERE {}", conds.join(" AND "))
         };
         let dir = if self.reverse { "DESC" } else { "ASC" };
-        format!(
-            "SELECT k, v FROM {}{filter} ORDER BY k {dir} LIMIT ${}",
-            self.table,
-            first + conds.len()
-        )
+        (filter, dir, format!("${}", first + conds.len()))
     }
 
     /// The parameters of [`PagedScan::sql`]: the bounds' keys, then `limit`.
@@ -217,21 +265,22 @@ impl PagedScan {
             let stmt = c.stmt(&sql)?;
             wait(c.client.query(&stmt, &params)).map_err(map_err)
         })?;
-        let page = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
-        self.take_page(page, limit);
+        let page: Vec<_> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        let more = page.len() as i64 == limit;
+        self.take_page(page, limit, more);
         Ok(())
     }
 
-    /// Buffers one page read with `limit`, in the scan's order: the scan is done when it was
-    /// short, else goes on after its last key; the next page's size follows this one's bytes.
-    fn take_page(&mut self, page: Vec<(Vec<u8>, Vec<u8>)>, limit: i64) {
-        let rows = page.len();
+    /// Buffers one page read with `limit`, in the scan's order: the scan is done unless `more`
+    /// may follow, else goes on after its last key; the next page's size follows this one's
+    /// bytes.
+    fn take_page(&mut self, page: Page, limit: i64, more: bool) {
         let mut bytes = 0usize;
         for (k, v) in page {
             bytes += k.len() + v.len();
             self.buf.push_back((Bytes::from(k), Bytes::from(v)));
         }
-        if (rows as i64) < limit {
+        if !more {
             self.done = true;
         } else if let Some((last, _)) = self.buf.back() {
             let after = Bound::Excluded(last.to_vec());
@@ -255,6 +304,10 @@ impl Iterator for PagedScan {
     type Item = Result<Entry>;
 
     fn next(&mut self) -> Option<Result<Entry>> {
+        if self.buf.is_empty() && !self.done && !self.again {
+            self.done = true;
+            return Some(Err(StorageError::ReadAgain));
+        }
         if self.buf.is_empty() && !self.done {
             if let Err(e) = self.fetch() {
                 self.done = true;
