@@ -317,11 +317,11 @@ pub trait PartitionHandle: Send + Sync {
     }
     /// `get(key)` and a `scan(lower, upper, reverse)` of each of `slices` in one access that
     /// sees one state of the store, where the backend has one (PostgreSQL: one statement);
-    /// None where it has not. Each scan holds what that access read of its slice, at least
-    /// its first `first_entries` entries or a few MiB of them (fewer only if the slice has
-    /// fewer); a scan with more entries than that ends with [`StorageError::ReadAgain`]
-    /// (`crate::storage::StorageError`) instead of reading again. The scans come in the order
-    /// of `slices`.
+    /// None where it has not. Each scan holds what that access read of its slice: at least
+    /// its first `first_entries` entries, or as many as the backend's bound on one access's
+    /// bytes lets in (all of them if the slice has fewer); a scan with more entries than that
+    /// ends with [`crate::storage::StorageError::ReadAgain`] instead of reading again. The
+    /// scans come in the order of `slices`.
     fn get_and_scans(
         &self,
         _key: &[u8],
