@@ -218,12 +218,12 @@ fn read_once(
         let budget = admit_read(engine, &schema, t, &plan, out.map.as_deref(), opts)?;
         let res = match &feed {
             Some((q, _)) => self::feed::read_feed(engine, t, &plan, &mut out, q, opts),
-            None => match read_stored(engine, t, &plan, &mut out, paging.clone()) {
+            None => match read_stored(engine, t, &plan, &mut out, paging.as_ref()) {
                 // A partition read needed a second read of the store: once more from
                 // snapshots, so that it sees one state of the partition.
                 Ok(()) if out.wants_snapshots => {
                     out = new_output(true);
-                    read_stored(engine, t, &plan, &mut out, paging)
+                    read_stored(engine, t, &plan, &mut out, paging.as_ref())
                 }
                 res => res,
             },

@@ -11,7 +11,7 @@ pub fn paging_state_roundtrip(b: &[u8]) -> Option<Bytes> {
 }
 
 /// Where a paged query stopped.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub(super) struct PagingState {
     /// Index into the partition list (partition-list queries).
     pub(super) partition: u32,

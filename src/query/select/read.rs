@@ -179,20 +179,18 @@ pub(super) fn read_stored(
     t: &TableDef,
     plan: &Plan,
     out: &mut Output,
-    paging: Option<PagingState>,
+    paging: Option<&PagingState>,
 ) -> Result<()> {
     let ck_types: Vec<(&CqlType, bool)> = t.clustering_columns().map(|c| (&c.ty, c.desc)).collect();
     let sid = t.storage_id;
     match &plan.target {
         Target::Partitions(keys) => {
             let mut reader = PartitionRows::new(t, plan);
-            let start = paging.as_ref().map_or(0, |p| p.partition as usize);
+            let start = paging.map_or(0, |p| p.partition as usize);
             for (i, (pk, &token)) in keys.iter().zip(&plan.tokens).enumerate().skip(start) {
                 // Read through the handle of the physical partition that owns the key.
                 let handle = engine.handle_at(sid, token)?;
-                let resume = paging
-                    .as_ref()
-                    .filter(|p| p.partition as usize == i && !p.last_key.is_empty());
+                let resume = paging.filter(|p| p.partition as usize == i && !p.last_key.is_empty());
                 let at = PartitionAt {
                     index: i as u32,
                     token,
@@ -332,7 +330,7 @@ pub(super) fn read_ranges(
     t: &TableDef,
     plan: &Plan,
     out: &mut Output,
-    paging: Option<PagingState>,
+    paging: Option<&PagingState>,
     ranges: &[(i128, i128)],
 ) -> Result<()> {
     let ck_types: Vec<(&CqlType, bool)> = t.clustering_columns().map(|c| (&c.ty, c.desc)).collect();
@@ -340,7 +338,7 @@ pub(super) fn read_ranges(
     let Some(map) = engine.maps.get(sid) else {
         return Ok(());
     };
-    let resume = paging.as_ref().filter(|p| !p.last_key.is_empty());
+    let resume = paging.filter(|p| !p.last_key.is_empty());
     // The partition being read: token, key and key prefix (buffers reused from partition to
     // partition: a scan of one-row partitions starts one per row).
     let mut cur: Option<(Token, Vec<u8>, Vec<u8>)> = None;
@@ -473,7 +471,7 @@ pub(super) fn read_index(
     t: &TableDef,
     plan: &Plan,
     out: &mut Output,
-    paging: Option<PagingState>,
+    paging: Option<&PagingState>,
     (index, ty, value): (&crate::schema::IndexDef, &CqlType, &Bytes),
     (lo, hi): (i128, i128),
 ) -> Result<()> {
@@ -498,7 +496,7 @@ pub(super) fn read_index(
         Bound::Excluded(k)
     };
     let mut lo_b = Bound::Included(lo_key);
-    if let Some(p) = paging.as_ref().filter(|p| !p.last_key.is_empty()) {
+    if let Some(p) = paging.filter(|p| !p.last_key.is_empty()) {
         lo_b = max_lo(lo_b, p.resume_bound());
     }
     let mut reader = IndexRows {
