@@ -71,6 +71,15 @@ def rows_everywhere(c, keys):
     return out
 
 
+def rows_on(node, query):
+    """The rows of `query`, read through `node` alone."""
+    cl, s = pinned(node)
+    try:
+        return list(s.execute(query))
+    finally:
+        cl.shutdown()
+
+
 def val(prefix, k):
     """A value whose size does not depend on the key (charges depend on sizes)."""
     return f"{prefix}-{k:04d}"
@@ -145,11 +154,7 @@ def test_update_and_delete_with_in_over_several_owners(cluster3):
         for _ in range(3):
             s.execute(f"UPDATE app.c SET n = n + 2 WHERE pk IN ({marks})", keys)
         for n in c.nodes:
-            ncl, ns = pinned(n)
-            try:
-                got = {r.pk: r.n for r in ns.execute("SELECT pk, n FROM app.c")}
-            finally:
-                ncl.shutdown()
+            got = {r.pk: r.n for r in rows_on(n, "SELECT pk, n FROM app.c")}
             assert got == {k: 6 for k in keys}, (n.name, got)
     finally:
         cl.shutdown()
@@ -362,11 +367,7 @@ def test_compact_purges_each_nodes_own_partitions(cluster3):
         assert purged == want
         every = sorted(k for keys in owned.values() for k in keys)
         for n in c.nodes:
-            ncl, ns = pinned(n)
-            try:
-                got = {r.pk: r.v for r in ns.execute("SELECT pk, v FROM app.t")}
-            finally:
-                ncl.shutdown()
+            got = {r.pk: r.v for r in rows_on(n, "SELECT pk, v FROM app.t")}
             assert got == {k + 1000: "kept" for k in every}, n.name
     finally:
         cl.shutdown()
