@@ -235,6 +235,18 @@ fn reads_see_statics_and_a_row_whole(e: &Engine, writes: i32) {
     race(e, writes, &READS, |_, row| row[0] == row[1]);
 }
 
+/// 300 batches, each setting `v` of the first and the last of `rows` rows of partition 1 of
+/// `r.w` to the same number.
+fn first_and_last_rows_set(rows: usize) -> impl Iterator<Item = String> + Send {
+    (1..=300).map(move |i| {
+        format!(
+            "BEGIN UNLOGGED BATCH UPDATE r.w SET v = {i} WHERE k = 1 AND c = 0; \
+             UPDATE r.w SET v = {i} WHERE k = 1 AND c = {}; APPLY BATCH",
+            rows - 1
+        )
+    })
+}
+
 /// A read of one partition on PostgreSQL sees a write of its first and last rows whole, also
 /// with more rows than one statement reads (a scan pages through the table with statements of
 /// their own; `get_and_scans` reads up to 1 MiB of a slice): reads that need more than
@@ -254,13 +266,7 @@ fn a_wide_read_on_postgresql_sees_a_write_of_its_first_and_last_rows_whole() {
         "SELECT v FROM r.w WHERE k = 1 ORDER BY c DESC",
         "SELECT v FROM r.w WHERE k = 1 AND c IN (0, 1099)",
     ];
-    let writes = (1..=300).map(|i| {
-        format!(
-            "BEGIN UNLOGGED BATCH UPDATE r.w SET v = {i} WHERE k = 1 AND c = 0; \
-             UPDATE r.w SET v = {i} WHERE k = 1 AND c = {}; APPLY BATCH",
-            ROWS - 1
-        )
-    });
+    let writes = first_and_last_rows_set(ROWS);
     race(&e, writes, &READS, |q, v| {
         let want = if q == 3 { 2 } else { ROWS };
         v.len() == want && v.first() == v.last()
@@ -283,31 +289,7 @@ fn a_wide_read_on_postgresql_run_again_answers_each_row_once() {
         )
         .unwrap();
     }
-    let ints = |q: &str, page_size: Option<i32>| -> Vec<i32> {
-        let (mut all, mut state) = (Vec::new(), None);
-        loop {
-            let opts = QueryOptions {
-                page_size,
-                paging_state: state.take(),
-                ..Default::default()
-            };
-            let out = e.query(&mut Session::default(), q, &opts).unwrap();
-            let Outcome::Rows(rows) = &out else {
-                panic!("{q}: expected rows")
-            };
-            all.extend(cells(&out).into_iter().map(|c| {
-                let c = c.unwrap();
-                match c.len() {
-                    8 => i64::from_be_bytes(c[..].try_into().unwrap()) as i32,
-                    _ => i32::from_be_bytes(c[..].try_into().unwrap()),
-                }
-            }));
-            match rows.paging_state.clone() {
-                Some(s) => state = Some(s),
-                None => return all,
-            }
-        }
-    };
+    let ints = |q: &str, page_size: Option<i32>| paged_ints(&e, q, page_size);
     let wide: Vec<i32> = (0..1_100).collect();
     for page in [None, Some(7), Some(100), Some(5000)] {
         assert_eq!(
@@ -335,6 +317,115 @@ fn a_wide_read_on_postgresql_run_again_answers_each_row_once() {
     );
     let q = "SELECT v FROM r.w WHERE k = 1 AND c >= 10 LIMIT 70";
     assert_eq!(ints(q, Some(30)), (10..80).collect::<Vec<i32>>());
+}
+
+/// Token-range and whole-table reads on PostgreSQL see a write of one partition whole too
+/// (`query/select/range_share.rs`): the wide partition's 1,100 one-kilobyte rows are more
+/// than one statement reads, and a statement ending inside it makes the query run again
+/// from snapshots. Every write sets its first and last rows' `v` to the same number.
+#[test]
+fn a_range_read_on_postgresql_sees_a_write_of_its_first_and_last_rows_whole() {
+    let Some(e) = pg_engine("races-range", 8) else {
+        return;
+    };
+    const ROWS: usize = 1_100;
+    setup_wide(&e, ROWS as i32, |_| 0);
+    const READS: [&str; 3] = [
+        "SELECT v FROM r.w",
+        "SELECT v FROM r.w WHERE token(k) >= -9223372036854775808",
+        "SELECT v FROM r.w WHERE token(k) > -9223372036854775807 AND token(k) <= 9223372036854775807",
+    ];
+    let writes = first_and_last_rows_set(ROWS);
+    race(&e, writes, &READS, |_, v| {
+        v.len() == ROWS && v.first() == v.last()
+    });
+}
+
+/// A range read on PostgreSQL that runs again from snapshots, or goes on in another statement
+/// between two partitions, answers every row once and in token order at every page size:
+/// the wide partition (more than a statement reads), small ones around it, and a table of
+/// 1,000 partitions of one or two one-kilobyte rows (1.5 MB: its statements end between
+/// partitions and inside them).
+#[test]
+fn a_range_read_on_postgresql_answers_each_row_once() {
+    let Some(e) = pg_engine("races-range-rerun", 4) else {
+        return;
+    };
+    setup_wide(&e, 1_100, |c| c);
+    for k in 2..40 {
+        for c in 0..3 {
+            let q = format!("INSERT INTO r.w (k, c, v) VALUES ({k}, {c}, {c})");
+            run(&e, &q).unwrap();
+        }
+    }
+    let create = "CREATE TABLE r.s (k int, c int, v int, pad text, PRIMARY KEY (k, c))";
+    run(&e, create).unwrap();
+    let pad = "y".repeat(1000);
+    let rows_of = |k: i32| 1 + k % 2;
+    for k in 0..1_000 {
+        for c in 0..rows_of(k) {
+            let q = format!("INSERT INTO r.s (k, c, v, pad) VALUES ({k}, {c}, {c}, '{pad}')");
+            run(&e, &q).unwrap();
+        }
+    }
+    // Rows as (k, v) pairs.
+    let pairs = |q: &str, page| -> Vec<(i32, i32)> {
+        let flat = paged_ints(&e, q, page);
+        flat.chunks(2).map(|p| (p[0], p[1])).collect()
+    };
+    // Each partition once, its rows together and in clustering order (`v` = `c`).
+    let whole = |rows: &[(i32, i32)], partitions: usize, rows_of: &dyn Fn(i32) -> i32| {
+        let mut keys: Vec<i32> = rows.iter().map(|&(k, _)| k).collect();
+        keys.dedup();
+        assert_eq!(keys.len(), partitions, "each partition once");
+        for k in keys {
+            let got: Vec<i32> = (rows.iter().filter(|&&(key, _)| key == k))
+                .map(|&(_, v)| v)
+                .collect();
+            assert_eq!(got, (0..rows_of(k)).collect::<Vec<i32>>(), "partition {k}");
+        }
+    };
+    let wide = pairs("SELECT k, v FROM r.w", None);
+    whole(&wide, 39, &|k| if k == 1 { 1_100 } else { 3 });
+    let small = pairs("SELECT k, v FROM r.s", None);
+    whole(&small, 1_000, &rows_of);
+    for page in [Some(7), Some(100), Some(1_000), Some(5_000)] {
+        assert_eq!(pairs("SELECT k, v FROM r.w", page), wide, "{page:?}");
+        assert_eq!(pairs("SELECT k, v FROM r.s", page), small, "{page:?}");
+    }
+    assert_eq!(
+        paged_ints(&e, "SELECT count(*) FROM r.w", None),
+        vec![1_100 + 38 * 3]
+    );
+    let q = "SELECT k, v FROM r.w WHERE token(k) >= -9223372036854775808 LIMIT 1050";
+    assert_eq!(pairs(q, Some(300)), wide[..1_050].to_vec());
+}
+
+/// The int (or bigint) cells of every page of `q` read with `page_size`, in order.
+fn paged_ints(e: &Engine, q: &str, page_size: Option<i32>) -> Vec<i32> {
+    let (mut all, mut state) = (Vec::new(), None);
+    loop {
+        let opts = QueryOptions {
+            page_size,
+            paging_state: state.take(),
+            ..Default::default()
+        };
+        let out = e.query(&mut Session::default(), q, &opts).unwrap();
+        let Outcome::Rows(rows) = &out else {
+            panic!("{q}: expected rows")
+        };
+        all.extend(cells(&out).into_iter().map(|c| {
+            let c = c.unwrap();
+            match c.len() {
+                8 => i64::from_be_bytes(c[..].try_into().unwrap()) as i32,
+                _ => i32::from_be_bytes(c[..].try_into().unwrap()),
+            }
+        }));
+        match rows.paging_state.clone() {
+            Some(s) => state = Some(s),
+            None => return all,
+        }
+    }
 }
 
 /// The rows one write sets in one partition are read whole through a secondary index too:

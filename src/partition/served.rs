@@ -177,7 +177,7 @@ impl PartitionHandle for Served {
 
     fn get_and_scans(
         &self,
-        key: &[u8],
+        key: Option<&[u8]>,
         slices: &[ScanBounds],
         reverse: bool,
         first_entries: usize,

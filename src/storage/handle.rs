@@ -315,16 +315,17 @@ pub trait PartitionHandle: Send + Sync {
     fn get_together(&self, _keys: &[Vec<u8>]) -> Option<Result<Vec<Option<Bytes>>>> {
         None
     }
-    /// `get(key)` and a `scan(lower, upper, reverse)` of each of `slices` in one access that
-    /// sees one state of the store, where the backend has one (PostgreSQL: one statement);
-    /// None where it has not. Each scan holds what that access read of its slice: at least
-    /// its first `first_entries` entries, or as many as the backend's bound on one access's
-    /// bytes lets in (all of them if the slice has fewer); a scan with more entries than that
-    /// ends with [`crate::storage::StorageError::ReadAgain`] instead of reading again. The
-    /// scans come in the order of `slices`.
+    /// `get(key)` (None: no key, and the value comes back None) and a `scan(lower, upper,
+    /// reverse)` of each of `slices` in one access that sees one state of the store, where the
+    /// backend has one (PostgreSQL: one statement); None where it has not. Each scan holds
+    /// what that access read of its slice: at least its first `first_entries` entries, or as
+    /// many as the backend's bound on one access's bytes lets in (all of them if the slice has
+    /// fewer); a scan with more entries than that ends with
+    /// [`crate::storage::StorageError::ReadAgain`] instead of reading again. The scans come in
+    /// the order of `slices`.
     fn get_and_scans(
         &self,
-        _key: &[u8],
+        _key: Option<&[u8]>,
         _slices: &[ScanBounds],
         _reverse: bool,
         _first_entries: usize,

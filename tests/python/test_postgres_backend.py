@@ -138,11 +138,14 @@ def test_a_representative_slice_and_a_restart(pg_ringgate):
     assert not (srv.data_dir / "store").exists()
 
 
-def test_a_wide_partition_read_sees_each_batch_whole(pg_ringgate):
+@pytest.mark.parametrize("where", ["WHERE p = 1", "", "WHERE token(p) >= -9223372036854775808"],
+                         ids=["partition", "table", "token-range"])
+def test_a_wide_partition_read_sees_each_batch_whole(pg_ringgate, where):
     """A read of a partition wider than one PostgreSQL statement reads (1 MiB) reads it from
-    one snapshot: while batches set its first and last rows to the same value, every read
-    of one page (the driver's default, 5,000 rows) sees them equal; across pages of 100 too,
-    every row comes once, in order."""
+    one snapshot, whether it names the partition or scans the table or a token range (as
+    cqlsh COPY and Spark do): while batches set its first and last rows to the same value,
+    every read of one page (the driver's default, 5,000 rows) sees them equal; across pages
+    of 100 too, every row comes once, in order."""
     ROWS = 1100
     srv = pg_ringgate()
     c, s = connect(srv)
@@ -171,7 +174,7 @@ def test_a_wide_partition_read_sees_each_batch_whole(pg_ringgate):
         deadline = time.monotonic() + 3
         while time.monotonic() < deadline:
             for fetch in (5000, 100):
-                q = SimpleStatement("SELECT c, v FROM pgw.wide WHERE p = 1", fetch_size=fetch)
+                q = SimpleStatement(f"SELECT c, v FROM pgw.wide {where}", fetch_size=fetch)
                 rows = list(s.execute(q))
                 assert [r.c for r in rows] == list(range(ROWS))
                 reads += 1

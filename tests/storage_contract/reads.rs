@@ -144,8 +144,8 @@ fn a_key_and_a_scan_are_read_together() {
     each_backend("contract-get-scan", a_key_and_a_scan_are_read_together_on);
 }
 
-/// `get_and_scans`: where a backend has it (PostgreSQL), the key's value (None if absent) and
-/// the keys of each scan in its order, both ways, for one slice and for three (the last
+/// `get_and_scans`: where a backend has it (PostgreSQL), the key's value (None if absent or
+/// not asked for) and the keys of each scan in its order, both ways, for one slice and for three (the last
 /// empty), read by one access: all of them when they are fewer than `first_entries`, else at
 /// least that many followed by `ReadAgain` (as for a slice of more bytes than the access
 /// reads); a key outside the partition is refused. Where it has not (the embedded store),
@@ -173,17 +173,20 @@ fn a_key_and_a_scan_are_read_together_on(dir: &TempDir) {
         (Bound::Included(&none_lo[..]), Bound::Included(&none_hi[..])),
     ];
     let want_three = [all[10..20].to_vec(), all.clone(), Vec::new()];
+    let (header, absent) = (key(0, b"h"), key(0, b"absent"));
     for (reverse, asked, value) in [
-        (false, key(0, b"h"), Some(Bytes::from("header"))),
-        (true, key(0, b"h"), Some(Bytes::from("header"))),
-        (false, key(0, b"absent"), None),
+        (false, Some(&header[..]), Some(Bytes::from("header"))),
+        (true, Some(&header[..]), Some(Bytes::from("header"))),
+        (false, Some(&absent[..]), None),
+        (false, None, None),
+        (true, None, None),
     ] {
         for first in [200, 10] {
             for (slices, want) in [
                 (&[rows][..], &want_three[1..2]),
                 (&three[..], &want_three[..]),
             ] {
-                let Some(read) = h.get_and_scans(&asked, slices, reverse, first) else {
+                let Some(read) = h.get_and_scans(asked, slices, reverse, first) else {
                     assert!(
                         matches!(dir, TempDir::Embedded(_)),
                         "PostgreSQL reads both at once"
@@ -207,20 +210,21 @@ fn a_key_and_a_scan_are_read_together_on(dir: &TempDir) {
             }
         }
     }
-    // More bytes than one access reads: a first part, then `ReadAgain`.
+    // More bytes than one access reads: a first part, then `ReadAgain`, with a key and
+    // without.
     let (lo, hi) = (key(2, b"b"), key(2, b"c"));
     let big = [(Bound::Included(&lo[..]), Bound::Excluded(&hi[..]))];
-    let (_, scans) = h
-        .get_and_scans(&key(0, b"h"), &big, false, 1000)
-        .unwrap()
-        .unwrap();
-    let (read, again) = read_once(scans.into_iter().next().unwrap());
-    assert!(
-        again && !read.is_empty() && read.len() < 12,
-        "{}",
-        read.len()
-    );
-    let outside = h.get_and_scans(&key(500, b"r"), &[rows], false, 100);
+    for asked in [None, Some(&header[..])] {
+        let (_, scans) = h.get_and_scans(asked, &big, false, 1000).unwrap().unwrap();
+        let (read, again) = read_once(scans.into_iter().next().unwrap());
+        let all: Vec<_> = (0..12u8).map(|i| key(2, &[b'b', i])).collect();
+        assert!(
+            again && !read.is_empty() && all.starts_with(&read),
+            "{}",
+            read.len()
+        );
+    }
+    let outside = h.get_and_scans(Some(&key(500, b"r")), &[rows], false, 100);
     let err = outside.unwrap().err().expect("refused");
     assert!(
         err.to_string().contains("is outside physical partition"),

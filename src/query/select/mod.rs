@@ -34,6 +34,7 @@ mod partition_rows;
 mod plan;
 mod point_plan;
 mod points;
+mod range_share;
 mod read;
 mod routing;
 mod selection;

@@ -45,17 +45,6 @@ impl<'a> PartitionRows<'a> {
 
     /// Starts a partition, reading its header stored under `header_key` through the handle of
     /// the physical partition that holds it.
-    pub(super) fn load(
-        &mut self,
-        handle: &dyn PartitionHandle,
-        header_key: &[u8],
-        now: i64,
-        resumed: bool,
-    ) -> Result<()> {
-        let header = handle.get(header_key)?;
-        self.start(header.as_ref(), now, resumed)
-    }
-
     /// Feeds one stored row (`value`) of the current partition; `ranges_key`: its clustering
     /// key bytes, for the range tombstones (None: they are not applied).
     pub(super) fn row(

@@ -1,6 +1,7 @@
 //! Reading: admission on the physical partitions' throughput budgets, then the readers for
 //! virtual (system) tables, stored tables (named partitions and token ranges) and index lookups.
 
+use super::range_share::{RangeShare, Step};
 use super::*;
 
 /// Admits a read on the throughput budgets of the physical partitions it targets; returns
@@ -324,7 +325,8 @@ fn scan_partition(
 }
 
 /// Reads token ranges (lo exclusive, hi inclusive), sorted and disjoint, through the physical
-/// partitions that overlap them, in token order.
+/// partitions that overlap them, in token order, each partition as one state of the store
+/// (`range_share.rs`).
 pub(super) fn read_ranges(
     engine: &Engine,
     t: &TableDef,
@@ -339,6 +341,12 @@ pub(super) fn read_ranges(
         return Ok(());
     };
     let resume = paging.filter(|p| !p.last_key.is_empty());
+    // The partition a resumed page may go on inside (one with clustering columns: others
+    // hold one key): its token and header key (its share reads the header with the rows after
+    // the resume key, `range_share.rs`).
+    let mut resumed_header = (resume.filter(|_| !ck_types.is_empty()))
+        .and_then(|p| Some((p, row::decode_key(&p.last_key, &[]).ok()?)))
+        .map(|(p, dk)| (dk.token, header_key(p.last_key[..dk.prefix_len].to_vec())));
     // The partition being read: token, key and key prefix (buffers reused from partition to
     // partition: a scan of one-row partitions starts one per row).
     let mut cur: Option<(Token, Vec<u8>, Vec<u8>)> = None;
@@ -394,8 +402,21 @@ pub(super) fn read_ranges(
                 lo_b = max_lo(lo_b, p.resume_bound());
             }
             let handle = engine.handles.read(sid, &p)?;
-            for item in handle.scan(as_ref(&lo_b), as_ref(&hi_key), false) {
-                let (k, v) = item?;
+            let header = resumed_header.take_if(|(token, _)| p.contains(*token));
+            let header = header.map(|(_, key)| key);
+            let bounds = (lo_b, hi_key);
+            let wanted = out.entries_wanted();
+            let how = (out.snapshot_reads, ck_types.is_empty());
+            let mut share = RangeShare::open(&**handle, how, bounds, header, wanted)?;
+            loop {
+                let (k, v) = match share.next(|| out.entries_wanted())? {
+                    Step::Entry(entry) => entry,
+                    Step::Done => break,
+                    Step::RunAgain => {
+                        out.wants_snapshots = true;
+                        return Ok(());
+                    }
+                };
                 // The fast path, outside a partition the general path started (it may have
                 // met its header).
                 let fast = flat.as_mut().filter(|_| {
@@ -425,7 +446,8 @@ pub(super) fn read_ranges(
                         // partition's first key without meeting one knows there is none; only
                         // a scan resumed mid-partition started past it and fetches it.
                         if resumed {
-                            reader.load(&**handle, &header_key(prefix.to_vec()), out.now, true)?;
+                            let header = share.header(&header_key(prefix.to_vec()))?;
+                            reader.start(header.as_ref(), out.now, true)?;
                         } else {
                             reader.start(None, out.now, false)?;
                         }
@@ -641,7 +663,7 @@ fn read_header(
     let bounds: Vec<_> = (slices.iter())
         .map(|(lo, hi)| (as_ref(lo), as_ref(hi)))
         .collect();
-    match handle.get_and_scans(header_key, &bounds, plan.reversed, wanted) {
+    match handle.get_and_scans(Some(header_key), &bounds, plan.reversed, wanted) {
         Some(read) => read.map_err(Into::into),
         None => Ok((handle.get(header_key)?, Vec::new())),
     }

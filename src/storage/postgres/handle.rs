@@ -266,12 +266,12 @@ impl PartitionHandle for PgHandle {
 
     fn get_and_scans(
         &self,
-        key: &[u8],
+        key: Option<&[u8]>,
         slices: &[ScanBounds],
         reverse: bool,
         first_entries: usize,
     ) -> Option<Result<(Option<Bytes>, Vec<ScanIter>)>> {
-        if let Err(e) = check_range(&self.part, key) {
+        if let Some(Err(e)) = key.map(|k| check_range(&self.part, k)) {
             return Some(Err(e));
         }
         let slices: Vec<ScanBounds> = (slices.iter())
