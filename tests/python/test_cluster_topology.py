@@ -9,6 +9,8 @@ import struct
 import threading
 
 import pytest
+from cassandra import OperationTimedOut
+from cassandra.cluster import NoHostAvailable
 from cassandra.policies import HostStateListener
 
 import clusterlib
@@ -57,8 +59,17 @@ class Recorder(HostStateListener):
 
 
 def local_host_id(cluster, session, node):
-    host = next(h for h in cluster.metadata.all_hosts() if h.endpoint.port == node.port)
-    return session.execute("SELECT host_id FROM system.local", host=host).one().host_id
+    """The host id `node` answers in system.local, asked of it once the session's pool to it
+    serves (a host the driver has just learned of, or learned of again, may have none yet, or
+    one still opening; the driver's host for it is looked up at each try)."""
+    def ask():
+        hosts = [h for h in cluster.metadata.all_hosts() if h.endpoint.port == node.port]
+        try:
+            answer = session.execute("SELECT host_id FROM system.local", host=hosts[0])
+            return answer.one().host_id
+        except (IndexError, NoHostAvailable, OperationTimedOut):
+            return None
+    return wait_until(ask, timeout=30, message=f"a query on {node.name}")
 
 
 def test_driver_discovers_every_node_from_one(cl):
@@ -102,13 +113,7 @@ def test_killed_node_is_removed_and_a_new_node_is_added(cl):
         wait_until(lambda: rec.seen("add", new.port), timeout=40, message="the new node")
         host = next(h for h in c.metadata.all_hosts() if h.endpoint.port == new.port)
         wait_until(lambda: host.is_up, timeout=30, message="the new node up")
-
-        def served_host_id():
-            try:
-                return local_host_id(c, s, new)
-            except Exception:  # noqa: BLE001 - the session's pool to it may still be opening
-                return None
-        assert wait_until(served_host_id, timeout=30, message="a query on it") == host.host_id
+        assert local_host_id(c, s, new) == host.host_id
     finally:
         c.shutdown()
 
@@ -197,13 +202,8 @@ def test_paused_node_is_removed_and_announced_again_when_it_rejoins(cl):
             paused.resume()
         wait_until(lambda: rec.seen_after("add", paused.port, "remove"), timeout=40,
                    message="the resumed node to be added again")
-
-        def served():
-            try:
-                return local_host_id(c, s, paused)
-            except Exception:  # noqa: BLE001 - the pool to it may still be opening
-                return None
+        served = local_host_id(c, s, paused)
         host = next(h for h in c.metadata.all_hosts() if h.endpoint.port == paused.port)
-        assert wait_until(served, timeout=30, message="a query on it") == host.host_id
+        assert served == host.host_id
     finally:
         c.shutdown()
