@@ -28,6 +28,7 @@ use crate::format::keys::{decode_key, partition_prefix, prefix_successor_or_empt
 use crate::format::keys::{KIND_HEADER, KIND_ROW};
 use crate::storage::{PartitionHandle, ScanIter, StorageError};
 use crate::tokens::Token;
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use std::ops::Bound;
 
@@ -125,17 +126,54 @@ pub fn with_row(
     row_key: &[u8],
     stored: Option<&[u8]>,
 ) -> Result<Option<u64>, StorageError> {
-    let mut buf = Vec::new();
-    if crate::format::keys::plain_row_key(row_key, &mut buf).is_none() {
+    let Some(header_key) = header_of_plain_row(row_key) else {
         return Ok(None);
-    }
+    };
+    let header = handle.get(&header_key)?;
+    Ok(Some(size_of(
+        row_key,
+        stored,
+        &header_key,
+        header.as_deref(),
+    )))
+}
+
+/// The stored value of `row_key` and the derived size of its logical partition (as
+/// [`with_row`]), both read by one access where the backend has one (`get_together`:
+/// PostgreSQL, where a write's two reads are then one statement); None where it has not, or
+/// when `row_key` is not a row without clustering values.
+pub fn row_and_size(
+    handle: &dyn PartitionHandle,
+    row_key: &[u8],
+) -> Result<Option<(Option<Bytes>, u64)>, StorageError> {
+    let Some(header_key) = header_of_plain_row(row_key) else {
+        return Ok(None);
+    };
+    let keys = [row_key.to_vec(), header_key];
+    let Some(read) = handle.get_together(&keys) else {
+        return Ok(None);
+    };
+    let [row, header]: [Option<Bytes>; 2] = (read?.try_into())
+        .map_err(|_| StorageError::Corrupt("two keys read, not two values".into()))?;
+    let size = size_of(row_key, row.as_deref(), &keys[1], header.as_deref());
+    Ok(Some((row, size)))
+}
+
+/// The header key of the logical partition of `row_key`, when it is a row without clustering
+/// values.
+fn header_of_plain_row(row_key: &[u8]) -> Option<Vec<u8>> {
+    let mut buf = Vec::new();
+    crate::format::keys::plain_row_key(row_key, &mut buf)?;
     let mut header_key = row_key.to_vec();
     *header_key.last_mut().expect("a row key") = KIND_HEADER;
-    let header = handle
-        .get(&header_key)?
-        .map_or(0, |v| header_key.len() + v.len());
-    let row = stored.map_or(0, |v| row_key.len() + v.len());
-    Ok(Some((header + row) as u64))
+    Some(header_key)
+}
+
+/// A logical partition's derived size from its row and its header as stored (None: absent).
+fn size_of(row_key: &[u8], row: Option<&[u8]>, header_key: &[u8], header: Option<&[u8]>) -> u64 {
+    let header = header.map_or(0, |v| header_key.len() + v.len());
+    let row = row.map_or(0, |v| row_key.len() + v.len());
+    (header + row) as u64
 }
 
 fn storage_id_of(k: &[u8]) -> u64 {

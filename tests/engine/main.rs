@@ -9,6 +9,9 @@ mod equal_clustering;
 mod flat_scan;
 mod gc_grace;
 mod index_build;
+#[allow(dead_code)]
+#[path = "../storage_contract/pg.rs"]
+mod pg;
 mod point_plan;
 mod point_reads;
 mod prepared;

@@ -57,6 +57,18 @@ pub(super) fn read_row(engine: &Engine, m: &Mutation, token: Token) -> Result<Ro
             }
         }
     }
+    if recorded.is_none() && p.sizes == SizeSource::Rows {
+        // The row and its header in one access where the backend has one (PostgreSQL: a
+        // statement less per write).
+        let stamp = handle.stamp(&m.key);
+        if let Some((stored, size)) = derived_sizes::row_and_size(&**handle, &m.key)? {
+            return Ok(RowRead {
+                stored,
+                stamp,
+                recorded: Some(size),
+            });
+        }
+    }
     let (stored, stamp) = handle.get_stamped(&m.key)?;
     if recorded.is_none() && p.sizes == SizeSource::Rows {
         // The row just read is most of its partition's derived record (`derived_sizes.rs`):
