@@ -26,6 +26,7 @@
 use super::sizes::SizeRecord;
 use crate::format::keys::{decode_key, partition_prefix, prefix_successor_or_empty};
 use crate::format::keys::{KIND_HEADER, KIND_ROW};
+use crate::storage::handle::ReadStamp;
 use crate::storage::{PartitionHandle, ScanIter, StorageError};
 use crate::tokens::Token;
 use bytes::Bytes;
@@ -138,25 +139,37 @@ pub fn with_row(
     )))
 }
 
-/// The stored value of `row_key` and the derived size of its logical partition (as
-/// [`with_row`]), both read by one access where the backend has one (`get_together`:
-/// PostgreSQL, where a write's two reads are then one statement); None where it has not, or
-/// when `row_key` is not a row without clustering values.
-pub fn row_and_size(
+/// A row as a write read it: its stored value (None: absent), the stamp of the read, and its
+/// logical partition's derived size.
+pub type RowWithSize = (Option<Bytes>, Option<ReadStamp>, u64);
+
+/// A write's read of `row_key` (a row without clustering values, else None: the caller reads
+/// it alone): its stored value, the stamp to commit its condition with, and the derived size
+/// of its logical partition (as [`with_row`]). Where the backend reads several keys in one
+/// access (`get_together`: PostgreSQL, a statement less per write) the row and its header are
+/// read together, without a stamp (such a backend gives none; the commit then compares by
+/// reading the row again); else the row with a stamp, then its header.
+pub fn read_with_size(
     handle: &dyn PartitionHandle,
     row_key: &[u8],
-) -> Result<Option<(Option<Bytes>, u64)>, StorageError> {
+) -> Result<Option<RowWithSize>, StorageError> {
     let Some(header_key) = header_of_plain_row(row_key) else {
         return Ok(None);
     };
     let keys = [row_key.to_vec(), header_key];
-    let Some(read) = handle.get_together(&keys) else {
-        return Ok(None);
+    let (row, stamp, header) = match handle.get_together(&keys) {
+        Some(read) => {
+            let [row, header]: [Option<Bytes>; 2] = (read?.try_into())
+                .map_err(|_| StorageError::Corrupt("two keys read, not two values".into()))?;
+            (row, None, header)
+        }
+        None => {
+            let (row, stamp) = handle.get_stamped(row_key)?;
+            (row, stamp, handle.get(&keys[1])?)
+        }
     };
-    let [row, header]: [Option<Bytes>; 2] = (read?.try_into())
-        .map_err(|_| StorageError::Corrupt("two keys read, not two values".into()))?;
     let size = size_of(row_key, row.as_deref(), &keys[1], header.as_deref());
-    Ok(Some((row, size)))
+    Ok(Some((row, stamp, size)))
 }
 
 /// The header key of the logical partition of `row_key`, when it is a row without clustering

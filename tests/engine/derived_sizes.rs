@@ -145,7 +145,7 @@ fn a_flat_table_derives_its_sizes_exactly_through_writes_expiry_recounts_and_spl
 }
 
 /// On PostgreSQL a write of such a table reads its row and the row's header in one statement
-/// (`derived_sizes::row_and_size`): the sizes the writes keep are those its rows derive, and a
+/// (`derived_sizes::read_with_size`): the sizes the writes keep are those its rows derive, and a
 /// table with clustering columns keeps its records.
 #[test]
 fn a_flat_table_on_postgresql_derives_its_sizes_exactly() {

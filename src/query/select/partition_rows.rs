@@ -43,8 +43,6 @@ impl<'a> PartitionRows<'a> {
         Ok(())
     }
 
-    /// Starts a partition, reading its header stored under `header_key` through the handle of
-    /// the physical partition that holds it.
     /// Feeds one stored row (`value`) of the current partition; `ranges_key`: its clustering
     /// key bytes, for the range tombstones (None: they are not applied).
     pub(super) fn row(

@@ -58,10 +58,10 @@ pub(super) fn read_row(engine: &Engine, m: &Mutation, token: Token) -> Result<Ro
         }
     }
     if recorded.is_none() && p.sizes == SizeSource::Rows {
-        // The row and its header in one access where the backend has one (PostgreSQL: a
-        // statement less per write).
-        let stamp = handle.stamp(&m.key);
-        if let Some((stored, size)) = derived_sizes::row_and_size(&**handle, &m.key)? {
+        // The row is most of its partition's derived record (`derived_sizes.rs`): exact at
+        // the commit, whose condition holds the row unchanged (no write of such a table puts
+        // a header).
+        if let Some((stored, stamp, size)) = derived_sizes::read_with_size(&**handle, &m.key)? {
             return Ok(RowRead {
                 stored,
                 stamp,
@@ -70,12 +70,6 @@ pub(super) fn read_row(engine: &Engine, m: &Mutation, token: Token) -> Result<Ro
         }
     }
     let (stored, stamp) = handle.get_stamped(&m.key)?;
-    if recorded.is_none() && p.sizes == SizeSource::Rows {
-        // The row just read is most of its partition's derived record (`derived_sizes.rs`):
-        // exact at the commit, whose condition holds the row unchanged (no write of such a
-        // table puts a header).
-        recorded = derived_sizes::with_row(&**handle, &m.key, stored.as_deref())?;
-    }
     Ok(RowRead {
         stored,
         stamp,
