@@ -136,7 +136,7 @@ impl Runner {
         };
         let cleanup = matches!(work, Work::Cleanup { .. });
         let wake = Arc::clone(handles.ownership_wake());
-        let task = tokio::task::spawn_blocking(move || {
+        let task = crate::storage::blocking::spawn(move || {
             let done = match cleanup {
                 true => Done::Cleaned(super::moves::cleanup(&m, &m.to)),
                 false => Done::Moved(m.run()),

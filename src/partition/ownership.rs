@@ -448,7 +448,7 @@ impl Loop {
                     mine.handle = Arc::clone(&h);
                 }
                 let part = Arc::clone(p);
-                let counted = tokio::task::spawn_blocking(move || {
+                let counted = crate::storage::blocking::spawn(move || {
                     // Commits still routed through the old object (requests that read the map
                     // before it changed) finish first and later ones are refused (they route
                     // again through the new map), so the count below sees all of them.
@@ -521,7 +521,7 @@ async fn take(
         }
     };
     let (h, part, epoch) = (handles, Arc::clone(&p), own.epoch);
-    let opened = tokio::task::spawn_blocking(move || {
+    let opened = crate::storage::blocking::spawn(move || {
         current_group(&maps, sid, &part)?;
         open_and_count(&h, sid, &part, epoch)
     })

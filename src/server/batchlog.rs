@@ -111,7 +111,7 @@ fn data(shared: &Shared) -> Result<&dyn Store, String> {
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, String> + Send + 'static,
 ) -> Result<T, String> {
-    tokio::task::spawn_blocking(f)
+    crate::storage::blocking::spawn(f)
         .await
         .map_err(|e| e.to_string())?
 }

@@ -83,12 +83,12 @@ impl Call {
                     .await
                     .ok()?;
                 let (call, h) = (Arc::clone(&this), hold.clone());
-                let p = tokio::task::spawn_blocking(move || call.attempt(&h)).await;
+                let p = crate::storage::blocking::spawn(move || call.attempt(&h)).await;
                 drop(slot);
                 p.ok()?
             } else if fsync {
                 let (call, h) = (Arc::clone(&this), hold.clone());
-                let task = tokio::task::spawn_blocking(move || call.attempt(&h));
+                let task = crate::storage::blocking::spawn(move || call.attempt(&h));
                 let (p, lingering) = super::deadline::wait(task, this.deadline()).await?;
                 if lingering.is_some() {
                     return Some((p, lingering));

@@ -11,6 +11,7 @@
 mod background;
 pub mod backup;
 pub mod batch_log;
+pub mod blocking;
 mod commit_group;
 pub mod dir_lock;
 pub mod embedded;

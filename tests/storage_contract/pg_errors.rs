@@ -3,12 +3,13 @@
 //! the commit may well have been applied; the pool recovers with a new connection. A read-only
 //! server (a primary demoted in a failover) is `Unavailable`, and the pool drops the
 //! connection instead of reusing it; another server's pool (another storage group) keeps its
-//! connections.
+//! connections. A connection the server closed while it sat idle in the pool is never used
+//! (the next commit succeeds), and the backend works from inside an async context.
 
 use super::support::*;
 use bytes::Bytes;
 use ringgate::storage::postgres::{PgConfig, PostgresStore};
-use ringgate::storage::{PartitionCommit, PartitionStore, StorageError};
+use ringgate::storage::{PartitionCommit, PartitionHandle, PartitionStore, StorageError};
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -146,9 +147,29 @@ fn demote(pg: &super::pg::PgServer, db: &str) {
              SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db}'"
         ),
     );
-    // The pooled connection's task reads the server's goodbye and closes (else a commit
-    // sent on it would be of unknown outcome, rightly).
+    // Let the server's goodbye reach the pooled connections' sockets (the pool looks at them
+    // when they are taken).
     std::thread::sleep(std::time::Duration::from_millis(300));
+}
+
+/// A store on a new database named after `name`: the database's name, the store, and its
+/// partition `parts()[1]`.
+fn one_partition(
+    pg: &super::pg::PgServer,
+    name: &str,
+) -> (String, PostgresStore, Arc<dyn PartitionHandle>) {
+    let url = pg.new_database(name);
+    let db = url.rsplit("dbname=").next().unwrap().to_string();
+    let store = PostgresStore::open(&config(url)).unwrap();
+    let h = store.open_partition(parts()[1].clone(), 1).unwrap();
+    (db, store, h)
+}
+
+/// Commits `value` to one key of `h`.
+fn put(h: &Arc<dyn PartitionHandle>, value: &'static str) -> Result<(), StorageError> {
+    let mut c = PartitionCommit::default();
+    c.put(Bytes::from(key(1, b"a")), value);
+    h.commit(c)
 }
 
 #[test]
@@ -156,15 +177,8 @@ fn a_read_only_server_is_unavailable_and_its_connections_are_dropped() {
     let Some(pg) = super::pg::server() else {
         return;
     };
-    let url = pg.new_database("contract-read-only");
-    let db = url.rsplit("dbname=").next().unwrap().to_string();
-    let store = PostgresStore::open(&config(url)).unwrap();
-    let h = store.open_partition(parts()[1].clone(), 1).unwrap();
-    let put = |v: &'static str| {
-        let mut c = PartitionCommit::default();
-        c.put(Bytes::from(key(1, b"a")), v);
-        h.commit(c)
-    };
+    let (db, _store, h) = one_partition(pg, "contract-read-only");
+    let put = |v: &'static str| put(&h, v);
     put("before").unwrap();
 
     demote(pg, &db);
@@ -209,11 +223,6 @@ fn a_demotion_drops_only_the_demoted_servers_connections() {
         a.open_partition(parts()[1].clone(), 1).unwrap(),
         b.open_partition(parts()[1].clone(), 1).unwrap(),
     );
-    let put = |h: &Arc<dyn ringgate::storage::PartitionHandle>, v: &'static str| {
-        let mut c = PartitionCommit::default();
-        c.put(Bytes::from(key(1, b"a")), v);
-        h.commit(c)
-    };
     put(&ha, "before").unwrap();
     put(&hb, "before").unwrap();
     let b_before = sessions(pg, &db_b);
@@ -232,4 +241,60 @@ fn a_demotion_drops_only_the_demoted_servers_connections() {
         hb.get(&key(1, b"a")).unwrap(),
         Some(Bytes::from_static(b"after"))
     );
+}
+
+/// Ends every session of database `db` (as a restart or failover of the server does) and
+/// waits until they are gone.
+fn cut_sessions(pg: &super::pg::PgServer, db: &str) {
+    pg.sql(
+        "postgres",
+        &format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db}'"),
+    );
+    for _ in 0..100 {
+        if sessions(pg, db).is_empty() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("the sessions of {db} did not end");
+}
+
+#[test]
+fn a_connection_the_server_closed_while_idle_is_not_used() {
+    let Some(pg) = super::pg::server() else {
+        return;
+    };
+    let (db, _store, h) = one_partition(pg, "closed-idle");
+    let put = |v: &'static str| put(&h, v);
+    for round in 0..3 {
+        put("before").unwrap();
+        cut_sessions(pg, &db);
+        // Sent on a closed connection a commit would fail, of unknown outcome.
+        put("after").unwrap_or_else(|e| panic!("round {round}: {e}"));
+        assert_eq!(
+            h.get(&key(1, b"a")).unwrap(),
+            Some(Bytes::from_static(b"after"))
+        );
+    }
+}
+
+#[test]
+fn the_backend_works_inside_an_async_context() {
+    let Some(pg) = super::pg::server() else {
+        return;
+    };
+    let store = PostgresStore::open(&config(pg.new_database("async-context"))).unwrap();
+    let h = store.open_partition(parts()[1].clone(), 1).unwrap();
+    // As startup code under the server's `block_on` uses it: no runtime may be entered there.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let read = rt.block_on(async {
+        let mut c = PartitionCommit::default();
+        c.put(Bytes::from(key(2, b"b")), "inside");
+        h.commit(c).unwrap();
+        h.get(&key(2, b"b")).unwrap()
+    });
+    assert_eq!(read, Some(Bytes::from_static(b"inside")));
 }

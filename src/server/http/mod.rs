@@ -90,7 +90,7 @@ async fn serve(mut sock: TcpStream, engine: Arc<Engine>, limits: SeriesLimits) {
         let r = Reply::text("405 Method Not Allowed", "only GET and HEAD\n");
         return write_reply(&mut sock, r, false).await;
     }
-    let reply = tokio::task::spawn_blocking(move || route(&engine, &path, limits))
+    let reply = crate::storage::blocking::spawn(move || route(&engine, &path, limits))
         .await
         .unwrap_or_else(|_| Reply::text("500 Internal Server Error", "page failed\n"));
     write_reply(&mut sock, reply, head_only).await;

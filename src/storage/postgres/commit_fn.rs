@@ -16,7 +16,7 @@
 //! never came (the connection broke) is `Unknown`, as a COMMIT without answer was.
 
 use super::errors::commit_failed;
-use super::pool::{wait, Pool};
+use super::pool::Pool;
 use super::write::Sorted;
 use crate::storage::handle::{Condition, Epoch};
 use crate::storage::{Result, StorageError};
@@ -125,7 +125,7 @@ pub(super) fn call(
         &size_values,
         &size_deleted,
     ];
-    let row = match wait(c.client.query_one(&stmt, &params)) {
+    let row = match c.wait(c.client.query_one(&stmt, &params)) {
         Ok(row) => row,
         Err(e) => return Err(commit_failed(lease, e)),
     };

@@ -14,7 +14,7 @@
 //! demoted while the commit waited for its synchronous standby has already committed locally
 //! (PostgreSQL says so in a warning) and the standby may have it too.
 
-use super::pool::{note_demotion, wait, Conn, Lease, Pool};
+use super::pool::{note_demotion, Conn, Lease, Pool};
 use crate::storage::{Result, StorageError};
 use std::sync::Arc;
 
@@ -72,14 +72,14 @@ pub(super) fn in_txn<T>(
 ) -> Result<T> {
     let mut lease = pool.get()?;
     let c = lease.conn();
-    wait(c.client.batch_execute(begin)).map_err(map_err)?;
+    c.batch(begin).map_err(map_err)?;
     match f(c) {
-        Ok(v) => match wait(c.client.batch_execute("COMMIT")) {
+        Ok(v) => match c.batch("COMMIT") {
             Ok(()) => Ok(v),
             Err(e) => Err(commit_failed(lease, e)),
         },
         Err(e) => {
-            if wait(c.client.batch_execute("ROLLBACK")).is_err() {
+            if c.batch("ROLLBACK").is_err() {
                 lease.discard();
             }
             Err(e)

@@ -21,7 +21,7 @@
 
 use super::commit_fn::{self, Refused};
 use super::errors::{in_txn, map_err};
-use super::pool::{wait, Conn};
+use super::pool::Conn;
 use super::scan::{self, SnapConn, Source};
 use super::store::{check_key_len, PostgresStore};
 use super::{write, DATA, SIZES};
@@ -63,7 +63,9 @@ pub(super) fn locked_epoch(
         "SELECT epoch FROM ringgate_owner WHERE storage_id = $1 AND partition_id = $2 {lock}"
     ))?;
     let ids = (storage_id as i64, partition_id as i64);
-    let row = wait(c.client.query_opt(&stmt, &[&ids.0, &ids.1])).map_err(map_err)?;
+    let row = c
+        .wait(c.client.query_opt(&stmt, &[&ids.0, &ids.1]))
+        .map_err(map_err)?;
     Ok(row.map_or(0, |r| r.get::<_, i64>(0) as u64))
 }
 
@@ -74,7 +76,8 @@ fn set_epoch(c: &mut Conn, storage_id: u64, partition_id: u64, epoch: Epoch) -> 
          ON CONFLICT (storage_id, partition_id) DO UPDATE SET epoch = excluded.epoch",
     )?;
     let row = (storage_id as i64, partition_id as i64, epoch as i64);
-    wait(c.client.execute(&stmt, &[&row.0, &row.1, &row.2])).map_err(map_err)?;
+    c.wait(c.client.execute(&stmt, &[&row.0, &row.1, &row.2]))
+        .map_err(map_err)?;
     Ok(())
 }
 
@@ -85,7 +88,8 @@ fn ensure_owner_row(c: &mut Conn, storage_id: u64, partition_id: u64) -> Result<
          ON CONFLICT DO NOTHING",
     )?;
     let ids = (storage_id as i64, partition_id as i64);
-    wait(c.client.execute(&stmt, &[&ids.0, &ids.1])).map_err(map_err)?;
+    c.wait(c.client.execute(&stmt, &[&ids.0, &ids.1]))
+        .map_err(map_err)?;
     Ok(())
 }
 
@@ -136,7 +140,8 @@ impl PartitionStore for PostgresStore {
         }
         in_txn(&self.pool, "BEGIN", |c| {
             let stmt = c.stmt("DELETE FROM ringgate_owner WHERE storage_id = $1")?;
-            wait(c.client.execute(&stmt, &[&(storage_id as i64)])).map_err(map_err)?;
+            c.wait(c.client.execute(&stmt, &[&(storage_id as i64)]))
+                .map_err(map_err)?;
             Ok(())
         })
     }
@@ -174,7 +179,8 @@ fn drop_range(
     loop {
         let deleted = in_txn(pool, "BEGIN", |c| {
             let stmt = c.stmt(&sql)?;
-            wait(c.client.execute(&stmt, &[&lo, &hi])).map_err(map_err)
+            c.wait(c.client.execute(&stmt, &[&lo, &hi]))
+                .map_err(map_err)
         })?;
         if deleted < DROP_BATCH as u64 {
             return Ok(());
@@ -341,7 +347,7 @@ impl PartitionHandle for PgHandle {
 fn begin_snapshot(pool: &Arc<super::pool::Pool>) -> SnapConn {
     let begun = pool.get().map_err(|e| e.to_string()).and_then(|mut lease| {
         let sql = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT 1";
-        match wait(lease.conn().client.batch_execute(sql)) {
+        match lease.conn().batch(sql) {
             Ok(()) => Ok(lease),
             Err(e) => {
                 let text = map_err(e).to_string();
@@ -357,7 +363,7 @@ impl Drop for SnapConn {
     fn drop(&mut self) {
         let slot = std::mem::replace(self.0.get_mut(), Err(String::new()));
         if let Ok(mut lease) = slot {
-            if wait(lease.conn().client.batch_execute("ROLLBACK")).is_err() {
+            if lease.conn().batch("ROLLBACK").is_err() {
                 lease.discard();
             }
         }

@@ -1,7 +1,7 @@
 //! The PostgreSQL backend: ringgate's storage (`Store`, the per-partition contract and
 //! `MetaStore`) in tables of one PostgreSQL database, through tokio-postgres.
 //!
-//! Files: `pool.rs` (connections, the backend's own runtime, used synchronously), `schema.rs`
+//! Files: `pool.rs` (connections, each driven by the thread waiting on it), `schema.rs`
 //! (tables and their version), `errors.rs` (error mapping, the transaction wrapper), `scan.rs`
 //! (gets, paged scans), `write.rs` (a transaction's writes to one table), `store.rs` (`Store`,
 //! `MetaStore`), `handle.rs` (partition handles, snapshots, owner epochs), `commit_fn.rs` (a partition

@@ -7,7 +7,7 @@
 
 use super::errors::{in_txn, map_err};
 use super::handle::{fenced, locked_epoch};
-use super::pool::{wait, Pool};
+use super::pool::Pool;
 use super::scan::{self, Source};
 use super::{DATA, SIZES};
 use crate::storage::handle::{Epoch, LocalWrite, PartitionRef};
@@ -41,14 +41,14 @@ pub(super) fn local_records(
                     "SELECT k, v, token FROM {DATA} WHERE token >= $1 AND token <= $2 \
                      ORDER BY token, k LIMIT $3"
                 ))?;
-                wait(c.client.query(&stmt, &[&lo, &hi, &limit]))
+                c.wait(c.client.query(&stmt, &[&lo, &hi, &limit]))
             }
             Some((token, key)) => {
                 let stmt = c.stmt(&format!(
                     "SELECT k, v, token FROM {DATA} WHERE token >= $1 AND token <= $2 \
                      AND (token, k) > ($3, $4) ORDER BY token, k LIMIT $5"
                 ))?;
-                wait(c.client.query(&stmt, &[&lo, &hi, &token, &key, &limit]))
+                c.wait(c.client.query(&stmt, &[&lo, &hi, &token, &key, &limit]))
             }
         }
         .map_err(map_err)?;
@@ -107,14 +107,18 @@ pub(super) fn clear_some(
         let mut deleted = 0;
         for table in [DATA, SIZES] {
             let stmt = c.stmt(&by_key(table))?;
-            deleted += wait(c.client.execute(&stmt, &[&lo, &hi, &limit])).map_err(map_err)?;
+            deleted += c
+                .wait(c.client.execute(&stmt, &[&lo, &hi, &limit]))
+                .map_err(map_err)?;
         }
         if let Some((tlo, thi)) = token_bounds(part) {
             let stmt = c.stmt(&format!(
                 "DELETE FROM {DATA} WHERE k IN (SELECT k FROM {DATA} \
                  WHERE token >= $1 AND token <= $2 LIMIT $3)"
             ))?;
-            deleted += wait(c.client.execute(&stmt, &[&tlo, &thi, &limit])).map_err(map_err)?;
+            deleted += c
+                .wait(c.client.execute(&stmt, &[&tlo, &thi, &limit]))
+                .map_err(map_err)?;
         }
         Ok(deleted)
     })

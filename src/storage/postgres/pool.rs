@@ -1,17 +1,27 @@
-//! A bounded pool of PostgreSQL connections, driven by a small tokio runtime of the backend's
-//! own, used synchronously.
+//! A bounded pool of PostgreSQL connections, each driven by the thread waiting on it, used
+//! synchronously.
 //!
-//! Why a runtime of its own: the storage contract is synchronous (the query engine calls it from
-//! request threads), tokio-postgres is async. Each connection's I/O task runs on this runtime;
-//! a caller sends its request through the client and waits for the answer with a plain thread
-//! park (`futures_executor::block_on`), so it may be any thread: a blocking-pool thread of the
-//! server's runtime (`Call::run` sends every request there with this backend), a test thread,
-//! or startup code inside the server's `block_on`. Nothing here ever blocks a thread of this
-//! runtime.
+//! Why: the storage contract is synchronous (the query engine calls it from request threads),
+//! tokio-postgres is async. Each connection has a current-thread tokio runtime of its own on
+//! which its I/O task is spawned; a caller runs its statement with that runtime's `block_on`
+//! (`Conn::wait`), so the calling thread sends the request, waits in the runtime's `epoll` for
+//! the answer and reads it itself. Through a shared runtime thread (as before) every statement
+//! cost two more thread wake-ups (waking that thread to send, being woken by it with the
+//! answer): through the Python driver a point read took about 30% less of ringgate's CPU
+//! without them, a sequential one half the time (docs/PERFORMANCE.md, eleventh session).
+//! A thread inside an async context cannot enter a runtime (startup code under the server's
+//! `block_on`, a snapshot dropped on a worker), so there a statement runs on a scoped thread
+//! of its own (`drive`; `storage::blocking` says which threads may block in place: the
+//! blocking pool's, when started with `storage::blocking::spawn`).
+//!
+//! An idle connection's I/O task does not run, so the pool lets it look at its socket when it
+//! is taken (`Conn::poll_idle`): a connection the server closed meanwhile (a restart, a
+//! failover, `pg_terminate_backend`) is dropped then, never sent a commit.
 //!
 //! At most `max` connections; a caller that finds none idle and the pool full waits up to
 //! `WAIT_MS` for one to come back, then gets `Unavailable` (so a leak or a burst cannot hang
 //! requests forever). A connection whose socket closed is dropped when returned or taken.
+//! Each connection's runtime is one `epoll` instance and a timer wheel: bounded with `max`.
 //!
 //! Failover (a group of a primary and standbys, issue 18): the connection settings list every
 //! host with `target_session_attrs=read-write`, so a new connection reaches whichever host is
@@ -23,10 +33,10 @@
 //! pool, when it is returned or discarded on that thread, moves the pool's count on. A mark
 //! left where no lease follows (a snapshot's connection returned by another thread) is at
 //! worst counted by the next lease returned there: an extra reconnect of one pool; a stale
-//! connection missed that way answers read-only again when used, and is counted then. While no host takes a connection (the standby is not
-//! promoted yet) callers get `Unavailable` at once for a backoff that doubles from
-//! `BACKOFF_MIN_MS` to `BACKOFF_MAX_MS` after each failed attempt (reset by a success), so a
-//! failover does not turn every request into a connection attempt.
+//! connection missed that way answers read-only again when used, and is counted then. While no host
+//! takes a connection (the standby is not promoted yet) callers get `Unavailable` at once for a
+//! backoff that doubles from `BACKOFF_MIN_MS` to `BACKOFF_MAX_MS` after each failed attempt (reset
+//! by a success), so a failover does not turn every request into a connection attempt.
 
 use super::errors::map_err;
 use crate::storage::{Result, StorageError};
@@ -43,6 +53,8 @@ const WAIT_MS: u64 = 10_000;
 const CONNECT_TIMEOUT_MS: u64 = 5_000;
 /// Prepared statements kept per connection (scans prepare one per bound shape: few).
 const MAX_STATEMENTS: usize = 64;
+/// Yields that let an idle connection's I/O task see its socket (`Conn::poll_idle`).
+const IDLE_POLL_YIELDS: usize = 3;
 /// Fail-fast window after a failed connection attempt: first and largest.
 const BACKOFF_MIN_MS: u64 = 50;
 const BACKOFF_MAX_MS: u64 = 1_000;
@@ -63,7 +75,6 @@ fn take_read_only_seen() -> bool {
 }
 
 pub(super) struct Pool {
-    rt: Option<tokio::runtime::Runtime>,
     config: tokio_postgres::Config,
     max: usize,
     state: Mutex<PoolState>,
@@ -89,6 +100,19 @@ pub(super) struct Conn {
     stmts: HashMap<String, Statement>,
     /// Its pool's `demotions` when it was opened.
     demotions: u64,
+    /// The runtime its I/O task is spawned on, driven only by the thread waiting for an
+    /// answer (module doc); `None` once dropped.
+    rt: Option<tokio::runtime::Runtime>,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        // A connection may be dropped inside an async context (a snapshot released on the
+        // server's runtime), where dropping a runtime in place would panic.
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
 }
 
 impl Conn {
@@ -105,7 +129,7 @@ impl Conn {
         if let Some(s) = self.stmts.get(sql) {
             return Ok(s.clone());
         }
-        let s = wait(self.client.prepare(sql)).map_err(map_err)?;
+        let s = self.wait(self.client.prepare(sql)).map_err(map_err)?;
         if self.stmts.len() >= MAX_STATEMENTS {
             self.stmts.clear();
         }
@@ -114,26 +138,69 @@ impl Conn {
     }
 }
 
-/// Waits for a client future on the calling thread (the connection task runs elsewhere).
-pub(super) fn wait<F: std::future::Future>(f: F) -> F::Output {
-    futures_executor::block_on(f)
+impl Conn {
+    /// Waits for a client future of this connection, the calling thread driving the
+    /// connection's I/O meanwhile (module doc).
+    pub fn wait<F>(&self, f: F) -> F::Output
+    where
+        F: std::future::Future + Send,
+        F::Output: Send,
+    {
+        drive(
+            self.rt
+                .as_ref()
+                .expect("a connection keeps its runtime until dropped"),
+            f,
+        )
+    }
+
+    /// Runs `sql` (statements without parameters) as one simple query.
+    pub fn batch(&self, sql: &str) -> std::result::Result<(), tokio_postgres::Error> {
+        self.wait(self.client.batch_execute(sql))
+    }
+
+    /// Lets the connection's I/O task see what arrived while it was idle (a closed socket:
+    /// `is_closed` is true afterwards), so that a commit is never sent on a connection the
+    /// server has already closed (its outcome would be unknown). Each yield of a
+    /// current-thread runtime's `block_on` polls the I/O driver without waiting and then
+    /// runs the tasks it woke; the first yield collects the socket's events, the next runs
+    /// the task (tokio polls the waiting future first); a third is a margin. Tested by
+    /// `tests/storage_contract/pg_errors.rs` (connections cut while idle).
+    fn poll_idle(&self) {
+        self.wait(async {
+            for _ in 0..IDLE_POLL_YIELDS {
+                tokio::task::yield_now().await;
+            }
+        });
+    }
+}
+
+/// Runs `f` on `rt`, on this thread; on a thread that may be inside an async context (where a
+/// runtime cannot be entered: startup code, a snapshot dropped on the server's runtime;
+/// `storage::blocking`) on a thread of its own.
+fn drive<F>(rt: &tokio::runtime::Runtime, f: F) -> F::Output
+where
+    F: std::future::Future + Send,
+    F::Output: Send,
+{
+    if crate::storage::blocking::allowed() {
+        return rt.block_on(f);
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| rt.block_on(f))
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    })
 }
 
 impl Pool {
     pub fn new(config: tokio_postgres::Config, max: usize) -> Result<Arc<Pool>> {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("ringgate-pg")
-            .enable_all()
-            .build()
-            .map_err(|e| StorageError::Io(format!("cannot start the PostgreSQL runtime: {e}")))?;
         let mut config = config;
         config.connect_timeout(Duration::from_millis(CONNECT_TIMEOUT_MS));
         // Acknowledged means committed (and, with a synchronous standby, replicated), whatever
         // the server's default.
         config.options("-c synchronous_commit=on");
         Ok(Arc::new(Pool {
-            rt: Some(rt),
             config,
             max: max.max(1),
             state: Mutex::new(PoolState::default()),
@@ -147,11 +214,15 @@ impl Pool {
         let mut st = self.state.lock();
         loop {
             if let Some(c) = st.idle.pop() {
-                if c.stale(self.demotions()) {
-                    st.open -= 1;
-                    continue;
+                drop(st);
+                c.poll_idle();
+                if !c.stale(self.demotions()) {
+                    return Ok(self.lease(c));
                 }
-                return Ok(self.lease(c));
+                drop(c);
+                st = self.state.lock();
+                st.open -= 1;
+                continue;
             }
             if st.open < self.max {
                 if let Some(at) = st.retry_at.filter(|at| *at > Instant::now()) {
@@ -211,39 +282,27 @@ impl Pool {
         }
     }
 
-    /// Opens a connection; its I/O task runs on the pool's runtime until the socket closes.
+    /// Opens a connection; its I/O task runs on a runtime of its own until the socket closes,
+    /// driven by whichever thread waits for an answer on it.
     fn connect(&self) -> Result<Conn> {
         let demotions = self.demotions();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let config = self.config.clone();
-        self.runtime().spawn(async move {
-            match config.connect(NoTls).await {
-                Ok((client, connection)) => {
-                    let _ = tx.send(Ok(client));
-                    if let Err(e) = connection.await {
-                        tracing::warn!("PostgreSQL connection closed: {e}");
-                    }
-                }
-                Err(e) => {
-                    let _ = tx.send(Err(e));
-                }
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| StorageError::Io(format!("cannot start a PostgreSQL runtime: {e}")))?;
+        let (client, connection) = drive(&rt, self.config.connect(NoTls))
+            .map_err(|e| StorageError::Unavailable(format!("cannot connect to PostgreSQL: {e}")))?;
+        rt.spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::warn!("PostgreSQL connection closed: {e}");
             }
         });
-        let client = rx
-            .recv()
-            .map_err(|_| StorageError::Unavailable("the PostgreSQL runtime stopped".into()))?
-            .map_err(|e| StorageError::Unavailable(format!("cannot connect to PostgreSQL: {e}")))?;
         Ok(Conn {
             client,
             stmts: HashMap::new(),
             demotions,
+            rt: Some(rt),
         })
-    }
-
-    fn runtime(&self) -> &tokio::runtime::Runtime {
-        self.rt
-            .as_ref()
-            .expect("the runtime lives as long as the pool")
     }
 
     fn give_back(&self, conn: Conn) {
@@ -256,16 +315,6 @@ impl Pool {
         }
         drop(st);
         self.returned.notify_one();
-    }
-}
-
-impl Drop for Pool {
-    fn drop(&mut self) {
-        // The pool may be dropped inside another runtime's async context (the server's
-        // shutdown), where dropping a runtime in place would panic.
-        if let Some(rt) = self.rt.take() {
-            rt.shutdown_background();
-        }
     }
 }
 

@@ -19,7 +19,7 @@
 //! a cancel request is not acknowledged, and one that arrives late cancels a later statement.
 
 use super::errors::map_err;
-use super::pool::{wait, Conn, Lease, Pool};
+use super::pool::{Conn, Lease, Pool};
 use crate::storage::{Entry, Result, ScanIter, StorageError};
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -62,7 +62,9 @@ impl Source {
 pub(super) fn get(source: &Source, table: &str, key: &[u8]) -> Result<Option<Bytes>> {
     source.run(|c| {
         let stmt = c.stmt(&format!("SELECT v FROM {table} WHERE k = $1"))?;
-        let row = wait(c.client.query_opt(&stmt, &[&key])).map_err(map_err)?;
+        let row = c
+            .wait(c.client.query_opt(&stmt, &[&key]))
+            .map_err(map_err)?;
         Ok(row.map(|r| Bytes::from(r.get::<_, Vec<u8>>(0))))
     })
 }
@@ -76,7 +78,7 @@ pub(super) fn get_many(
     let mut found: Vec<(Vec<u8>, Bytes)> = source.run(|c| {
         let stmt = c.stmt(&format!("SELECT k, v FROM {table} WHERE k = ANY($1)"))?;
         let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-        let rows = wait(c.client.query(&stmt, &[&keys])).map_err(map_err)?;
+        let rows = c.wait(c.client.query(&stmt, &[&keys])).map_err(map_err)?;
         let row = |r: &tokio_postgres::Row| (r.get(0), Bytes::from(r.get::<_, Vec<u8>>(1)));
         Ok(rows.iter().map(row).collect())
     })?;
@@ -137,7 +139,7 @@ pub(super) fn get_and_scans(
         let cap: Param = &bytes;
         let pages = (scans.iter()).flat_map(|s| s.params(&limit).chain(std::iter::once(cap)));
         let params: Vec<_> = key.into_iter().chain(pages).collect();
-        wait(c.client.query(&stmt, &params)).map_err(map_err)
+        c.wait(c.client.query(&stmt, &params)).map_err(map_err)
     })?;
     let mut value = None;
     // Each scan's rows and the largest running total of their bytes.
@@ -273,7 +275,7 @@ impl PagedScan {
         let params: Vec<_> = self.params(&limit).collect();
         let rows = self.source.run(|c| {
             let stmt = c.stmt(&sql)?;
-            wait(c.client.query(&stmt, &params)).map_err(map_err)
+            c.wait(c.client.query(&stmt, &params)).map_err(map_err)
         })?;
         let page: Vec<_> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
         let more = page.len() as i64 == limit;

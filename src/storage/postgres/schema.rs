@@ -19,7 +19,7 @@
 //! every ordered scan, both ways, is a B-tree index range scan.
 
 use super::errors::{in_txn, map_err};
-use super::pool::{wait, Pool};
+use super::pool::Pool;
 use crate::storage::{Result, StorageError};
 use std::sync::Arc;
 
@@ -42,18 +42,20 @@ CREATE TABLE IF NOT EXISTS ringgate_owner (
 
 pub(super) fn migrate(pool: &Arc<Pool>) -> Result<()> {
     in_txn(pool, "BEGIN", |c| {
-        wait(
+        c.wait(
             c.client
                 .execute("SELECT pg_advisory_xact_lock($1)", &[&DDL_LOCK]),
         )
         .map_err(map_err)?;
-        wait(c.client.batch_execute(CREATE)).map_err(map_err)?;
-        wait(c.client.batch_execute(super::commit_fn::CREATE_FUNCTION)).map_err(map_err)?;
-        let rows =
-            wait(c.client.query("SELECT version FROM ringgate_version", &[])).map_err(map_err)?;
+        c.batch(CREATE).map_err(map_err)?;
+        c.batch(super::commit_fn::CREATE_FUNCTION)
+            .map_err(map_err)?;
+        let rows = c
+            .wait(c.client.query("SELECT version FROM ringgate_version", &[]))
+            .map_err(map_err)?;
         match rows.first().map(|r| r.get::<_, i32>(0)) {
             None => {
-                wait(c.client.execute(
+                c.wait(c.client.execute(
                     "INSERT INTO ringgate_version (version) VALUES ($1)",
                     &[&VERSION],
                 ))

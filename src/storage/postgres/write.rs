@@ -6,7 +6,7 @@
 //! cannot deadlock on them.
 
 use super::errors::map_err;
-use super::pool::{wait, Conn};
+use super::pool::Conn;
 use crate::storage::Result;
 use bytes::Bytes;
 use std::collections::BTreeMap;
@@ -62,18 +62,21 @@ pub(super) fn apply(c: &mut Conn, table: &str, writes: Vec<Write>) -> Result<()>
                  ON CONFLICT (k) DO UPDATE SET v = excluded.v, \
                  token = COALESCE(excluded.token, ringgate_data.token)",
             )?;
-            wait(c.client.execute(&stmt, &[&keys, &values, &tokens])).map_err(map_err)?;
+            c.wait(c.client.execute(&stmt, &[&keys, &values, &tokens]))
+                .map_err(map_err)?;
         } else {
             let stmt = c.stmt(&format!(
                 "INSERT INTO {table} (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) \
                  ON CONFLICT (k) DO UPDATE SET v = excluded.v"
             ))?;
-            wait(c.client.execute(&stmt, &[&keys, &values])).map_err(map_err)?;
+            c.wait(c.client.execute(&stmt, &[&keys, &values]))
+                .map_err(map_err)?;
         }
     }
     if !deleted.is_empty() {
         let stmt = c.stmt(&format!("DELETE FROM {table} WHERE k = ANY($1::bytea[])"))?;
-        wait(c.client.execute(&stmt, &[&deleted])).map_err(map_err)?;
+        c.wait(c.client.execute(&stmt, &[&deleted]))
+            .map_err(map_err)?;
     }
     Ok(())
 }
