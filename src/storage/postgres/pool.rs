@@ -8,7 +8,8 @@
 //! the answer and reads it itself. Through a shared runtime thread (as before) every statement
 //! cost two more thread wake-ups (waking that thread to send, being woken by it with the
 //! answer): through the Python driver a point read took about 30% less of ringgate's CPU
-//! without them, a sequential one half the time (docs/PERFORMANCE.md, eleventh session).
+//! without them, a sequential one half the time; at saturation, where one thread woke once for
+//! many answers, throughput is unchanged (docs/PERFORMANCE.md, eleventh session).
 //! A thread inside an async context cannot enter a runtime (startup code under the server's
 //! `block_on`, a snapshot dropped on a worker), so there a statement runs on a scoped thread
 //! of its own (`drive`; `storage::blocking` says which threads may block in place: the
