@@ -122,9 +122,7 @@ impl Conn {
     fn stale(&self, demotions: u64) -> bool {
         self.client.is_closed() || self.demotions < demotions
     }
-}
 
-impl Conn {
     /// The statement for `sql`, prepared once per connection.
     pub fn stmt(&mut self, sql: &str) -> Result<Statement> {
         if let Some(s) = self.stmts.get(sql) {
@@ -137,9 +135,7 @@ impl Conn {
         self.stmts.insert(sql.to_string(), s.clone());
         Ok(s)
     }
-}
 
-impl Conn {
     /// Waits for a client future of this connection, the calling thread driving the
     /// connection's I/O meanwhile (module doc).
     pub fn wait<F>(&self, f: F) -> F::Output
