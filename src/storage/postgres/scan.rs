@@ -11,8 +11,9 @@
 //! A partition read's header and slices, or a range read's next rows (`get_and_scans`), are
 //! one statement instead: each slice's page sized to what the read wants and bounded in bytes
 //! by a running total (`sum(...) OVER (ORDER BY k ROWS UNBOUNDED PRECEDING)`, which
-//! PostgreSQL computes as the index scan streams, so the `LIMIT` still stops it); a slice with more rows than that ends
-//! with `ReadAgain`, and the reader goes on in another statement where that splits no
+//! PostgreSQL computes as the index scan streams, so the `LIMIT` still stops it); a slice with
+//! more rows than that ends with `ReadAgain`, and the reader goes on in another statement
+//! where that splits no
 //! partition (a range read's), else reads from a snapshot. The running total costs the server
 //! about as much again as the rows' scan (0.5 us a row, measured); a bound that cost nothing
 //! there (reading the answer as it streams and cancelling the rest) was tried and dropped:
