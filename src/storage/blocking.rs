@@ -3,7 +3,7 @@
 //! own on the waiting thread. A thread inside an async context (a worker of the server's
 //! runtime, or code under its `block_on`) must not do that (tokio panics), and tokio does not
 //! tell such a thread from one of its blocking pool's. So callers that run storage work on the
-//! blocking pool start it with `spawn` (or say so with `may_block`); elsewhere a backend
+//! blocking pool start it with `spawn`, which marks its thread; elsewhere a backend
 //! assumes an async context when a runtime handle is current and waits on a thread of its own
 //! instead (correct, slower).
 
@@ -14,7 +14,7 @@ thread_local! {
 }
 
 /// Runs `f`, telling storage backends that this thread may block (not an async context).
-pub fn may_block<R>(f: impl FnOnce() -> R) -> R {
+fn may_block<R>(f: impl FnOnce() -> R) -> R {
     /// Puts the thread's mark back, also when `f` panics.
     struct Restore(bool);
     impl Drop for Restore {

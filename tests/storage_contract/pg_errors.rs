@@ -142,14 +142,9 @@ fn a_commit_whose_answer_is_lost_is_unknown() {
 fn demote(pg: &super::pg::PgServer, db: &str) {
     pg.sql(
         "postgres",
-        &format!(
-            "ALTER DATABASE {db} SET default_transaction_read_only = on; \
-             SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db}'"
-        ),
+        &format!("ALTER DATABASE {db} SET default_transaction_read_only = on"),
     );
-    // Let the server's goodbye reach the pooled connections' sockets (the pool looks at them
-    // when they are taken).
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    cut_sessions(pg, db);
 }
 
 /// A store on a new database named after `name`: the database's name, the store, and its
@@ -283,18 +278,15 @@ fn the_backend_works_inside_an_async_context() {
     let Some(pg) = super::pg::server() else {
         return;
     };
-    let store = PostgresStore::open(&config(pg.new_database("async-context"))).unwrap();
-    let h = store.open_partition(parts()[1].clone(), 1).unwrap();
+    let (_db, _store, h) = one_partition(pg, "async-context");
     // As startup code under the server's `block_on` uses it: no runtime may be entered there.
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     let read = rt.block_on(async {
-        let mut c = PartitionCommit::default();
-        c.put(Bytes::from(key(2, b"b")), "inside");
-        h.commit(c).unwrap();
-        h.get(&key(2, b"b")).unwrap()
+        put(&h, "inside").unwrap();
+        h.get(&key(1, b"a")).unwrap()
     });
     assert_eq!(read, Some(Bytes::from_static(b"inside")));
 }

@@ -34,10 +34,11 @@
 //! pool, when it is returned or discarded on that thread, moves the pool's count on. A mark
 //! left where no lease follows (a snapshot's connection returned by another thread) is at
 //! worst counted by the next lease returned there: an extra reconnect of one pool; a stale
-//! connection missed that way answers read-only again when used, and is counted then. While no host
-//! takes a connection (the standby is not promoted yet) callers get `Unavailable` at once for a
-//! backoff that doubles from `BACKOFF_MIN_MS` to `BACKOFF_MAX_MS` after each failed attempt (reset
-//! by a success), so a failover does not turn every request into a connection attempt.
+//! connection missed that way answers read-only again when used, and is counted then. While no
+//! host takes a connection (the standby is not promoted yet) callers get `Unavailable` at once
+//! for a backoff that doubles from `BACKOFF_MIN_MS` to `BACKOFF_MAX_MS` after each failed
+//! attempt (reset by a success), so a failover does not turn every request into a connection
+//! attempt.
 
 use super::errors::map_err;
 use crate::storage::{Result, StorageError};
