@@ -127,6 +127,17 @@ fn serve(cfg: Config) -> Result<(), String> {
     // Before anything else touches the directory: one server per data directory.
     let dir_lock = ringgate::storage::dir_lock::lock(&cfg.data_dir)?;
     rt.block_on(async move {
+        // Bound before the CQL port and the store's opening: once that port takes connections,
+        // so does this one (clients and tests may scrape at once; they wait in the backlog).
+        let http = match cfg.http.enabled {
+            true => Some(tokio::net::TcpListener::bind(&cfg.http.listen).await.map_err(|e| {
+                format!(
+                    "cannot listen on {} (http.listen): {e}; choose another address or set http.enabled=false",
+                    cfg.http.listen
+                )
+            })?),
+            false => None,
+        };
         let listener = tokio::net::TcpListener::bind(&cfg.listen)
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
@@ -144,15 +155,7 @@ fn serve(cfg: Config) -> Result<(), String> {
             tracing::info!("shutting down: no new connections, finishing in-flight requests");
             let _ = tx.send(true);
         });
-        if cfg.http.enabled {
-            let http = tokio::net::TcpListener::bind(&cfg.http.listen)
-                .await
-                .map_err(|e| {
-                    format!(
-                        "cannot listen on {} (http.listen): {e}; choose another address or set http.enabled=false",
-                        cfg.http.listen
-                    )
-                })?;
+        if let Some(http) = http {
             let http_addr = http.local_addr().map_err(|e| e.to_string())?;
             tracing::info!("metrics on http://{http_addr}/metrics, dashboard on http://{http_addr}/");
             let limits = ringgate::server::http::SeriesLimits {
