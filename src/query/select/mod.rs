@@ -42,6 +42,8 @@ mod shape;
 mod slices;
 mod timing;
 mod token_selector;
+#[cfg(test)]
+mod watched;
 
 use self::agg_expr::*;
 pub(crate) use self::cells::column_value;

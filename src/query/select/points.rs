@@ -164,86 +164,8 @@ fn read_stamped(handle: &dyn PartitionHandle, keys: &[Vec<u8>]) -> Result<Option
 
 #[cfg(test)]
 mod tests {
+    use super::super::watched::watched;
     use super::*;
-    use crate::storage::handle::ReadStamp;
-    use crate::storage::handle::{Epoch, PartitionCommit, PartitionRef, PartitionSnapshot};
-    use crate::storage::Result as StorageResult;
-    use crate::storage::{EmbeddedStore, ScanIter, Store, SyncMode};
-    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-
-    /// A real embedded partition handle whose stamps, when `restless`, always report a write
-    /// begun since (as under writes to the same stripes that never stop); counts lookups,
-    /// stamps and snapshots.
-    struct Watched {
-        inner: Arc<dyn PartitionHandle>,
-        restless: bool,
-        gets: AtomicUsize,
-        snapshots: AtomicUsize,
-    }
-
-    impl PartitionHandle for Watched {
-        fn partition(&self) -> &PartitionRef {
-            self.inner.partition()
-        }
-        fn epoch(&self) -> Epoch {
-            self.inner.epoch()
-        }
-        fn get(&self, key: &[u8]) -> StorageResult<Option<Bytes>> {
-            self.gets.fetch_add(1, SeqCst);
-            self.inner.get(key)
-        }
-        fn stamp(&self, key: &[u8]) -> Option<ReadStamp> {
-            self.inner.stamp(key)
-        }
-        fn changed_since(&self, key: &[u8], stamp: &ReadStamp) -> bool {
-            self.restless || self.inner.changed_since(key, stamp)
-        }
-        fn scan(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, reverse: bool) -> ScanIter {
-            self.inner.scan(lower, upper, reverse)
-        }
-        fn scan_local(
-            &self,
-            prefix: &[u8],
-            lower: Bound<&[u8]>,
-            upper: Bound<&[u8]>,
-            reverse: bool,
-        ) -> ScanIter {
-            self.inner.scan_local(prefix, lower, upper, reverse)
-        }
-        fn snapshot(&self) -> Arc<dyn PartitionSnapshot> {
-            self.snapshots.fetch_add(1, SeqCst);
-            self.inner.snapshot()
-        }
-        fn get_size(&self, key: &[u8]) -> StorageResult<Option<Bytes>> {
-            self.inner.get_size(key)
-        }
-        fn scan_sizes(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> ScanIter {
-            self.inner.scan_sizes(lower, upper)
-        }
-        fn commit(&self, commit: PartitionCommit) -> StorageResult<()> {
-            self.inner.commit(commit)
-        }
-    }
-
-    /// A handle on a fresh store holding `a` -> "1" and `b` -> "2" (`c` absent).
-    fn watched(dir: &std::path::Path, restless: bool) -> (Arc<dyn Store>, Watched, [Vec<u8>; 3]) {
-        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(dir, SyncMode::None).unwrap());
-        let part = PartitionRef::new(7, 1, i64::MIN, i64::MAX);
-        let inner = store.partitions().unwrap().open_partition(part, 1).unwrap();
-        let keys =
-            [1u8, 2, 3].map(|n| [&7u64.to_be_bytes()[..], &[0x80, 0, 0, 0, 0, 0, 0, n]].concat());
-        let mut c = PartitionCommit::default();
-        c.put(keys[0].clone(), &b"1"[..])
-            .put(keys[1].clone(), &b"2"[..]);
-        inner.commit(c).unwrap();
-        let h = Watched {
-            inner,
-            restless,
-            gets: AtomicUsize::new(0),
-            snapshots: AtomicUsize::new(0),
-        };
-        (store, h, keys)
-    }
 
     fn found(values: Values) -> Vec<Option<Vec<u8>>> {
         values.into_iter().map(|v| v.map(|b| b.to_vec())).collect()
@@ -257,8 +179,7 @@ mod tests {
         let values = read_together(&h, &keys).unwrap();
         let want = vec![Some(b"1".to_vec()), Some(b"2".to_vec()), None];
         assert_eq!(found(values), want);
-        let counts = (h.gets.load(SeqCst), h.snapshots.load(SeqCst));
-        assert_eq!(counts, want_counts);
+        assert_eq!(h.counts(), want_counts);
     }
 
     /// With no write in the way, the lookups count on their first try: no snapshot.
@@ -281,6 +202,6 @@ mod tests {
         let (_store, h, keys) = watched(dir.path(), true);
         let values = read_together(&h, &keys[1..2]).unwrap();
         assert_eq!(found(values), vec![Some(b"2".to_vec())]);
-        assert_eq!((h.gets.load(SeqCst), h.snapshots.load(SeqCst)), (1, 0));
+        assert_eq!(h.counts(), (1, 0));
     }
 }
