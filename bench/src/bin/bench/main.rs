@@ -14,19 +14,24 @@
 //!    1,000-row partition and in a 1,000,000-row one (4 connections x 8 in flight), each phase
 //!    for the phase time; the wide partition's rate as a fraction of the narrow one's (1.0: no
 //!    work proportional to the partition). The row count of each answer is checked.
+//! 4. Statement shapes (`shapes.rs`): the server's CPU per request of TTL and conditional
+//!    inserts, updates, counters, deletes, collections, clustered appends, batches, slices and
+//!    reversed slices, each for the phase time.
 //!
 //! `--quick` runs every phase briefly on a small table (for scripts/test: it keeps the benchmark
 //! working, its figures mean little).
 //!
-//! For profiling one phase: `BENCH_ONLY=ringgate-write|ringgate-read|canned-read|...|scan|wide` runs
+//! For profiling one phase: `BENCH_ONLY=ringgate-write|ringgate-read|canned-read|...|scan|wide|shapes` runs
 //! only that phase (a comma-separated list: those; point phases in the first shape),
-//! `BENCH_SKIP=scan,wide` leaves those phases out (every shape runs), `BENCH_SHAPE=64x4` runs
+//! `BENCH_SKIP=scan,wide,shapes` leaves those phases out (every shape runs), `BENCH_SHAPE=64x4` runs
 //! the point phases in that shape alone, `BENCH_PHASE_SECS` sets the phase time and
 //! `BENCH_READ_KEYS=N` lets reads take keys below N written by an earlier run;
 //! `BENCH_VALUE_BYTES` sets the value size (default 100); `BENCH_SCAN_LOADED=1` scans without
 //! loading first (the scan table of an earlier run on the same server: scans under `perf`);
 //! `BENCH_SERVER_PID` (set by `scripts/bench`) prints the server's CPU time per point request
 //! of each phase on stderr, a figure a busy machine disturbs less than the rates.
+
+mod shapes;
 
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
@@ -58,7 +63,7 @@ struct Settings {
     wide_rows: u64,
     /// `BENCH_ONLY`: run only this phase.
     only: Option<String>,
-    /// `BENCH_SKIP`: phases not to run (`scan`, `wide`), every shape still runs.
+    /// `BENCH_SKIP`: phases not to run (`scan`, `wide`, `shapes`), every point shape still runs.
     skip: Option<String>,
     /// `BENCH_READ_KEYS`: keys already stored (reads take keys below it).
     read_keys: u64,
@@ -540,7 +545,7 @@ async fn main() {
         None => SHAPES.to_vec(),
     };
     for shape in shapes {
-        if !matches!(settings.only.as_deref(), Some("scan" | "wide")) {
+        if !matches!(settings.only.as_deref(), Some("scan" | "wide" | "shapes")) {
             point_shape(ringgate, canned, shape, &settings).await;
         }
     }
@@ -549,6 +554,9 @@ async fn main() {
     }
     if settings.runs("wide") {
         wide(ringgate, &settings).await;
+    }
+    if settings.runs("shapes") {
+        shapes::shapes(ringgate, &settings).await;
     }
 }
 
