@@ -16,6 +16,7 @@ use crate::cql::value;
 use crate::error::WriteType;
 use crate::schema::{ColumnKind, Schema, TableDef};
 use crate::storage::handle::Condition as StorageCondition;
+use crate::storage::handle::ReadStamp;
 use crate::tokens::split_composite;
 use bytes::Bytes;
 use std::cmp::Ordering;
@@ -222,8 +223,16 @@ pub fn execute(
         let header_key = write::header_key(&t, &pk);
         // Routed each attempt: a split may have moved the key to a child partition.
         let handle = engine.handle_at(t.storage_id, write::table_token(&t, &pk))?;
-        let stored_header = handle.get(&header_key)?;
-        decided.push(unchanged(&header_key, &stored_header));
+        // A table without clustering columns stores no partition header (`select/points.rs`):
+        // neither read nor held unchanged.
+        let stored_header = match t.clustering.is_empty() {
+            true => None,
+            false => {
+                let (stored, stamp) = handle.get_stamped(&header_key)?;
+                decided.push(unchanged(&header_key, &stored, stamp));
+                stored
+            }
+        };
         let mut header = match stored_header {
             Some(b) => {
                 read = (read.0 + 1, read.1 + (header_key.len() + b.len()) as u64);
@@ -247,8 +256,8 @@ pub fn execute(
                 if rows.iter().any(|(rk, _)| rk == k) {
                     continue;
                 }
-                let stored = handle.get(k)?;
-                decided.push(unchanged(k, &stored));
+                let (stored, stamp) = handle.get_stamped(k)?;
+                decided.push(unchanged(k, &stored, stamp));
                 let mut r = match stored {
                     Some(b) => {
                         read = (read.0 + 1, read.1 + (k.len() + b.len()) as u64);
@@ -431,11 +440,14 @@ pub fn execute(
 }
 
 /// The condition that a key still holds what a lightweight transaction read.
-fn unchanged(key: &[u8], read: &Option<Bytes>) -> StorageCondition {
+/// The condition that `key` still holds what was `read` under `stamp` (with a stamp, the
+/// commit knows without reading the key again when no write of its stripe began since:
+/// `storage::write_stamps`).
+fn unchanged(key: &[u8], read: &Option<Bytes>, stamp: Option<ReadStamp>) -> StorageCondition {
     StorageCondition::Unchanged {
         key: Bytes::copy_from_slice(key),
         read: read.clone(),
-        stamp: None,
+        stamp,
     }
 }
 

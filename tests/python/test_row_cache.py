@@ -83,3 +83,37 @@ def test_without_the_row_cache_reads_answer_the_same(server_factory, unique_name
     srv = server_factory(settings={"storage.row_cache_bytes": "0"})
     run_workload(srv, unique_name)
     assert hits(srv) == 0
+
+
+def misses(srv):
+    return scrape(srv).value("ringgate_row_cache_misses_total")
+
+
+def test_a_conditional_insert_of_a_flat_table_looks_up_its_row_alone(server_factory, unique_name):
+    """IF NOT EXISTS on a table without clustering columns looks up the row and nothing else
+    (such a table stores no partition header): each new key is one lookup the row cache
+    misses, and the same inserts again find the rows cached and are not applied. With
+    clustering columns the partition header is looked up too."""
+    srv = server_factory()
+    c = Cluster([srv.host], port=srv.port)
+    s = c.connect()
+    ks = create_keyspace(s, unique_name("ks"))
+    s.execute(f"CREATE TABLE {ks}.flat (k int PRIMARY KEY, v int)")
+    s.execute(f"CREATE TABLE {ks}.wide (k int, c int, v int, PRIMARY KEY (k, c))")
+    flat = s.prepare(f"INSERT INTO {ks}.flat (k, v) VALUES (?, ?) IF NOT EXISTS")
+    wide = s.prepare(f"INSERT INTO {ks}.wide (k, c, v) VALUES (?, 1, ?) IF NOT EXISTS")
+    before = misses(srv)
+    for k in range(50):
+        assert s.execute(flat, (k, k)).one()[0] is True
+    assert misses(srv) - before == 50
+    before_hits = hits(srv)
+    for k in range(50):
+        assert s.execute(flat, (k, -k)).one()[0] is False
+    assert misses(srv) - before == 50
+    assert hits(srv) - before_hits == 50
+    assert [r.v for r in s.execute(f"SELECT v FROM {ks}.flat WHERE k = 7")] == [7]
+    before = misses(srv)
+    for k in range(50):
+        assert s.execute(wide, (k, k)).one()[0] is True
+    assert misses(srv) - before == 100
+    c.shutdown()
