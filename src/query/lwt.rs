@@ -439,10 +439,9 @@ pub fn execute(
     Err(write::contended(WriteType::Cas))
 }
 
-/// The condition that a key still holds what a lightweight transaction read.
-/// The condition that `key` still holds what was `read` under `stamp` (with a stamp, the
-/// commit knows without reading the key again when no write of its stripe began since:
-/// `storage::write_stamps`).
+/// The condition that `key` still holds what a lightweight transaction `read` under `stamp`
+/// (with a stamp, the commit knows without reading the key again when no write of its stripe
+/// began since: `storage::write_stamps`).
 fn unchanged(key: &[u8], read: &Option<Bytes>, stamp: Option<ReadStamp>) -> StorageCondition {
     StorageCondition::Unchanged {
         key: Bytes::copy_from_slice(key),
