@@ -223,11 +223,11 @@ pub fn execute(
         let header_key = write::header_key(&t, &pk);
         // Routed each attempt: a split may have moved the key to a child partition.
         let handle = engine.handle_at(t.storage_id, write::table_token(&t, &pk))?;
-        // A table without clustering columns stores no partition header (`select/points.rs`):
-        // neither read nor held unchanged.
-        let stored_header = match t.clustering.is_empty() {
-            true => None,
-            false => {
+        // A header the table never stores (`TableDef::stores_headers`) is neither read nor held
+        // unchanged.
+        let stored_header = match t.stores_headers() {
+            false => None,
+            true => {
                 let (stored, stamp) = handle.get_stamped(&header_key)?;
                 decided.push(unchanged(&header_key, &stored, stamp));
                 stored

@@ -251,6 +251,14 @@ impl TableDef {
     pub fn has_static(&self) -> bool {
         self.columns.iter().any(|c| c.kind == ColumnKind::Static)
     }
+    /// Whether the table's partitions may have a stored header (static cells, partition and
+    /// range deletions). One without clustering columns never has: it can have no static
+    /// columns, and DELETE of its partition deletes the one row, a deletion kept in the row
+    /// (`query/write/delete.rs`, since the first stored format); so reads need not look one
+    /// up. Tested: `a_flat_table_stores_no_partition_header`.
+    pub fn stores_headers(&self) -> bool {
+        !self.clustering.is_empty()
+    }
 }
 
 #[derive(Debug, Clone)]

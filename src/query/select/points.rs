@@ -54,12 +54,10 @@ pub(super) fn read_points(
         token,
         prefix,
     } = at;
-    // A table without clustering columns stores no partition header: it can have no static
-    // columns, and DELETE of its partition deletes the one row, a deletion kept in the row
-    // (`write/delete.rs`, since the first stored format). Looking one up would cost a search
-    // of every memtable and a bloom probe of every disk table per read (about a tenth of a
-    // point read). Tested: `a_flat_table_stores_no_partition_header`.
-    let has_header = !reader.t.clustering.is_empty();
+    // Looking up a header the table never stores (`TableDef::stores_headers`) would cost a
+    // search of every memtable and a bloom probe of every disk table per read (about a tenth
+    // of a point read).
+    let has_header = reader.t.stores_headers();
     let keys = point_keys(plan, prefix, has_header);
     let mut values = read_together(handle, &keys)?.into_iter();
     let mut keys = keys.into_iter();

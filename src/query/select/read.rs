@@ -598,7 +598,7 @@ impl IndexRows<'_> {
             if (!same || hits.rows.len() == GROUP_HITS) && self.read_hits(handle, &mut hits, out)? {
                 return Ok(true);
             }
-            if hits.keys.is_empty() && !self.t.clustering.is_empty() {
+            if hits.keys.is_empty() && self.t.stores_headers() {
                 hits.keys.push(header_key(row::partition_prefix(
                     self.t.storage_id,
                     dk.token,

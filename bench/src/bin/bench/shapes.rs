@@ -8,7 +8,7 @@
 //! left (updates and deletes hit inserted keys, slices read the appended partitions); the first
 //! pays for the server's fresh heap (docs/PERFORMANCE.md), which later ones do not.
 
-use super::{connect, ddl, server_cpu_secs, Settings};
+use super::{connect, ddl, rate_of, server_cpu_secs, Histogram, Settings};
 use scylla::client::session::Session;
 use scylla::statement::batch::{Batch, BatchType};
 use scylla::statement::prepared::PreparedStatement;
@@ -178,7 +178,8 @@ pub(super) async fn shapes(ringgate: &str, s: &Settings) {
         let stmt = (session.prepare(shape.cql).await)
             .unwrap_or_else(|e| panic!("prepare {}: {e}", shape.cql));
         let cpu_before = server_cpu_secs();
-        let (requests, secs) = run_shape(&session, &stmt, shape.bind, keys, s).await;
+        let (rate, hist) = run_shape(&session, &stmt, shape.bind, keys, s).await;
+        let requests = hist.total();
         if shape.name == "insert" {
             inserted = requests as i64;
         }
@@ -189,7 +190,6 @@ pub(super) async fn shapes(ringgate: &str, s: &Settings) {
             }
             _ => ("-".into(), "-".into()),
         };
-        let rate = requests as f64 / secs;
         println!("| {} | {rate:.0} | {} | {} |", shape.name, cpu.0, cpu.1);
     }
 }
@@ -201,39 +201,37 @@ struct Keys {
     inserted: i64,
 }
 
-/// One shape for the phase time: (requests answered, seconds).
+/// One shape for the phase time: requests/s and the latency histogram (its total: the
+/// requests answered).
 async fn run_shape(
     session: &Arc<Session>,
     stmt: &PreparedStatement,
     bind: Bind,
     keys: Keys,
     s: &Settings,
-) -> (u64, f64) {
+) -> (f64, Histogram) {
     let start = Instant::now();
     let deadline = start + s.phase;
     let next = Arc::new(AtomicU64::new(0));
-    let mut tasks = Vec::new();
+    let mut handles = Vec::new();
     for _ in 0..IN_FLIGHT {
         let (session, stmt, next) = (Arc::clone(session), stmt.clone(), Arc::clone(&next));
-        tasks.push(tokio::spawn(async move {
+        handles.push(tokio::spawn(async move {
             let batch = batch_of(bind, &stmt);
-            let mut done = 0u64;
+            let mut hist = Histogram::new();
             while Instant::now() < deadline {
                 let k = next.fetch_add(1, Ordering::Relaxed) as i64;
+                let t0 = Instant::now();
                 if let Err(e) = request(&session, &stmt, &batch, bind, k, keys).await {
                     eprintln!("request failed: {e}");
                     std::process::exit(1);
                 }
-                done += 1;
+                hist.record(t0.elapsed());
             }
-            done
+            hist
         }));
     }
-    let mut requests = 0;
-    for t in tasks {
-        requests += t.await.expect("a shape's task");
-    }
-    (requests, start.elapsed().as_secs_f64())
+    rate_of(handles, start).await
 }
 
 /// The batch a batch shape sends (its statement repeated), else an empty one.
