@@ -44,22 +44,24 @@ use super::stripe_set::{StripeSet, MAX_STRIPES};
 use super::write_stamps::{begin_set, Counter, WritingSet};
 use super::Result;
 use bytes::Bytes;
+use hashbrown::HashTable;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 
 /// Shards: one lock and one write counter each (as many as a stripe set can name).
 pub const SHARDS: usize = MAX_STRIPES;
 
-/// What an entry costs beyond its key and value: its clock slot (56 bytes), its map slot and
-/// the map's spare capacity (about 40), the shared header the first read of a value over
-/// [`COPIED_VALUE_BYTES`] allocates (32), the allocator's rounding.
-pub const ENTRY_OVERHEAD_BYTES: usize = 160;
+/// What an entry costs beyond its key and value: its clock slot (40 bytes) and the slot list's
+/// spare capacity (up to as much again), its index bucket (5 bytes at 44-88% load), the shared
+/// header the first read of a value over [`COPIED_VALUE_BYTES`] allocates (32), the
+/// allocator's rounding. Measured (mimalloc's peak commit, `scripts/bench` write phases with
+/// every row cached): about 95 bytes beside key and value (docs/PERFORMANCE.md).
+pub const ENTRY_OVERHEAD_BYTES: usize = 112;
 
 /// The row cache's capacity unless `storage.row_cache_bytes` says otherwise: half the block
-/// cache, about 400,000 rows of 100-byte values (the budget counts a row as about 300 bytes;
-/// the process grew by 85 MB with it full in scripts/bench).
+/// cache, about 520,000 rows of 100-byte values (the budget counts such a row as about 260
+/// bytes; each held costs the process about 240).
 pub const DEFAULT_ROW_CACHE_BYTES: u64 = 128 << 20;
 
 /// Values up to this many bytes leave the cache as copies, not as slices of the entry. The
@@ -100,22 +102,23 @@ impl RowCache {
         compaction_idle: Box<dyn Fn() -> bool + Send + Sync>,
     ) -> RowCache {
         let shards = if capacity_bytes == 0 { 0 } else { SHARDS };
+        let seed = foldhash::fast::RandomState::default();
         RowCache {
             writes: (0..SHARDS).map(|_| Counter::default()).collect(),
             purges_begun: AtomicU64::new(0),
             purges_settled: AtomicU64::new(0),
             own_compactions: AtomicU64::new(0),
             compaction_idle,
-            shards: (0..shards).map(|_| Mutex::new(Clock::default())).collect(),
+            shards: (0..shards).map(|_| Mutex::new(Clock::new(&seed))).collect(),
             shard_budget_bytes: (capacity_bytes / SHARDS as u64) as usize,
-            seed: foldhash::fast::RandomState::default(),
+            seed,
         }
     }
 
     /// The key's hash and shard.
     fn locate(&self, key: &[u8]) -> (u64, usize) {
-        let hash = std::hash::BuildHasher::hash_one(&self.seed, key);
-        (hash, (hash >> 58) as usize % SHARDS)
+        let hash = hash_key(&self.seed, key);
+        (hash, (hash >> (64 - SHARD_BITS)) as usize % SHARDS)
     }
 
     /// The key's value through the cache: `read` (the store) on a miss, whose answer fills the
@@ -139,12 +142,12 @@ impl RowCache {
         let value = read()?;
         let budget = self.shard_budget_bytes;
         // The entry is built (an allocation and a copy) before the shard is locked.
-        let fill = stamp.and_then(|st| Some((st, Slot::new(hash, key, value.as_deref(), budget)?)));
+        let fill = stamp.and_then(|st| Some((st, Slot::new(key, value.as_deref(), budget)?)));
         if let Some(((stamp, purges), slot)) = fill {
             let mut shard = self.shards[i].lock();
             // Under the lock a writer also stores and removes: see the module doc.
             if self.writes[i].unchanged_since(stamp) && self.purges_begun.load(SeqCst) == purges {
-                shard.put(slot, budget);
+                shard.put(slot, hash, budget);
             }
         }
         Ok(value)
@@ -193,7 +196,7 @@ impl RowCache {
             Some(keys) => keys.iter().for_each(|k| self.forget(k)),
             None => {
                 for shard in self.shards.iter() {
-                    *shard.lock() = Clock::default();
+                    *shard.lock() = Clock::new(&self.seed);
                 }
             }
         }
@@ -234,8 +237,9 @@ impl Drop for OwnCompaction<'_> {
 pub(crate) struct CacheWrite<'a> {
     cache: &'a RowCache,
     _writing: WritingSet<'a>,
-    /// Entries to store once the write succeeded: (shard, entry); a point write stores one.
-    stores: SmallVec<[(usize, Slot); 1]>,
+    /// Entries to store once the write succeeded: (shard, key hash, entry); a point write
+    /// stores one.
+    stores: SmallVec<[(usize, u64, Slot); 1]>,
 }
 
 impl CacheWrite<'_> {
@@ -245,8 +249,8 @@ impl CacheWrite<'_> {
     pub(crate) fn will_store(&mut self, key: &[u8], value: Option<&[u8]>) {
         let (hash, i) = self.cache.locate(key);
         if i < self.cache.shards.len() {
-            if let Some(slot) = Slot::new(hash, key, value, self.cache.shard_budget_bytes) {
-                self.stores.push((i, slot));
+            if let Some(slot) = Slot::new(key, value, self.cache.shard_budget_bytes) {
+                self.stores.push((i, hash, slot));
             }
         }
     }
@@ -255,25 +259,45 @@ impl CacheWrite<'_> {
     /// write finished. (Dropped without this, the keys are left to the store.)
     pub(crate) fn stored(mut self) {
         let budget = self.cache.shard_budget_bytes;
-        for (i, slot) in self.stores.drain(..) {
-            self.cache.shards[i].lock().put(slot, budget);
+        for (i, hash, slot) in self.stores.drain(..) {
+            self.cache.shards[i].lock().put(slot, hash, budget);
         }
     }
 }
 
-/// One shard: a map from key hash to clock slot, and the slots the hand sweeps.
-#[derive(Default)]
+/// Bits of a key's hash that pick its shard (the top ones).
+const SHARD_BITS: u32 = 6;
+const _: () = assert!(1 << SHARD_BITS == SHARDS);
+
+/// A key's hash: its shard ([`RowCache::locate`]) and, through [`index_hash`], its place in
+/// the shard's index.
+fn hash_key(seed: &foldhash::fast::RandomState, key: &[u8]) -> u64 {
+    std::hash::BuildHasher::hash_one(seed, key)
+}
+
+/// The hash a shard's index files a key under: its bits rotated so that the top ones, which
+/// the index's tags take, are not the bits every key of the shard shares.
+fn index_hash(hash: u64) -> u64 {
+    hash.rotate_left(SHARD_BITS)
+}
+
+/// One shard: the entries' slots, found through an index of slot numbers by key hash, and the
+/// hand that sweeps them.
 struct Clock {
-    /// Two keys of one 64-bit hash share an entry: the later evicts the earlier.
-    index: HashMap<u64, u32, foldhash::fast::RandomState>,
+    /// Slot numbers, filed by [`index_hash`] of their key's hash; the hash is kept nowhere
+    /// (4 bytes an entry instead of a stored hash's 8 in both index and slot): growing the
+    /// index and evicting hash the slot's key again.
+    index: HashTable<u32>,
     slots: Vec<Slot>,
     /// Slots of removed entries, reused first.
     free: Vec<u32>,
     hand: usize,
     used_bytes: usize,
+    /// The cache's seed (for the keys' hashes).
+    seed: foldhash::fast::RandomState,
 }
 
-/// An entry: its key and value in one allocation.
+/// An entry: its key and value in one allocation (40 bytes beside it).
 struct Slot {
     /// The key, then the value (if present).
     data: Bytes,
@@ -281,14 +305,13 @@ struct Slot {
     present: bool,
     /// Read since the hand last passed (CLOCK's second chance).
     referenced: bool,
-    hash: u64,
     live: bool,
 }
 
 impl Slot {
     /// A live entry holding a copy of `key` and `value`; None if it would cost more than an
     /// eighth of a shard of `shard_budget_bytes`.
-    fn new(hash: u64, key: &[u8], value: Option<&[u8]>, shard_budget_bytes: usize) -> Option<Slot> {
+    fn new(key: &[u8], value: Option<&[u8]>, shard_budget_bytes: usize) -> Option<Slot> {
         let data_len = key.len() + value.map_or(0, |v| v.len());
         if data_len + ENTRY_OVERHEAD_BYTES > shard_budget_bytes / 8 {
             return None;
@@ -301,7 +324,6 @@ impl Slot {
             key_len: key.len() as u32,
             present: value.is_some(),
             referenced: false,
-            hash,
             live: true,
         })
     }
@@ -326,22 +348,41 @@ impl Slot {
 }
 
 impl Clock {
-    fn get(&mut self, hash: u64, key: &[u8]) -> Option<Cached> {
-        let &at = self.index.get(&hash)?;
-        let slot = &mut self.slots[at as usize];
-        if slot.key() != key {
-            return None;
+    fn new(seed: &foldhash::fast::RandomState) -> Clock {
+        Clock {
+            index: HashTable::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            hand: 0,
+            used_bytes: 0,
+            seed: seed.clone(),
         }
+    }
+
+    /// The slot of `key` (whose hash is `hash`), if it has an entry.
+    fn find(&self, hash: u64, key: &[u8]) -> Option<u32> {
+        let slots = &self.slots;
+        let found = self
+            .index
+            .find(index_hash(hash), |&at| slots[at as usize].key() == key);
+        found.copied()
+    }
+
+    fn get(&mut self, hash: u64, key: &[u8]) -> Option<Cached> {
+        let at = self.find(hash, key)?;
+        let slot = &mut self.slots[at as usize];
         slot.referenced = true;
         Some((slot.present).then(|| slot.value()))
     }
 
     fn remove(&mut self, hash: u64, key: &[u8]) {
-        if let Some(&at) = self.index.get(&hash) {
-            if self.slots[at as usize].key() == key {
-                self.index.remove(&hash);
-                self.release(at);
-            }
+        let slots = &self.slots;
+        let found = self
+            .index
+            .find_entry(index_hash(hash), |&at| slots[at as usize].key() == key);
+        if let Ok(entry) = found {
+            let (at, _) = entry.remove();
+            self.release(at);
         }
     }
 
@@ -353,12 +394,10 @@ impl Clock {
         self.free.push(at);
     }
 
-    /// Sets the key's entry, then evicts until the shard is within `budget_bytes`.
-    fn put(&mut self, slot: Slot, budget_bytes: usize) {
-        if let Some(at) = self.index.remove(&slot.hash) {
-            self.release(at);
-        }
-        let hash = slot.hash;
+    /// Sets the entry of the slot's key (whose hash is `hash`), then evicts until the shard is
+    /// within `budget_bytes`.
+    fn put(&mut self, slot: Slot, hash: u64, budget_bytes: usize) {
+        self.remove(hash, slot.key());
         self.used_bytes += slot.cost();
         let at = match self.free.pop() {
             Some(at) => {
@@ -370,7 +409,9 @@ impl Clock {
                 (self.slots.len() - 1) as u32
             }
         };
-        self.index.insert(hash, at);
+        let (slots, seed) = (&self.slots, &self.seed);
+        let rehash = |&i: &u32| index_hash(hash_key(seed, slots[i as usize].key()));
+        self.index.insert_unique(index_hash(hash), at, rehash);
         self.evict(budget_bytes, at);
     }
 
@@ -387,8 +428,10 @@ impl Clock {
             if !slot.live || at == keep || std::mem::take(&mut slot.referenced) {
                 continue;
             }
-            let hash = slot.hash;
-            self.index.remove(&hash);
+            let hash = index_hash(hash_key(&self.seed, slot.key()));
+            if let Ok(entry) = self.index.find_entry(hash, |&i| i == at) {
+                entry.remove();
+            }
             self.release(at);
         }
     }
@@ -530,7 +573,7 @@ mod tests {
     fn random_operations_agree_with_the_store_and_stay_in_budget() {
         let budget = (SHARDS * 16 * (ENTRY_OVERHEAD_BYTES + 40)) as u64;
         let cache = RowCache::new(budget, Box::new(|| true));
-        let mut store: HashMap<Bytes, Bytes> = HashMap::new();
+        let mut store: std::collections::HashMap<Bytes, Bytes> = Default::default();
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
         for step in 0..200_000u64 {
             x ^= x << 13;
@@ -573,5 +616,17 @@ mod tests {
             "{}",
             cache.used_bytes()
         );
+        // The index files exactly the live slots, each under its key's hash.
+        for shard in cache.shards.iter() {
+            let c = shard.lock();
+            let live: Vec<u32> = (0..c.slots.len() as u32)
+                .filter(|&at| c.slots[at as usize].live)
+                .collect();
+            assert_eq!(c.index.len(), live.len());
+            for at in live {
+                let key = c.slots[at as usize].key();
+                assert_eq!(c.find(hash_key(&c.seed, key), key), Some(at));
+            }
+        }
     }
 }
