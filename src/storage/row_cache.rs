@@ -616,8 +616,9 @@ mod tests {
             "{}",
             cache.used_bytes()
         );
-        // The index files exactly the live slots, each under its key's hash.
-        for shard in cache.shards.iter() {
+        // The index files exactly the live slots, each under the hash the cache locates its
+        // key by (and in the shard it picks).
+        for (i, shard) in cache.shards.iter().enumerate() {
             let c = shard.lock();
             let live: Vec<u32> = (0..c.slots.len() as u32)
                 .filter(|&at| c.slots[at as usize].live)
@@ -625,7 +626,8 @@ mod tests {
             assert_eq!(c.index.len(), live.len());
             for at in live {
                 let key = c.slots[at as usize].key();
-                assert_eq!(c.find(hash_key(&c.seed, key), key), Some(at));
+                let (hash, shard) = cache.locate(key);
+                assert_eq!((shard, c.find(hash, key)), (i, Some(at)));
             }
         }
     }
