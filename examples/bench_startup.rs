@@ -26,10 +26,9 @@ use std::time::{Duration, Instant};
 const BATCH_ROWS: u64 = 100_000;
 const READY_TIMEOUT: Duration = Duration::from_secs(300);
 
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
+#[path = "../tests/common/ports.rs"]
+mod ports;
+use ports::free_port;
 
 /// The server process, killed if the bench panics (it would outlive us otherwise).
 struct Server(Option<Child>);

@@ -14,6 +14,9 @@ use std::time::{Duration, Instant};
 /// renewals (every TTL/3) two misses of slack on a loaded machine.
 pub const TTL_MS: u64 = 3000;
 
+/// Starts of a new etcd, each on fresh ports, before a port collision fails the test.
+const START_TRIES: u32 = 3;
+
 fn etcd_binary() -> Option<PathBuf> {
     if let Ok(p) = std::env::var("RINGGATE_ETCD_BIN") {
         return Some(PathBuf::from(p));
@@ -41,10 +44,11 @@ fn no_fsync_flag(bin: &PathBuf) -> Option<&'static str> {
     has.then_some("--unsafe-no-fsync")
 }
 
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    l.local_addr().unwrap().port()
-}
+// A test crate that includes several of these shared files loads it once per file: harmless.
+#[allow(clippy::duplicate_mod)]
+#[path = "../common/ports.rs"]
+mod ports;
+use ports::free_port;
 
 pub struct Etcd {
     child: Option<Child>,
@@ -76,6 +80,19 @@ impl Etcd {
             client_port: free_port(),
             peer_port: free_port(),
         };
+        // A port taken between choosing and binding it (see `ports.rs`): fresh ports, a
+        // fresh data directory (etcd keeps its peer URL there), bounded.
+        for _ in 1..START_TRIES {
+            match etcd.try_spawn().await {
+                Err(log) if log.contains("address already in use") => {
+                    let _ = std::fs::remove_dir_all(etcd.dir.path().join("data"));
+                    etcd.client_port = free_port();
+                    etcd.peer_port = free_port();
+                }
+                Err(log) => panic!("etcd did not start; log: {log}"),
+                Ok(()) => return Some(etcd),
+            }
+        }
         etcd.spawn().await;
         Some(etcd)
     }
@@ -83,6 +100,14 @@ impl Etcd {
     /// Starts (or restarts) the process on the same ports and data directory; waits until it
     /// answers.
     pub async fn spawn(&mut self) {
+        if let Err(log) = self.try_spawn().await {
+            panic!("etcd did not start; log: {log}");
+        }
+    }
+
+    /// As `spawn`; what it logged when the process exits or does not answer within 60 s.
+    async fn try_spawn(&mut self) -> Result<(), String> {
+        let logged = self.log().len();
         let client = format!("http://127.0.0.1:{}", self.client_port);
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
         let log = std::fs::OpenOptions::new()
@@ -117,13 +142,16 @@ impl Etcd {
         let probe = self.client();
         let deadline = Instant::now() + Duration::from_secs(60);
         while probe.get(b"probe").await.is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "etcd did not answer within 60 s; log: {}",
-                self.log()
-            );
+            if Instant::now() >= deadline {
+                return Err(format!("(no answer within 60 s) {}", &self.log()[logged..]));
+            }
+            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok()?) {
+                self.child = None;
+                return Err(format!("(exited: {status}) {}", &self.log()[logged..]));
+            }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        Ok(())
     }
 
     pub fn log(&self) -> String {

@@ -16,13 +16,8 @@ pub struct Server {
     extra: Vec<String>,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
-}
+mod ports;
+pub use ports::free_port;
 
 impl Server {
     pub fn start(extra: &[&str]) -> Server {

@@ -18,15 +18,10 @@ import time
 from pathlib import Path
 
 import pgserver
+from ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = os.environ.get("RINGGATE_BIN", str(ROOT / "target" / "release" / "ringgate"))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def etcd_bin():

@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 
 import pgserver
+from ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
@@ -99,22 +100,6 @@ def require_or_skip(pytest):
         pytest.fail(f"RINGGATE_REQUIRE_POSTGRES/ETCD is set but there is {msg}")
     print(f"\n!!!!! SKIPPING the cluster tests: {msg} !!!!!")
     pytest.skip(msg, allow_module_level=True)
-
-
-_GIVEN_PORTS = set()
-
-
-def free_port():
-    """A port free now and not handed out before by this process: the kernel may give a
-    just-released port again, and two nodes' CQL and HTTP ports once collided that way."""
-    for _ in range(100):
-        with socket.socket() as s:
-            s.bind((HOST, 0))
-            port = s.getsockname()[1]
-        if port not in _GIVEN_PORTS:
-            _GIVEN_PORTS.add(port)
-            return port
-    raise RuntimeError("no fresh free port in 100 tries")
 
 
 def _die_with_parent():

@@ -40,6 +40,7 @@ from typing import NamedTuple
 import pytest
 from cassandra.cluster import Cluster
 
+from ports import free_port
 from rgtest import create_keyspace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,12 +60,6 @@ def default_binary() -> Path:
     if not target.is_absolute():
         target = ROOT / target
     return target / "release" / "ringgate"
-
-
-def free_port(host=HOST) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def _die_with_parent():

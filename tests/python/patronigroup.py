@@ -33,7 +33,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -42,6 +41,7 @@ import urllib.request
 from pathlib import Path
 
 import pgserver
+from ports import free_port
 
 HOST = "127.0.0.1"
 TTL_S, LOOP_WAIT_S, RETRY_TIMEOUT_S = 20, 1, 5
@@ -61,12 +61,6 @@ def find_patroni():
             if line.startswith("RINGGATE_PATRONI_BIN="):
                 cand = line.split("=", 1)[1].strip()
     return cand if cand and os.access(cand, os.X_OK) else None
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
 
 
 def _pg_user():
@@ -107,7 +101,7 @@ class Member:
 
     def __init__(self, group, index):
         self.group, self.name = group, f"{group.name}-m{index + 1}"
-        self.pg_port, self.rest_port = _free_port(), _free_port()
+        self.pg_port, self.rest_port = free_port(), free_port()
         self.dir = group.dir / self.name
         self.data = self.dir / "data"
         self.log_path = self.dir / "patroni.log"

@@ -12,10 +12,11 @@ scripts/install-cluster-deps), else Debian's /usr/lib/postgresql/*/bin. Without 
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
+
+from ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,12 +37,6 @@ def find_bin_dir():
     return None
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class PgServer:
     """One PostgreSQL server: .port, .url(dbname), .create_database(name), .stop()."""
 
@@ -51,7 +46,7 @@ class PgServer:
         self.bin = Path(bin_dir)
         self.dir = Path(tempfile.mkdtemp(prefix="ringgate-pg-"))
         self.data = self.dir / "data"
-        self.port = _free_port()
+        self.port = free_port()
         self.user = None
         if os.geteuid() == 0:
             self.user = os.environ.get("RINGGATE_PG_USER", "ringgate-pg")

@@ -187,10 +187,11 @@ impl PgServer {
     }
 }
 
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
+// A test crate that includes several of these shared files loads it once per file: harmless.
+#[allow(clippy::duplicate_mod)]
+#[path = "../common/ports.rs"]
+mod ports;
+use ports::free_port;
 
 fn run(c: &mut Command, what: &str) -> Vec<u8> {
     let out = c
