@@ -8,10 +8,11 @@
 //!
 //! Bounds: every member is asked at once and waited for at most `PEER_DEADLINE_MS`; a member
 //! gives at most `MAX_ROWS_PER_PEER` rows (one page) and all answers at most
-//! `MAX_MERGED_BYTES`. A member that does not answer in time, answers an error or is cut is
-//! left out with a warning in the response (the read does not fail: a dead node must not hide
-//! the survivors' rows). Paging: each page asks again and pages the merged rows by position,
-//! as a single node pages these tables (rows that change between pages may shift).
+//! `MAX_MERGED_BYTES`. A member that does not answer in time, answers an error or is cut, or
+//! whose leg fails here, is left out with a warning in the response (the read does not fail:
+//! a dead node must not hide the survivors' rows). Paging: each page asks again and pages the
+//! merged rows by position, as a single node pages these tables (rows that change between
+//! pages may shift).
 //!
 //! Not in cluster mode, for requests forwarded or marked local-only, and for every other
 //! statement this does nothing (a SELECT is parsed only if its text or keyspace names a
@@ -66,14 +67,16 @@ pub async fn gather(
         Bytes::from(cluster.name().to_string()),
     )]);
     let mut legs = tokio::task::JoinSet::new();
+    // Each leg's node by task id: a leg whose task fails (a panic) is named too.
+    let mut names = std::collections::HashMap::new();
     for m in cluster
         .members()
         .values()
         .filter(|m| m.name != cluster.name())
     {
         let (shared, leg, payload) = (Arc::clone(shared), Arc::clone(&leg), Arc::clone(&payload));
-        let (name, addr) = (m.name.clone(), m.advertise.clone());
-        legs.spawn(async move {
+        let addr = m.advertise.clone();
+        let id = legs.spawn(async move {
             let deadline = Duration::from_millis(PEER_DEADLINE_MS);
             let answer =
                 tokio::time::timeout(deadline, shared.peers.request(&addr, &payload, &leg));
@@ -81,13 +84,13 @@ pub async fn gather(
                 Err(_) => Err(format!("no answer within {PEER_DEADLINE_MS} ms")),
                 Ok(a) => a.map_err(|e| e.to_string()),
             };
-            (name, answer)
+            answer
         });
+        names.insert(id.id(), m.name.clone());
     }
     let mut out = PeerRows::default();
     let mut bytes = 0usize;
-    while let Some(done) = legs.join_next().await {
-        let Ok((node, answer)) = done else { continue };
+    for (node, answer) in settle(legs, names).await {
         let what = format!("{}.{}", target.keyspace, target.table);
         let left_out = |why: String| format!("rows of {what} from node {node} are left out: {why}");
         match answer.and_then(|a| rows_of(table, a, &mut bytes)) {
@@ -104,6 +107,23 @@ pub async fn gather(
     }
     out.nodes.sort_by(|a, b| a.0.cmp(&b.0));
     Some(Arc::new(out))
+}
+
+/// Every leg's node and answer, as they finish; a leg whose task failed (panicked) answers
+/// an error, so that its node is named among those left out.
+async fn settle<T: 'static>(
+    mut legs: tokio::task::JoinSet<Result<T, String>>,
+    mut names: std::collections::HashMap<tokio::task::Id, String>,
+) -> Vec<(String, Result<T, String>)> {
+    let mut out = Vec::with_capacity(legs.len());
+    while let Some(done) = legs.join_next_with_id().await {
+        let (id, answer) = match done {
+            Ok((id, answer)) => (id, answer),
+            Err(e) => (e.id(), Err(format!("its request failed ({e})"))),
+        };
+        out.push((names.remove(&id).unwrap_or_default(), answer));
+    }
+    out
 }
 
 /// The per-node table a QUERY or EXECUTE reads, if any.
@@ -299,5 +319,22 @@ mod tests {
         assert_eq!(cell("parameters"), Some(&b"\x00\x00\x00\x00"[..]));
         assert_eq!(cell("session_id"), None);
         assert!(decode_rows(t, Bytes::from_static(b"\x00\x00\x00\x01")).is_err());
+    }
+
+    /// A leg whose task panics still names its node, with an error, beside the others.
+    #[tokio::test]
+    async fn a_leg_that_panics_is_named_with_an_error() {
+        let mut legs = tokio::task::JoinSet::new();
+        let mut names = std::collections::HashMap::new();
+        let ok = legs.spawn(async { Ok::<u32, String>(7) });
+        names.insert(ok.id(), "good".to_string());
+        let bad = legs.spawn(async { panic!("leg failed") });
+        names.insert(bad.id(), "broken".to_string());
+        let mut got = settle(legs, names).await;
+        got.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(got[0].0, "broken");
+        let why = got[0].1.as_ref().unwrap_err();
+        assert!(why.contains("its request failed"), "{why}");
+        assert_eq!(got[1], ("good".to_string(), Ok(7)));
     }
 }
