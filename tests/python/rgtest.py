@@ -18,6 +18,17 @@ def wait_until(predicate, timeout=15.0, interval=0.1, message="condition"):
         time.sleep(interval)
 
 
+def rethrowing_profile(**kwargs):
+    """An execution profile whose requests fail with the server's error as it came, never
+    retried: the driver's default retries some errors (Overloaded, Server, Unavailable) on the
+    next host, and with one host it may raise NoHostAvailable with an empty error map (it
+    records the host's error only after handing the retry to another thread), so a test could
+    not tell a 429 from any other failure. `kwargs`: more of the profile's settings."""
+    from cassandra.cluster import ExecutionProfile
+    from cassandra.policies import FallthroughRetryPolicy
+    return ExecutionProfile(retry_policy=FallthroughRetryPolicy(), **kwargs)
+
+
 def error_text(exc):
     """The server's message of a driver exception (ErrorMessage subclasses have .message)."""
     msg = getattr(exc, "message", None)

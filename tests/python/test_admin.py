@@ -7,11 +7,10 @@ import subprocess
 import threading
 import time
 
-from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
-from cassandra.policies import FallthroughRetryPolicy
+from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster
 from cassandra.protocol import OverloadedErrorMessage
 
-from rgtest import create_keyspace
+from rgtest import create_keyspace, rethrowing_profile
 
 
 def admin(ringgate_bin, srv, *args, json_out=True, check=True):
@@ -28,7 +27,7 @@ def server_with_keyspace(server_factory, unique_name):
     NoHostAvailable may be raised before it records the host's error (it records it after
     handing the retry to another thread), so a 429 could not be told from other failures."""
     srv = server_factory()
-    profile = ExecutionProfile(retry_policy=FallthroughRetryPolicy())
+    profile = rethrowing_profile()
     c = Cluster(contact_points=[srv.host], port=srv.port,
                 execution_profiles={EXEC_PROFILE_DEFAULT: profile})
     s = c.connect()

@@ -133,16 +133,15 @@ def test_an_internal_error_is_answered_and_the_connection_stays_usable(server_fa
     """A panic while a request is executed (forced by the RINGGATE_TEST_PANIC_QUERY test hook)
     is answered with a Server error, logged, and the same connection keeps answering, also
     the requests in flight with it and the statements that touched the same tables."""
-    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
-    from cassandra.policies import FallthroughRetryPolicy
+    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster
     from cassandra.protocol import ServerError
 
-    from rgtest import create_keyspace
+    from rgtest import create_keyspace, rethrowing_profile
 
     monkeypatch.setenv("RINGGATE_TEST_PANIC_QUERY", "/* panic here */")
     srv = server_factory()
     # no retry: the driver would try a Server error on the next host (there is none)
-    profile = ExecutionProfile(retry_policy=FallthroughRetryPolicy())
+    profile = rethrowing_profile()
     c = Cluster(contact_points=[srv.host], port=srv.port, execution_profiles={EXEC_PROFILE_DEFAULT: profile})
     try:
         s = c.connect()

@@ -11,11 +11,10 @@ import time
 from pathlib import Path
 
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
-from cassandra.policies import FallthroughRetryPolicy
 from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.protocol import OverloadedErrorMessage
 
-from rgtest import create_keyspace
+from rgtest import create_keyspace, rethrowing_profile
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,7 +80,7 @@ def test_provisioned_tables_are_still_throttled_by_default(cluster_factory, serv
     srv = server_factory()
     # Fallthrough: see each Overloaded (the driver's default moves on to the next host, of
     # which a one-node cluster has none).
-    profile = ExecutionProfile(retry_policy=FallthroughRetryPolicy())
+    profile = rethrowing_profile()
     c = cluster_factory(srv, execution_profiles={EXEC_PROFILE_DEFAULT: profile})
     s = c.connect()
     ks = create_keyspace(s, unique_name("ks"))

@@ -14,10 +14,10 @@ from cassandra import ConsistencyLevel, Unavailable, OperationTimedOut, WriteTim
 from cassandra.cluster import Cluster, ExecutionProfile, EXEC_PROFILE_DEFAULT, NoHostAvailable
 import clusterlib
 from cassandra.protocol import OverloadedErrorMessage
-from cassandra.policies import FallthroughRetryPolicy
 from cassandra.query import BatchStatement, BatchType, SimpleStatement
 
 from cluster_fixture_17c import TwoNodes
+from rgtest import rethrowing_profile
 
 KS = "fwd"
 
@@ -196,9 +196,8 @@ def test_the_owners_throttling_reaches_the_client_through_b(two):
     # whose Cosmos DB text and RetryAfterMs reach b's client unchanged. The error is rethrown
     # as it came: the default policy moves to the next host, and pinned to b there is none,
     # and the driver's NoHostAvailable then sometimes leaves the host's error out.
-    sb.cluster.add_execution_profile("rethrow", ExecutionProfile(
-        load_balancing_policy=clusterlib.pinned_policy(t.node("b").port),
-        retry_policy=FallthroughRetryPolicy(), request_timeout=20))
+    sb.cluster.add_execution_profile("rethrow", rethrowing_profile(
+        load_balancing_policy=clusterlib.pinned_policy(t.node("b").port), request_timeout=20))
     ins = sb.prepare(f"INSERT INTO {KS}.hot (pk, v) VALUES (?, ?)")
     rejected = None
     for start in range(0, 20_000, 200):

@@ -3,20 +3,19 @@ client; its figures checked against system_views and against the requests the te
 
 import struct
 
-from cassandra.cluster import Cluster, ExecutionProfile, EXEC_PROFILE_DEFAULT
+from cassandra.cluster import Cluster, EXEC_PROFILE_DEFAULT
 from cassandra.concurrent import execute_concurrent_with_args
-from cassandra.policies import FallthroughRetryPolicy
 from cassandra.protocol import OverloadedErrorMessage
 
 from metrics_text import get, scrape
-from rgtest import create_keyspace
+from rgtest import create_keyspace, rethrowing_profile
 
 
 def connect(srv):
     # schema_event_refresh_window=-1: no metadata refresh in answer to schema events. The
     # driver runs it up to 2 s after a CREATE, as QUERY requests of its own, which could land
     # between two scrapes that count this test's requests.
-    profile = ExecutionProfile(retry_policy=FallthroughRetryPolicy())
+    profile = rethrowing_profile()
     c = Cluster(contact_points=[srv.host], port=srv.port, schema_event_refresh_window=-1,
                 execution_profiles={EXEC_PROFILE_DEFAULT: profile})
     return c, c.connect()
