@@ -103,6 +103,18 @@ pub fn decode_composite_key(
     columns: &[(&CqlType, bool)],
     input: &mut &[u8],
 ) -> Result<Vec<Vec<u8>>, ValueError> {
+    let mut values = Vec::with_capacity(columns.len());
+    decode_composite_key_with(columns, input, |v| values.push(v))?;
+    Ok(values)
+}
+
+/// [`decode_composite_key`] handing each value to `each`, in order (scans decode a key per
+/// row: no list of their own).
+pub fn decode_composite_key_with(
+    columns: &[(&CqlType, bool)],
+    input: &mut &[u8],
+    mut each: impl FnMut(Vec<u8>),
+) -> Result<(), ValueError> {
     let mask = |desc: bool| if desc { 0xFF } else { 0x00 };
     let mut probe = Reader::new(input, 0, 0);
     for (ty, desc) in columns {
@@ -111,17 +123,16 @@ pub fn decode_composite_key(
     }
     let mut ord = Reader::new(input, 0, 0);
     let mut suf = Reader::new(input, probe.pos, 0);
-    let mut values = Vec::with_capacity(columns.len());
     for (ty, desc) in columns {
         ord.mask = mask(*desc);
         suf.mask = mask(*desc);
-        values.push(dec(ty, &mut ord, &mut suf)?);
+        each(dec(ty, &mut ord, &mut suf)?);
     }
     if ord.pos != probe.pos {
         return Err(ValueError::corrupt("order part and suffix disagree"));
     }
     *input = &input[suf.pos..];
-    Ok(values)
+    Ok(())
 }
 
 /// Whether every value of `ty` has a key without a suffix: its key is then its order part, so

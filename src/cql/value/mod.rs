@@ -115,7 +115,8 @@ pub use compare::compare;
 pub use duration::{encode_duration, parse_duration, DurationValue};
 pub use json::{from_json, to_json};
 pub use key::{
-    decode_composite_key, decode_key, encode_composite_key, encode_key, key_has_no_suffix,
+    decode_composite_key, decode_composite_key_with, decode_key, encode_composite_key, encode_key,
+    key_has_no_suffix,
 };
 pub(crate) use literal::decimal_bytes;
 pub use literal::{literal_to_bytes, parse_decimal, parse_inet, parse_uuid};

@@ -69,12 +69,13 @@ pub(super) fn read_points(
         false => None,
     };
     reader.start(header.as_ref(), out.now, false)?;
+    let mut decoder = row::KeyDecoder::default();
     for (key, value) in keys.zip(values) {
         let Some(v) = value else {
             continue;
         };
         out.scanned(token, key.len() + v.len());
-        let dk = row::decode_key(&key, ck_types)?;
+        let dk = decoder.decode(&key, ck_types)?;
         // The clustering key bytes: what follows the partition prefix and the kind byte.
         let ck = &key[dk.prefix_len + 1..];
         if let Flow::Stop(more) = reader.row(out, &dk, Some(ck), &v)? {

@@ -287,6 +287,7 @@ fn scan_partition(
         accesses_left = accesses_left.map(|n| n - 1);
         reader.start(header.as_ref(), out.now, resume.is_some())?;
     }
+    let mut keys = row::KeyDecoder::default();
     for (lo, hi) in &bounds {
         let iter = match (together.next(), &snapshot) {
             (Some(scan), _) => scan,
@@ -315,7 +316,7 @@ fn scan_partition(
                 }
             }
             out.scanned(token, k.len() + v.len());
-            let dk = row::decode_key(&k, ck_types)?;
+            let dk = keys.decode(&k, ck_types)?;
             let ck = k.get(rows_prefix.len()..).unwrap_or(&[]);
             if let Flow::Stop(more) = reader.row(out, &dk, Some(ck), &v)? {
                 if more {
@@ -382,6 +383,7 @@ pub(super) fn read_ranges(
             }
         }
     };
+    let mut keys = row::KeyDecoder::default();
     for &(lo, hi) in ranges {
         if lo >= hi {
             continue;
@@ -440,7 +442,7 @@ pub(super) fn read_ranges(
                     }
                     None => {}
                 }
-                let dk = row::decode_key(&k, &ck_types)?;
+                let dk = keys.decode(&k, &ck_types)?;
                 out.scanned(dk.token, k.len() + v.len());
                 // The key up to its kind byte is the partition's prefix (`partition_prefix`).
                 let prefix = &k[..dk.prefix_len];
