@@ -52,37 +52,17 @@ impl<'a> PartitionRows<'a> {
         ranges_key: Option<&[u8]>,
         value: &Bytes,
     ) -> Result<Flow> {
-        let mut data = std::mem::take(&mut self.scratch);
-        RowData::decode_into(value, &mut data)?;
-        let flow = self.decoded_row(out, dk, ranges_key, &mut data);
-        self.scratch = data;
-        Ok(flow)
-    }
-
-    /// `row` once decoded.
-    fn decoded_row(
-        &mut self,
-        out: &mut Output,
-        dk: &row::DecodedKey,
-        ranges_key: Option<&[u8]>,
-        data: &mut RowData,
-    ) -> Flow {
-        let now = out.now;
-        if let Some((dts, _)) = self.header.deletion {
-            data.shadow_at(dts);
-        }
-        if let (Some(ck), false) = (ranges_key, self.header.ranges.is_empty()) {
-            if let Some(dts) = self.header.range_deletion(ck) {
-                data.shadow_at(dts);
-            }
-        }
-        complex::materialize(data, self.t, None, now);
-        let (pk, ck) = (&dk.pk[..], &dk.clustering[..]);
-        if !data.is_live(now) || !passes(self.t, self.filters, pk, ck, data, &self.header, now) {
-            return Flow::Continue;
-        }
-        self.matched = true;
-        out.emit(dk.token, pk, ck, data, &self.header)
+        // The scratch row is borrowed beside the header, not moved out and back: a
+        // `RowData` is some 150 bytes, copied twice per row read.
+        RowData::decode_into(value, &mut self.scratch)?;
+        let rules = Rules {
+            t: self.t,
+            filters: self.filters,
+            header: &self.header,
+        };
+        let flow = rules.emit_row(out, dk, ranges_key, &mut self.scratch);
+        self.matched |= flow.is_some();
+        Ok(flow.unwrap_or(Flow::Continue))
     }
 
     /// Ends the partition: if none of its rows passed, its live static cells make a row.
@@ -124,4 +104,39 @@ pub(super) fn one_seek(plan: &Plan, resumed: bool) -> bool {
 pub(super) fn header_key(mut prefix: Vec<u8>) -> Vec<u8> {
     prefix.push(KIND_HEADER);
     prefix
+}
+
+/// What a row of the current partition is shadowed and filtered by.
+struct Rules<'r> {
+    t: &'r TableDef,
+    filters: &'r [Filter],
+    header: &'r RowData,
+}
+
+impl Rules<'_> {
+    /// Shadows the decoded row `data` by the partition header and emits it if it is live and
+    /// passes the filters (Some: it did, with the output's flow).
+    fn emit_row(
+        &self,
+        out: &mut Output,
+        dk: &row::DecodedKey,
+        ranges_key: Option<&[u8]>,
+        data: &mut RowData,
+    ) -> Option<Flow> {
+        let now = out.now;
+        if let Some((dts, _)) = self.header.deletion {
+            data.shadow_at(dts);
+        }
+        if let (Some(ck), false) = (ranges_key, self.header.ranges.is_empty()) {
+            if let Some(dts) = self.header.range_deletion(ck) {
+                data.shadow_at(dts);
+            }
+        }
+        complex::materialize(data, self.t, None, now);
+        let (pk, ck) = (&dk.pk[..], &dk.clustering[..]);
+        if !data.is_live(now) || !passes(self.t, self.filters, pk, ck, data, self.header, now) {
+            return None;
+        }
+        Some(out.emit(dk.token, pk, ck, data, self.header))
+    }
 }
