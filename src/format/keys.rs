@@ -173,7 +173,9 @@ pub struct DecodedKey {
 
 /// Decodes a data key; `clustering`: the table's clustering columns (`clustering_types`).
 pub fn decode_key(key: &[u8], clustering: &[(&CqlType, bool)]) -> Result<DecodedKey, CorruptRow> {
-    KeyDecoder::default().decode(key, clustering)
+    check_len(key)?;
+    let (pk, prefix_len) = partition_key(key)?;
+    with_partition(key, clustering, pk, prefix_len)
 }
 
 /// Decodes the keys of a scan: the partition key of a run of keys of one partition is
@@ -195,41 +197,57 @@ impl KeyDecoder {
         key: &[u8],
         clustering: &[(&CqlType, bool)],
     ) -> Result<DecodedKey, CorruptRow> {
-        if key.len() < 17 {
-            return Err(CorruptRow("short key"));
+        check_len(key)?;
+        if self.prefix.is_empty() || !key.starts_with(&self.prefix) {
+            let (pk, prefix_len) = partition_key(key)?;
+            self.pk = pk;
+            self.prefix.clear();
+            self.prefix.extend_from_slice(&key[..prefix_len]);
         }
-        let token = key_token(key).expect("length checked");
-        let prefix_len = self.partition(key)?;
-        let (&kind, mut rest) = key[prefix_len..]
-            .split_first()
-            .ok_or(CorruptRow("missing kind"))?;
-        let mut values = SmallVec::new();
-        if kind == KIND_ROW && !clustering.is_empty() {
-            value::decode_composite_key_with(clustering, &mut rest, |v| values.push(v.into()))
-                .map_err(|_| CorruptRow("clustering value"))?;
-        }
-        Ok(DecodedKey {
-            token,
-            pk: self.pk.clone(),
-            kind,
-            clustering: values,
-            prefix_len,
-        })
+        with_partition(key, clustering, self.pk.clone(), self.prefix.len())
     }
+}
 
-    /// The length of `key`'s partition prefix, its partition key unescaped into `self.pk`
-    /// unless it is the last key's.
-    fn partition(&mut self, key: &[u8]) -> Result<usize, CorruptRow> {
-        if !self.prefix.is_empty() && key.starts_with(&self.prefix) {
-            return Ok(self.prefix.len());
-        }
-        let mut rest = &key[16..];
-        self.pk = Bytes::from(unescape(&mut rest)?);
-        let prefix_len = key.len() - rest.len();
-        self.prefix.clear();
-        self.prefix.extend_from_slice(&key[..prefix_len]);
-        Ok(prefix_len)
+/// Whether `key` can hold a storage id, a token and a partition key's terminator.
+fn check_len(key: &[u8]) -> Result<(), CorruptRow> {
+    match key.len() < 17 {
+        true => Err(CorruptRow("short key")),
+        false => Ok(()),
     }
+}
+
+/// The partition key of a data key (long enough: `check_len`), unescaped, and the length of
+/// the key's partition prefix.
+fn partition_key(key: &[u8]) -> Result<(Bytes, usize), CorruptRow> {
+    let mut rest = &key[16..];
+    let pk = Bytes::from(unescape(&mut rest)?);
+    Ok((pk, key.len() - rest.len()))
+}
+
+/// The rest of `key` decoded after its partition prefix of `prefix_len` bytes, which holds
+/// `pk`.
+fn with_partition(
+    key: &[u8],
+    clustering: &[(&CqlType, bool)],
+    pk: Bytes,
+    prefix_len: usize,
+) -> Result<DecodedKey, CorruptRow> {
+    let token = key_token(key).expect("length checked");
+    let (&kind, mut rest) = key[prefix_len..]
+        .split_first()
+        .ok_or(CorruptRow("missing kind"))?;
+    let mut values = SmallVec::new();
+    if kind == KIND_ROW && !clustering.is_empty() {
+        value::decode_composite_key_with(clustering, &mut rest, |v| values.push(v.into()))
+            .map_err(|_| CorruptRow("clustering value"))?;
+    }
+    Ok(DecodedKey {
+        token,
+        pk,
+        kind,
+        clustering: values,
+        prefix_len,
+    })
 }
 
 /// The token and partition key of a row key without clustering values (a table without
