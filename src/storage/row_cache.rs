@@ -118,7 +118,7 @@ impl RowCache {
     /// The key's hash and shard.
     fn locate(&self, key: &[u8]) -> (u64, usize) {
         let hash = hash_key(&self.seed, key);
-        (hash, (hash >> (64 - SHARD_BITS)) as usize % SHARDS)
+        (hash, (hash >> (64 - SHARD_BITS)) as usize)
     }
 
     /// The key's value through the cache: `read` (the store) on a miss, whose answer fills the
@@ -281,6 +281,17 @@ fn index_hash(hash: u64) -> u64 {
     hash.rotate_left(SHARD_BITS)
 }
 
+/// The index hash of the key `slot` holds (the index keeps no hash: growing it and evicting
+/// hash the key again).
+fn slot_hash(seed: &foldhash::fast::RandomState, slot: &Slot) -> u64 {
+    index_hash(hash_key(seed, slot.key()))
+}
+
+/// Whether the slot an index entry names holds `key`.
+fn holds<'a>(slots: &'a [Slot], key: &'a [u8]) -> impl Fn(&u32) -> bool + 'a {
+    move |&at| slots[at as usize].key() == key
+}
+
 /// One shard: the entries' slots, found through an index of slot numbers by key hash, and the
 /// hand that sweeps them.
 struct Clock {
@@ -361,10 +372,7 @@ impl Clock {
 
     /// The slot of `key` (whose hash is `hash`), if it has an entry.
     fn find(&self, hash: u64, key: &[u8]) -> Option<u32> {
-        let slots = &self.slots;
-        let found = self
-            .index
-            .find(index_hash(hash), |&at| slots[at as usize].key() == key);
+        let found = self.index.find(index_hash(hash), holds(&self.slots, key));
         found.copied()
     }
 
@@ -376,10 +384,9 @@ impl Clock {
     }
 
     fn remove(&mut self, hash: u64, key: &[u8]) {
-        let slots = &self.slots;
         let found = self
             .index
-            .find_entry(index_hash(hash), |&at| slots[at as usize].key() == key);
+            .find_entry(index_hash(hash), holds(&self.slots, key));
         if let Ok(entry) = found {
             let (at, _) = entry.remove();
             self.release(at);
@@ -410,7 +417,7 @@ impl Clock {
             }
         };
         let (slots, seed) = (&self.slots, &self.seed);
-        let rehash = |&i: &u32| index_hash(hash_key(seed, slots[i as usize].key()));
+        let rehash = |&i: &u32| slot_hash(seed, &slots[i as usize]);
         self.index.insert_unique(index_hash(hash), at, rehash);
         self.evict(budget_bytes, at);
     }
@@ -428,7 +435,7 @@ impl Clock {
             if !slot.live || at == keep || std::mem::take(&mut slot.referenced) {
                 continue;
             }
-            let hash = index_hash(hash_key(&self.seed, slot.key()));
+            let hash = slot_hash(&self.seed, slot);
             if let Ok(entry) = self.index.find_entry(hash, |&i| i == at) {
                 entry.remove();
             }
