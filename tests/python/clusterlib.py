@@ -125,6 +125,10 @@ def wait_port(port, proc, timeout_s=READY_TIMEOUT_S, what="process", log=None):
     raise RuntimeError(f"{what} did not listen on {HOST}:{port} within {timeout_s}s")
 
 
+# Starts of etcd tried when its port was taken first.
+ETCD_START_TRIES = 3
+
+
 class Etcd:
     def __init__(self, binary, directory, detach=False):
         self.binary, self.dir, self.detach = binary, Path(directory), detach
@@ -136,16 +140,31 @@ class Etcd:
         return f"http://{HOST}:{self.client_port}"
 
     def start(self):
+        """Starts etcd; one whose port another process took first (bound between free_port's
+        check and etcd's bind) starts again on fresh ports, as the Rust harness's does
+        (tests/cluster_control/support.rs). Nothing knows the ports before the first start."""
+        for attempt in range(1, ETCD_START_TRIES + 1):
+            try:
+                self._spawn(attempt)
+                return self
+            except RuntimeError as e:
+                if attempt == ETCD_START_TRIES or "address already in use" not in str(e):
+                    raise
+                self.client_port, self.peer_port = free_port(), free_port()
+
+    def _spawn(self, attempt):
         c, p = f"http://{HOST}:{self.client_port}", f"http://{HOST}:{self.peer_port}"
         log = self.dir / "etcd.log"
-        self.proc = subprocess.Popen(
-            [self.binary, "--data-dir", str(self.dir / "etcd"), "--listen-client-urls", c,
-             "--advertise-client-urls", c, "--listen-peer-urls", p,
-             "--initial-advertise-peer-urls", p, "--initial-cluster", f"default={p}",
-             "--log-level", "warn"],
-            stdout=subprocess.DEVNULL, stderr=open(log, "w"), **_spawn_opts(self.detach))
+        # A fresh data directory per try: a failed try may have written its member's URLs.
+        data = self.dir / ("etcd" if attempt == 1 else f"etcd-{attempt}")
+        with open(log, "w") as err:
+            self.proc = subprocess.Popen(
+                [self.binary, "--data-dir", str(data), "--listen-client-urls", c,
+                 "--advertise-client-urls", c, "--listen-peer-urls", p,
+                 "--initial-advertise-peer-urls", p, "--initial-cluster", f"default={p}",
+                 "--log-level", "warn"],
+                stdout=subprocess.DEVNULL, stderr=err, **_spawn_opts(self.detach))
         wait_port(self.client_port, self.proc, what="etcd", log=log)
-        return self
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
