@@ -33,6 +33,9 @@ pub struct PeerRows {
     pub nodes: Vec<(String, Vec<VRow>)>,
     /// One line per node that did not answer or answered partly (sent as warnings).
     pub warnings: Vec<String>,
+    /// The members asked, by name, sorted (traced: a node missing from both lists above was
+    /// not a member when the read began).
+    pub asked: Vec<String>,
 }
 
 /// A SELECT that reads a per-node virtual table: what to ask the other nodes for.
@@ -346,6 +349,7 @@ mod tests {
                 vec![p(1, "n1", 0), p(2, "n2", 20), p(4, "n2", 5)],
             )],
             warnings: Vec::new(),
+            asked: vec!["n2".into()],
         };
         let merged = merge(&t, local, "n1", &peers);
         let b = t.column_index("bytes");
@@ -371,6 +375,7 @@ mod tests {
         let peers = PeerRows {
             nodes: vec![("n2".into(), vec![h("b", 9.0), h("a", 1.0)])],
             warnings: Vec::new(),
+            asked: vec!["n2".into()],
         };
         let merged = merge(&t, vec![h("a", 5.0), h("c", 2.0)], "n1", &peers);
         let (pk, rank) = (t.column_index("partition_key"), t.column_index("rank"));

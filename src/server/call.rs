@@ -356,6 +356,10 @@ fn execute(
         opts.ctx.set_held_since(since);
     }
     if let Some(peers) = &hold.peer_rows {
+        opts.ctx.trace(|| match &peers.asked[..] {
+            [] => "Asked no other member".to_string(),
+            asked => format!("Asked the other member(s): {}", asked.join(", ")),
+        });
         opts.ctx
             .trace(|| format!("Merging the rows of {} other node(s)", peers.nodes.len()));
         peers.warnings.iter().for_each(|w| opts.ctx.warn(w.clone()));

@@ -88,7 +88,11 @@ pub async fn gather(
         });
         names.insert(id.id(), m.name.clone());
     }
-    let mut out = PeerRows::default();
+    let mut out = PeerRows {
+        asked: names.values().cloned().collect(),
+        ..PeerRows::default()
+    };
+    out.asked.sort();
     let mut bytes = 0usize;
     for (node, answer) in settle(legs, names).await {
         let what = format!("{}.{}", target.keyspace, target.table);

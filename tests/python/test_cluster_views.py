@@ -333,13 +333,14 @@ def test_a_node_that_does_not_answer_is_left_out_with_a_warning(cluster3):
             return any(e.description == merged for e in trace.events)
         # A node whose lease keep-alives lag under load may lose its membership between that
         # check and the read (and rejoin later): then it is not asked, and rightly no warning
-        # names it. So the pause is tried again, a few times; a read that asks it must warn.
+        # names it. So the pause is tried again, a few times; a read that asks it must warn,
+        # and one that does not warn must not have asked it (its trace names those asked).
         warned = []
         for _ in range(3):
             wait_until(f"{paused.name} a member", every_other_node_merged)
             paused.pause()
             try:
-                r = s.execute(VIEW)
+                r = s.execute(VIEW, trace=True)
                 assert sorted(x.partition_id for x in r) == before
                 warnings = r.response_future.warnings or []
                 warned = [w for w in warnings if paused.name in w and "left out" in w]
@@ -347,6 +348,12 @@ def test_a_node_that_does_not_answer_is_left_out_with_a_warning(cluster3):
                 paused.resume()
             if warned:
                 break
+            trace = r.get_query_trace(max_wait_sec=10)
+            asked = [e.description for e in trace.events if e.description.startswith("Asked ")]
+            assert asked, "the fan-out's trace names no members asked"
+            names = asked[0].partition(": ")[2].split(", ")
+            assert paused.name not in names, \
+                f"{paused.name} was asked, did not answer, and no warning named it: {asked[0]}"
         assert warned, "the paused node was never left out with a warning"
     finally:
         cl.shutdown()
