@@ -347,17 +347,10 @@ fn read_target(
     if pk_given > 0 {
         // Cassandra: a restriction an index can serve makes a partial partition key a filter
         // of the index query (use_index decides whether it still needs ALLOW FILTERING).
+        // Cassandra 4 and 5 answer a partial partition key with the plain filtering message
+        // (3.x named the parts: "Partition key parts: b must be restricted as other parts are").
         if !sel.allow_filtering && !restricts_indexed_column(t, sel) {
-            let miss: Vec<&str> = t
-                .pk_columns()
-                .zip(&pk_vals)
-                .filter(|(_, v)| v.is_none())
-                .map(|(c, _)| c.name.as_str())
-                .collect();
-            return Err(invalid(format!(
-                "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING (partition key parts {} are not restricted)",
-                miss.join(", ")
-            )));
+            return Err(invalid(FILTERING_MSG));
         }
         *need_filtering = true;
     }
