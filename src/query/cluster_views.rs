@@ -33,8 +33,8 @@ pub struct PeerRows {
     pub nodes: Vec<(String, Vec<VRow>)>,
     /// One line per node that did not answer or answered partly (sent as warnings).
     pub warnings: Vec<String>,
-    /// The members asked, by name, sorted (traced: a node missing from both lists above was
-    /// not a member when the read began).
+    /// The members asked, by name, sorted (traced: a node not among them was not a member
+    /// when the read began, so it is neither merged nor warned about).
     pub asked: Vec<String>,
 }
 

@@ -10,9 +10,9 @@
 //! gives at most `MAX_ROWS_PER_PEER` rows (one page) and all answers at most
 //! `MAX_MERGED_BYTES`. A member that does not answer in time, answers an error or is cut, or
 //! whose leg fails here, is left out with a warning in the response (the read does not fail:
-//! a dead node must not hide the survivors' rows). Paging: each page asks again and pages the
-//! merged rows by position, as a single node pages these tables (rows that change between
-//! pages may shift).
+//! a dead node must not hide the survivors' rows); a traced read names the members it asked.
+//! Paging: each page asks again and pages the merged rows by position, as a single node pages
+//! these tables (rows that change between pages may shift).
 //!
 //! Not in cluster mode, for requests forwarded or marked local-only, and for every other
 //! statement this does nothing (a SELECT is parsed only if its text or keyspace names a
