@@ -511,6 +511,46 @@ pub enum Statement {
         if_exists: bool,
     },
     Describe(Describe),
+    /// A statement for a feature ringgate does not offer (`NotOffered`).
+    NotOffered(NotOffered),
+}
+
+/// Statements Cassandra's grammar has for features ringgate does not offer: materialized
+/// views, user-defined functions and aggregates, triggers, roles and permissions. The parser
+/// reads what the answer needs (the names a DROP or ALTER of something missing reports) and
+/// skips the rest of the statement unchecked; the query layer answers as Cassandra does when
+/// nothing of the kind exists, and refuses what would create one with a message that says so.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NotOffered {
+    /// `CREATE MATERIALIZED VIEW ...`
+    CreateView,
+    /// `ALTER` or `DROP MATERIALIZED VIEW [IF EXISTS] name ...`: no view exists.
+    MissingView {
+        name: QualifiedName,
+        if_exists: bool,
+    },
+    /// `CREATE [OR REPLACE] FUNCTION ...`
+    CreateFunction,
+    /// `CREATE [OR REPLACE] AGGREGATE ...`
+    CreateAggregate,
+    /// `DROP FUNCTION|AGGREGATE [IF EXISTS] name [(types)]`: none exists.
+    MissingFunction {
+        aggregate: bool,
+        name: QualifiedName,
+        /// The argument types as written, lower-cased; None without parentheses.
+        args: Option<Vec<String>>,
+        if_exists: bool,
+    },
+    /// `CREATE TRIGGER [IF NOT EXISTS] name ON table USING 'class'`
+    CreateTrigger { table: QualifiedName, class: String },
+    /// `DROP TRIGGER [IF EXISTS] name ON table`: none exists.
+    MissingTrigger {
+        name: String,
+        table: QualifiedName,
+        if_exists: bool,
+    },
+    /// Role, user, identity and permission statements (`CREATE ROLE`, `GRANT`, `LIST ROLES`...).
+    Role,
 }
 
 /// A parsed statement with the number of bind markers it holds.

@@ -16,6 +16,7 @@ pub mod index_cluster;
 pub mod long;
 pub mod lwt;
 pub mod maintenance;
+pub mod not_offered;
 pub mod partition_moves;
 pub mod purge;
 pub mod purge_pass;
@@ -218,6 +219,8 @@ pub struct QueryOptions {
 #[derive(Debug, Default, Clone)]
 pub struct Session {
     pub keyspace: Option<String>,
+    /// Logged in as a user (`auth.enabled`); false is Cassandra's anonymous user.
+    pub logged_in: bool,
     /// Last server-side write timestamp handed out (strictly increasing per connection, also
     /// across concurrent requests of the connection).
     pub clock: Arc<std::sync::atomic::AtomicI64>,
@@ -846,6 +849,10 @@ impl Engine {
                     rows.count += 1;
                 }
                 Ok(Outcome::Rows(rows))
+            }
+            Statement::NotOffered(n) => {
+                opts.ctx.add_charge(crate::partition::ru::FIXED_RU);
+                not_offered::execute(&self.schema(), session, keyspace, n)
             }
             other => {
                 opts.ctx.add_charge(crate::partition::ru::FIXED_RU);

@@ -508,6 +508,7 @@ async fn auth_response(
     let resp = match shared.authenticator.check_plain(token) {
         Ok(user) => {
             st.authenticated = true;
+            st.session.logged_in = true;
             shared.auth_guard.succeeded(ip);
             tracing::debug!(user, "authenticated");
             Response::AuthSuccess(None)

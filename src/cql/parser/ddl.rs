@@ -42,7 +42,7 @@ impl Parser<'_> {
                 self.create_type()
             }
             T::Keyword(Kw::Custom | Kw::Index) => self.create_index(),
-            _ => Err(self.no_viable()),
+            _ => self.not_offered(Self::create_not_offered),
         }
     }
 
@@ -69,7 +69,7 @@ impl Parser<'_> {
                 self.bump();
                 self.alter_type()
             }
-            _ => Err(self.no_viable()),
+            _ => self.not_offered(Self::alter_not_offered),
         }
     }
 
@@ -101,7 +101,19 @@ impl Parser<'_> {
                 let name = self.qualified_name("index")?;
                 Ok(Statement::DropIndex { name, if_exists })
             }
-            _ => Err(self.no_viable()),
+            _ => self.not_offered(Self::drop_not_offered),
+        }
+    }
+
+    /// A statement for a feature not offered that `head` recognises, or the grammar's
+    /// "no viable alternative" at the word it did not.
+    fn not_offered(
+        &mut self,
+        head: fn(&mut Self) -> PResult<Option<NotOffered>>,
+    ) -> PResult<Statement> {
+        match head(self)? {
+            Some(n) => Ok(Statement::NotOffered(n)),
+            None => Err(self.no_viable()),
         }
     }
 

@@ -10,6 +10,7 @@
 mod ddl;
 mod depth;
 mod dml;
+mod not_offered;
 mod select;
 #[cfg(test)]
 mod tests;
@@ -334,6 +335,7 @@ impl<'a> Parser<'a> {
             T::Keyword(Kw::Describe | Kw::Desc) => {
                 Ok(Statement::Describe(self.describe_statement()?))
             }
+            T::Keyword(Kw::Grant | Kw::Revoke | Kw::List | Kw::Add) => self.role_statement(),
             _ => Err(self.no_viable()),
         }
     }
