@@ -2,7 +2,7 @@
 //! `keyspace_name, type, name[, create_statement]`, and the CQL they print recreates the object.
 
 use super::system::{NodeInfo, VRow, PARTITIONER};
-use super::{ColumnKind, KeyspaceDef, PartitionKeyKind, Schema, SchemaError, TableDef};
+use super::{ColumnKind, IndexDef, KeyspaceDef, PartitionKeyKind, Schema, SchemaError, TableDef};
 use crate::cql::ast::{Describe, DescribeTarget, QualifiedName};
 use crate::cql::types::{quote_ident, CqlType, UdtDef};
 use bytes::Bytes;
@@ -317,32 +317,37 @@ pub fn describe(
         }
         DescribeTarget::Table(q) => describe_table(schema, current_keyspace, q, &mut rows)?,
         DescribeTarget::Type(q) => {
-            let ks = keyspace_of(q, current_keyspace)?;
-            let u = schema
-                .keyspace(&ks)
-                .and_then(|k| k.types.get(&q.name))
-                .ok_or_else(|| {
-                    not_found(format!(
-                        "User defined type '{}' not found in '{ks}'",
-                        q.name
-                    ))
-                })?;
-            rows.push(element(&ks, "type", &u.name, create_type_cql(u)));
+            let k = element_keyspace(schema, q, current_keyspace)?;
+            let u = k.types.get(&q.name).ok_or_else(|| {
+                not_found(format!(
+                    "User defined type '{}' not found in '{}'",
+                    q.name, k.name
+                ))
+            })?;
+            rows.push(element(&k.name, "type", &u.name, create_type_cql(u)));
             element_columns()
         }
-        DescribeTarget::Function(q) | DescribeTarget::Aggregate(q) => {
-            let ks = keyspace_of(q, current_keyspace)?;
+        // None of these can exist here (`query/not_offered.rs`).
+        DescribeTarget::Function(q) => {
+            let k = element_keyspace(schema, q, current_keyspace)?;
+            let (name, ks) = (&q.name, &k.name);
             return Err(not_found(format!(
-                "User defined function '{}' not found in '{ks}'",
-                q.name
+                "User defined function '{name}' not found in '{ks}'"
+            )));
+        }
+        DescribeTarget::Aggregate(q) => {
+            let k = element_keyspace(schema, q, current_keyspace)?;
+            let (name, ks) = (&q.name, &k.name);
+            return Err(not_found(format!(
+                "User defined aggregate '{name}' not found in '{ks}'"
             )));
         }
         DescribeTarget::Index(q) => describe_index(schema, current_keyspace, q, &mut rows)?,
         DescribeTarget::MaterializedView(q) => {
-            let ks = keyspace_of(q, current_keyspace)?;
+            let k = element_keyspace(schema, q, current_keyspace)?;
+            let (name, ks) = (&q.name, &k.name);
             return Err(not_found(format!(
-                "'{}' not found in keyspace '{ks}'",
-                q.name
+                "Materialized view '{name}' not found in '{ks}'"
             )));
         }
         DescribeTarget::Schema | DescribeTarget::FullSchema => {
@@ -364,6 +369,18 @@ pub fn describe(
 /// Why a DESCRIBE fails: its object does not exist.
 fn not_found(what: String) -> SchemaError {
     SchemaError::Invalid(what)
+}
+
+/// The keyspace a DESCRIBE of one element looks in (given, or the current one), which must
+/// exist: Cassandra checks it before it looks for the element.
+fn element_keyspace<'s>(
+    schema: &'s Schema,
+    q: &QualifiedName,
+    current_keyspace: Option<&str>,
+) -> Result<&'s KeyspaceDef, SchemaError> {
+    let ks = keyspace_of(q, current_keyspace)?;
+    (schema.keyspace(&ks).map(|k| &**k))
+        .ok_or_else(|| not_found(format!("'{ks}' not found in keyspaces")))
 }
 
 /// The keyspace of a name: given, or the current one.
@@ -443,44 +460,48 @@ fn describe_table(
     q: &QualifiedName,
     rows: &mut Vec<VRow>,
 ) -> Result<Vec<(String, CqlType)>, SchemaError> {
-    let ks = keyspace_of(q, current_keyspace)?;
-    let k = schema
-        .keyspace(&ks)
-        .ok_or_else(|| not_found(format!("'{ks}' not found in keyspaces")))?;
-    let t = k
-        .tables
-        .get(&q.name)
-        .ok_or_else(|| not_found(format!("'{}' not found in keyspace '{ks}'", q.name)))?;
-    rows.push(element(
-        &ks,
-        "table",
-        &t.name,
-        create_table_cql(t, k.is_virtual),
-    ));
-    index_elements(t, rows);
+    let k = element_keyspace(schema, q, current_keyspace)?;
+    let t = k.tables.get(&q.name).ok_or_else(|| {
+        let (name, ks) = (&q.name, &k.name);
+        not_found(format!("Table '{name}' not found in keyspace '{ks}'"))
+    })?;
+    table_elements(k, t, rows);
     Ok(element_columns())
 }
 
+/// A table's element and its indexes' elements.
+fn table_elements(k: &KeyspaceDef, t: &TableDef, rows: &mut Vec<VRow>) {
+    let cql = create_table_cql(t, k.is_virtual);
+    rows.push(element(&k.name, "table", &t.name, cql));
+    index_elements(t, rows);
+}
+
+/// An index's element: Cassandra looks for the table holding it first, and names that in its
+/// message when there is none.
 fn describe_index(
     schema: &Schema,
     current_keyspace: Option<&str>,
     q: &QualifiedName,
     rows: &mut Vec<VRow>,
 ) -> Result<Vec<(String, CqlType)>, SchemaError> {
-    let ks = keyspace_of(q, current_keyspace)?;
-    let k = schema
-        .keyspace(&ks)
-        .ok_or_else(|| not_found(format!("'{ks}' not found in keyspaces")))?;
-    let (t, ix) = k
-        .tables
-        .values()
-        .find_map(|t| t.indexes.iter().find(|i| i.name == q.name).map(|i| (t, i)))
-        .ok_or_else(|| not_found(format!("'{}' not found in keyspace '{ks}'", q.name)))?;
-    rows.push(element(&ks, "index", &ix.name, create_index_cql(t, ix)));
+    let k = element_keyspace(schema, q, current_keyspace)?;
+    let (t, ix) = find_index(k, &q.name).ok_or_else(|| {
+        let (name, ks) = (&q.name, &k.name);
+        not_found(format!(
+            "Table for existing index '{name}' not found in '{ks}'"
+        ))
+    })?;
+    rows.push(element(&k.name, "index", &ix.name, create_index_cql(t, ix)));
     Ok(element_columns())
 }
 
-/// DESCRIBE <name>: a keyspace, or a table or type of the (given or current) keyspace.
+fn find_index<'k>(k: &'k KeyspaceDef, name: &str) -> Option<(&'k TableDef, &'k IndexDef)> {
+    (k.tables.values()).find_map(|t| t.indexes.iter().find(|i| i.name == name).map(|i| (&**t, i)))
+}
+
+/// DESCRIBE <name>, as Cassandra resolves it: a keyspace; else, in the given keyspace (or the
+/// current one, or without one the keyspace of that name), a table, an index or (here too) a
+/// user type.
 fn describe_name(
     schema: &Schema,
     current_keyspace: Option<&str>,
@@ -488,7 +509,6 @@ fn describe_name(
     q: &QualifiedName,
 ) -> Result<DescribeResult, SchemaError> {
     let mut rows = Vec::new();
-    // A keyspace, or an object of the (given or current) keyspace.
     if q.keyspace.is_none() {
         if let Some(k) = schema.keyspace(&q.name) {
             keyspace_elements(k, only, &mut rows);
@@ -498,24 +518,19 @@ fn describe_name(
             });
         }
     }
-    let ks = keyspace_of(q, current_keyspace)?;
+    let ks = (q.keyspace.as_deref().or(current_keyspace)).unwrap_or(&q.name);
     let k = schema
-        .keyspace(&ks)
+        .keyspace(ks)
         .ok_or_else(|| not_found(format!("'{ks}' not found in keyspaces")))?;
     if let Some(t) = k.tables.get(&q.name) {
-        rows.push(element(
-            &ks,
-            "table",
-            &t.name,
-            create_table_cql(t, k.is_virtual),
-        ));
+        table_elements(k, t, &mut rows);
+    } else if let Some((t, ix)) = find_index(k, &q.name) {
+        rows.push(element(ks, "index", &ix.name, create_index_cql(t, ix)));
     } else if let Some(u) = k.types.get(&q.name) {
-        rows.push(element(&ks, "type", &u.name, create_type_cql(u)));
+        rows.push(element(ks, "type", &u.name, create_type_cql(u)));
     } else {
-        return Err(not_found(format!(
-            "'{}' not found in keyspace '{ks}'",
-            q.name
-        )));
+        let name = &q.name;
+        return Err(not_found(format!("'{name}' not found in keyspace '{ks}'")));
     }
     Ok(DescribeResult {
         columns: element_columns(),

@@ -248,3 +248,44 @@ def test_missing_keyspace_and_unknown_data_centre_messages(session, unique_name)
     msg = refused(session, f"ALTER KEYSPACE {name} WITH replication = {{'class': 'NetworkTopologyStrategy', 'dc9': 1}}",
                   kind=ConfigurationException)
     assert msg == f"Unrecognized strategy option {{dc9}} passed to NetworkTopologyStrategy for keyspace {name}"
+
+
+# ------------------------------------------------------------------ DESCRIBE of what is missing
+
+
+def test_describe_of_missing_elements_words_them_as_cassandra(cluster_factory, session, ks):
+    """Cassandra's DescribeStatement checks the keyspace first ("'x' not found in keyspaces"),
+    then names the kind of element it looked for."""
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v int)")
+    session.execute(f"CREATE INDEX t_v ON {ks}.t (v)")
+    for q, msg in [
+        (f"DESCRIBE TABLE {ks}.nope", f"Table 'nope' not found in keyspace '{ks}'"),
+        (f"DESCRIBE INDEX {ks}.nope", f"Table for existing index 'nope' not found in '{ks}'"),
+        (f"DESCRIBE MATERIALIZED VIEW {ks}.nope", f"Materialized view 'nope' not found in '{ks}'"),
+        (f"DESCRIBE FUNCTION {ks}.nope", f"User defined function 'nope' not found in '{ks}'"),
+        (f"DESCRIBE AGGREGATE {ks}.nope", f"User defined aggregate 'nope' not found in '{ks}'"),
+        (f"DESCRIBE TYPE {ks}.nope", f"User defined type 'nope' not found in '{ks}'"),
+        (f"DESCRIBE {ks}.nope", f"'nope' not found in keyspace '{ks}'"),
+        ("DESCRIBE TABLE no_such_ks.t", "'no_such_ks' not found in keyspaces"),
+        ("DESCRIBE FUNCTION no_such_ks.f", "'no_such_ks' not found in keyspaces"),
+        ("DESCRIBE AGGREGATE no_such_ks.a", "'no_such_ks' not found in keyspaces"),
+        ("DESCRIBE MATERIALIZED VIEW no_such_ks.v", "'no_such_ks' not found in keyspaces"),
+        ("DESCRIBE TYPE no_such_ks.u", "'no_such_ks' not found in keyspaces"),
+    ]:
+        assert refused(session, q) == msg, q
+    # Without a keyspace, a bare name that is no keyspace is looked up as one.
+    bare = cluster_factory().connect()
+    assert refused(bare, "DESCRIBE nope") == "'nope' not found in keyspaces"
+    assert refused(bare, "DESCRIBE TABLE nope") == "No keyspace specified and no current keyspace"
+
+
+def test_describe_of_a_name_finds_indexes_and_a_tables_indexes(session, ks):
+    """DESCRIBE <name> resolves a table (with its indexes, as DESCRIBE TABLE) or an index."""
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v int)")
+    session.execute(f"CREATE INDEX t_v ON {ks}.t (v)")
+    by_name = [(r.type, r.name) for r in session.execute(f"DESCRIBE {ks}.t")]
+    assert by_name == [("table", "t"), ("index", "t_v")]
+    assert by_name == [(r.type, r.name) for r in session.execute(f"DESCRIBE TABLE {ks}.t")]
+    index = list(session.execute(f"DESCRIBE {ks}.t_v"))
+    assert [(r.type, r.name) for r in index] == [("index", "t_v")]
+    assert index[0].create_statement == f"CREATE INDEX t_v ON {ks}.t (v);"
