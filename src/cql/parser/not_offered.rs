@@ -126,9 +126,13 @@ impl Parser<'_> {
             return Ok(types);
         }
         loop {
-            let start = self.tok().start as usize;
+            let (start, first) = (self.tok().start as usize, self.pos);
             self.type_expr()?;
-            let end = self.toks[self.pos - 1].end as usize;
+            // A type is at least one token; the guard keeps the slice well-formed regardless.
+            let end = match self.pos.checked_sub(1) {
+                Some(last) if last >= first => self.toks[last].end as usize,
+                _ => start,
+            };
             types.push(self.src[start..end].to_ascii_lowercase());
             if self.eat(T::RParen) {
                 return Ok(types);
