@@ -27,6 +27,8 @@ STATEMENTS = [
     "CREATE INDEX ON t (values(m))",
     "SELECT json * FROM t WHERE token(a) > -9223372036854775808 PER PARTITION LIMIT 2",
     "SELECT (int) ?, 'it''s', $$dollar$$, 12h30m, 123e4567-e89b-12d3-a456-426614174000 FROM t",
+    "CREATE OR REPLACE FUNCTION ks.f (a int) CALLED ON NULL INPUT RETURNS int LANGUAGE java AS $$ return a; $$",
+    "DROP FUNCTION IF EXISTS ks.f (int, frozen<list<text>>); DROP TRIGGER tr ON t; LIST ROLES",
 ]
 
 
