@@ -91,10 +91,9 @@ fn create_trigger(
     class: &str,
 ) -> Result<Outcome> {
     let ks = resolve_keyspace(keyspace, table)?;
-    if schema.keyspace(ks).is_none() {
-        return Err(invalid(format!("Keyspace '{ks}' doesn't exist")));
-    }
-    if schema.table(ks, &table.name).is_none() {
+    let k = crate::schema::ddl::target_keyspace(schema, ks)?;
+    if !k.tables.contains_key(&table.name) {
+        // CreateTriggerStatement names the table alone, as CREATE INDEX does.
         return Err(invalid(format!("Table '{}' doesn't exist", table.name)));
     }
     Err(invalid(format!(

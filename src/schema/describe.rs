@@ -309,10 +309,7 @@ pub fn describe(
                     SchemaError::Invalid("No keyspace specified and no current keyspace".into())
                 })?,
             };
-            let ks = schema
-                .keyspace(&name)
-                .ok_or_else(|| not_found(format!("'{name}' not found in keyspaces")))?;
-            keyspace_elements(ks, stmt.only, &mut rows);
+            keyspace_elements(keyspace_named(schema, &name)?, stmt.only, &mut rows);
             element_columns()
         }
         DescribeTarget::Table(q) => describe_table(schema, current_keyspace, q, &mut rows)?,
@@ -378,8 +375,12 @@ fn element_keyspace<'s>(
     q: &QualifiedName,
     current_keyspace: Option<&str>,
 ) -> Result<&'s KeyspaceDef, SchemaError> {
-    let ks = keyspace_of(q, current_keyspace)?;
-    (schema.keyspace(&ks).map(|k| &**k))
+    keyspace_named(schema, &keyspace_of(q, current_keyspace)?)
+}
+
+/// Keyspace `ks`, with Cassandra's DESCRIBE message when there is none.
+fn keyspace_named<'s>(schema: &'s Schema, ks: &str) -> Result<&'s KeyspaceDef, SchemaError> {
+    (schema.keyspace(ks).map(|k| &**k))
         .ok_or_else(|| not_found(format!("'{ks}' not found in keyspaces")))
 }
 
@@ -519,9 +520,7 @@ fn describe_name(
         }
     }
     let ks = (q.keyspace.as_deref().or(current_keyspace)).unwrap_or(&q.name);
-    let k = schema
-        .keyspace(ks)
-        .ok_or_else(|| not_found(format!("'{ks}' not found in keyspaces")))?;
+    let k = keyspace_named(schema, ks)?;
     if let Some(t) = k.tables.get(&q.name) {
         table_elements(k, t, &mut rows);
     } else if let Some((t, ix)) = find_index(k, &q.name) {

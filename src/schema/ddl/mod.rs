@@ -84,8 +84,8 @@ fn config(msg: impl Into<String>) -> SchemaError {
 }
 
 /// The keyspace a CREATE statement adds to, with Cassandra 5.0's schema statements' message
-/// ("doesn't", where USE and reads say "does not").
-fn target_keyspace<'s>(
+/// ("doesn't", where USE and reads say "does not"). Also `query/not_offered.rs`'s CREATE TRIGGER.
+pub(crate) fn target_keyspace<'s>(
     schema: &'s Schema,
     keyspace: &str,
 ) -> Result<&'s Arc<crate::schema::KeyspaceDef>, SchemaError> {
